@@ -1,0 +1,139 @@
+// Owns the server configuration: one table of options read from env vars and --flags, validated and frozen.
+import { resolve } from 'node:path';
+
+export interface Config {
+  readonly host: string;
+  readonly port: number;
+  readonly dataDir: string;
+  readonly devBootstrap: boolean;
+  readonly logLevel: LogLevel;
+  readonly maxBodyBytes: number;
+  readonly corsOrigin: string;
+  readonly secretKey: string | undefined;
+  readonly wsMaxPayloadBytes: number;
+  readonly wsMaxBackpressureBytes: number;
+  readonly wsIdleTimeoutSeconds: number;
+  readonly maxConnectionsPerDocument: number;
+  readonly mailboxCapacity: number;
+  readonly docIdleUnloadMs: number;
+  readonly groupCommitMs: number;
+  readonly compactAfterUpdates: number;
+  readonly compactAfterBytes: number;
+  readonly persistence: boolean;
+  readonly presenceOfflineTtlMs: number;
+}
+
+export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent';
+const LOG_LEVELS: readonly LogLevel[] = ['debug', 'info', 'warn', 'error', 'silent'];
+
+type Parser<T> = (raw: string, name: string) => T;
+
+interface OptionSpec<K extends keyof Config> {
+  readonly key: K;
+  readonly env: string;
+  readonly fallback: Config[K];
+  readonly parse: Parser<Config[K]>;
+}
+
+const text: Parser<string> = (raw) => raw;
+const optionalText: Parser<string | undefined> = (raw) => (raw === '' ? undefined : raw);
+const bool: Parser<boolean> = (raw, name) => {
+  const value = raw.toLowerCase();
+  if (['1', 'true', 'yes', 'on'].includes(value)) return true;
+  if (['0', 'false', 'no', 'off'].includes(value)) return false;
+  throw new ConfigError(`${name} must be a boolean (true/false), got "${raw}"`);
+};
+const integer = (min: number, max: number): Parser<number> => (raw, name) => {
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < min || value > max) {
+    throw new ConfigError(`${name} must be an integer from ${min} to ${max}, got "${raw}"`);
+  }
+  return value;
+};
+const logLevel: Parser<LogLevel> = (raw, name) => {
+  const found = LOG_LEVELS.find((level) => level === raw);
+  if (found === undefined) throw new ConfigError(`${name} must be one of ${LOG_LEVELS.join(', ')}, got "${raw}"`);
+  return found;
+};
+
+const MiB = 1024 * 1024;
+
+/** Every option, in README order. The flag is the env name in lower kebab case: PORT -> --port. */
+const OPTIONS: readonly OptionSpec<keyof Config>[] = [
+  { key: 'host', env: 'HOST', fallback: '127.0.0.1', parse: text },
+  { key: 'port', env: 'PORT', fallback: 8080, parse: integer(0, 65535) },
+  { key: 'dataDir', env: 'DATA_DIR', fallback: './data', parse: text },
+  { key: 'devBootstrap', env: 'DEV_BOOTSTRAP', fallback: true, parse: bool },
+  { key: 'logLevel', env: 'LOG_LEVEL', fallback: 'info', parse: logLevel },
+  { key: 'maxBodyBytes', env: 'MAX_BODY_BYTES', fallback: MiB, parse: integer(1024, 64 * MiB) },
+  { key: 'corsOrigin', env: 'CORS_ORIGIN', fallback: '*', parse: text },
+  { key: 'secretKey', env: 'SECRET_KEY', fallback: undefined, parse: optionalText },
+  { key: 'wsMaxPayloadBytes', env: 'WS_MAX_PAYLOAD_BYTES', fallback: 16 * MiB, parse: integer(1024, 256 * MiB) },
+  { key: 'wsMaxBackpressureBytes', env: 'WS_MAX_BACKPRESSURE_BYTES', fallback: 8 * MiB, parse: integer(64 * 1024, 1024 * MiB) },
+  { key: 'wsIdleTimeoutSeconds', env: 'WS_IDLE_TIMEOUT_SECONDS', fallback: 120, parse: integer(8, 960) },
+  { key: 'maxConnectionsPerDocument', env: 'MAX_CONNECTIONS_PER_DOCUMENT', fallback: 2000, parse: integer(1, 1_000_000) },
+  { key: 'mailboxCapacity', env: 'MAILBOX_CAPACITY', fallback: 10_000, parse: integer(16, 10_000_000) },
+  { key: 'docIdleUnloadMs', env: 'DOC_IDLE_UNLOAD_MS', fallback: 30_000, parse: integer(0, 86_400_000) },
+  { key: 'groupCommitMs', env: 'GROUP_COMMIT_MS', fallback: 2, parse: integer(0, 1000) },
+  { key: 'compactAfterUpdates', env: 'COMPACT_AFTER_UPDATES', fallback: 1000, parse: integer(1, 10_000_000) },
+  { key: 'compactAfterBytes', env: 'COMPACT_AFTER_BYTES', fallback: 4 * MiB, parse: integer(1024, 1024 * MiB) },
+  { key: 'persistence', env: 'PERSISTENCE', fallback: true, parse: bool },
+  { key: 'presenceOfflineTtlMs', env: 'PRESENCE_OFFLINE_TTL_MS', fallback: 60_000, parse: integer(0, 86_400_000) },
+];
+
+export class ConfigError extends Error {
+  override readonly name = 'ConfigError';
+}
+
+export function flagName(env: string): string {
+  return `--${env.toLowerCase().replaceAll('_', '-')}`;
+}
+
+/** Reads `--name value`, `--name=value` and bare `--name` (true) / `--no-name` (false). */
+function parseFlags(argv: readonly string[]): Map<string, string> {
+  const flags = new Map<string, string>();
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i];
+    if (arg === undefined || !arg.startsWith('--')) throw new ConfigError(`unexpected argument "${arg ?? ''}"`);
+    const eq = arg.indexOf('=');
+    if (eq !== -1) {
+      flags.set(arg.slice(0, eq), arg.slice(eq + 1));
+      continue;
+    }
+    const next = argv[i + 1];
+    if (next !== undefined && !next.startsWith('--')) {
+      flags.set(arg, next);
+      i++;
+    } else if (arg.startsWith('--no-')) {
+      flags.set(`--${arg.slice(5)}`, 'false');
+    } else {
+      flags.set(arg, 'true');
+    }
+  }
+  return flags;
+}
+
+/** Builds the frozen config: flags win over env vars, env vars over defaults. Overrides are for tests and benches. */
+export function loadConfig(
+  env: NodeJS.ProcessEnv = process.env,
+  argv: readonly string[] = [],
+  overrides: Partial<Config> = {},
+): Config {
+  const flags = parseFlags(argv);
+  const known = new Set(OPTIONS.map((option) => flagName(option.env)));
+  for (const flag of flags.keys()) {
+    if (!known.has(flag)) throw new ConfigError(`unknown flag ${flag}; known flags: ${[...known].join(', ')}`);
+  }
+  const values: Record<string, unknown> = {};
+  for (const option of OPTIONS) {
+    const flag = flagName(option.env);
+    const raw = flags.get(flag) ?? env[option.env];
+    values[option.key] = raw === undefined ? option.fallback : option.parse(raw, raw === flags.get(flag) ? flag : option.env);
+  }
+  const config = { ...values, ...overrides } as unknown as Config;
+  return Object.freeze({ ...config, dataDir: resolve(config.dataDir) });
+}
+
+export function describeOptions(): ReadonlyArray<{ env: string; flag: string; fallback: string }> {
+  return OPTIONS.map((option) => ({ env: option.env, flag: flagName(option.env), fallback: String(option.fallback) }));
+}

@@ -1,0 +1,80 @@
+// Owns the error catalog: every failure the server reports, its canonical status, HTTP status and WebSocket close code.
+
+/** Canonical statuses (spec section 7) with their HTTP status and the close code used when a socket must end for that reason. */
+export const CANONICAL = {
+  INVALID_ARGUMENT: { http: 400, close: 4400 },
+  FAILED_PRECONDITION: { http: 400, close: 4412 },
+  UNAUTHENTICATED: { http: 401, close: 4401 },
+  PERMISSION_DENIED: { http: 403, close: 4403 },
+  NOT_FOUND: { http: 404, close: 4404 },
+  ALREADY_EXISTS: { http: 409, close: 4409 },
+  ABORTED: { http: 409, close: 4409 },
+  RESOURCE_EXHAUSTED: { http: 429, close: 4429 },
+  INTERNAL: { http: 500, close: 1011 },
+  UNAVAILABLE: { http: 503, close: 1012 },
+} as const satisfies Record<string, { http: number; close: number }>;
+
+export type CanonicalStatus = keyof typeof CANONICAL;
+
+export interface AppErrorOptions {
+  /** HTTP status when it differs from the canonical one (413 body too large, 405 wrong method, 415 content type). */
+  readonly httpStatus?: number;
+  /** Seconds for the Retry-After header of RESOURCE_EXHAUSTED. */
+  readonly retryAfterSeconds?: number;
+  /** Per-item map or other structured detail, sent as `error.details`. */
+  readonly details?: unknown;
+  readonly cause?: unknown;
+}
+
+export class AppError extends Error {
+  override readonly name = 'AppError';
+  readonly httpStatus: number;
+  readonly retryAfterSeconds: number | undefined;
+  readonly details: unknown;
+
+  constructor(readonly status: CanonicalStatus, message: string, options: AppErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.httpStatus = options.httpStatus ?? CANONICAL[status].http;
+    this.retryAfterSeconds = options.retryAfterSeconds;
+    this.details = options.details;
+  }
+}
+
+export const invalidArgument = (message: string, options?: AppErrorOptions): AppError =>
+  new AppError('INVALID_ARGUMENT', message, options);
+export const notFound = (message: string): AppError => new AppError('NOT_FOUND', message);
+export const alreadyExists = (message: string): AppError => new AppError('ALREADY_EXISTS', message);
+export const permissionDenied = (message: string): AppError => new AppError('PERMISSION_DENIED', message);
+export const unauthenticated = (message: string): AppError => new AppError('UNAUTHENTICATED', message);
+export const failedPrecondition = (message: string): AppError => new AppError('FAILED_PRECONDITION', message);
+export const resourceExhausted = (message: string, retryAfterSeconds: number): AppError =>
+  new AppError('RESOURCE_EXHAUSTED', message, { retryAfterSeconds });
+export const unavailable = (message: string): AppError => new AppError('UNAVAILABLE', message);
+
+/** HTTP-layer failures that have no canonical status of their own. */
+export const bodyTooLarge = (limit: number): AppError =>
+  invalidArgument(`request body exceeds the limit of ${limit} bytes`, { httpStatus: 413 });
+export const methodNotAllowed = (method: string, path: string): AppError =>
+  invalidArgument(`method ${method} is not allowed on ${path}; every operation is POST`, { httpStatus: 405 });
+export const unsupportedMediaType = (contentType: string): AppError =>
+  invalidArgument(`content-type must be application/json, got "${contentType || '(none)'}"`, { httpStatus: 415 });
+
+/** Anything thrown that is not an AppError becomes INTERNAL without leaking its message. */
+export function toAppError(error: unknown): AppError {
+  if (error instanceof AppError) return error;
+  return new AppError('INTERNAL', 'internal error', { cause: error });
+}
+
+/** WebSocket close codes the sync endpoint uses, named in one place (docs/protocol.md lists them). */
+export const CLOSE = {
+  NORMAL: 1000,
+  GOING_AWAY: 1001,
+  MESSAGE_TOO_BIG: 1009,
+  INTERNAL: 1011,
+  SERVICE_RESTART: 1012,
+  MALFORMED_FRAME: 4400,
+  TOKEN_EXPIRED: 4401,
+  PERMISSION_REVOKED: 4403,
+  DOCUMENT_FULL: 4429,
+  BACKPRESSURE: 4408,
+} as const;

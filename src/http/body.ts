@@ -1,0 +1,53 @@
+// Owns reading a request body from uWebSockets.js: copied chunks, a byte cap enforced while streaming, JSON envelope checks.
+import type { HttpResponse } from 'uWebSockets.js';
+import { bodyTooLarge, invalidArgument, type AppError } from '../errors.js';
+
+/**
+ * Collects the body, copying each chunk (uWS reuses the ArrayBuffer after the callback returns).
+ * Rejects with 413 as soon as the running total passes `maxBytes`; later chunks are dropped.
+ */
+export function readBody(res: HttpResponse, maxBytes: number): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let total = 0;
+    let failed = false;
+    res.onData((chunk, isLast) => {
+      if (failed) return;
+      total += chunk.byteLength;
+      if (total > maxBytes) {
+        failed = true;
+        reject(bodyTooLarge(maxBytes));
+        return;
+      }
+      chunks.push(Buffer.from(chunk.slice(0)));
+      if (isLast) resolve(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, total));
+    });
+  });
+}
+
+/** Parses the raw body and returns its `data` object, or throws INVALID_ARGUMENT saying what is wrong. */
+export function parseEnvelope(raw: Buffer): Record<string, unknown> {
+  if (raw.length === 0) throw invalidArgument('request body is empty; send {"data": {...}}');
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(raw.toString('utf8'));
+  } catch (error) {
+    throw invalidArgument(`request body is not valid JSON: ${(error as Error).message}`);
+  }
+  if (!isPlainObject(parsed)) throw invalidArgument('request body must be a JSON object of the form {"data": {...}}');
+  if (!('data' in parsed)) throw invalidArgument('request body must be wrapped in a top-level "data" object');
+  const data = parsed['data'];
+  if (!isPlainObject(data)) throw invalidArgument('data must be an object');
+  return data;
+}
+
+export function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+export function isJsonContentType(contentType: string): boolean {
+  const mediaType = contentType.split(';', 1)[0]?.trim().toLowerCase() ?? '';
+  return mediaType === 'application/json' || (mediaType.startsWith('application/') && mediaType.endsWith('+json'));
+}
+
+export type BodyError = AppError;

@@ -1,0 +1,96 @@
+// Owns wiring: opens the store and services, mounts every operation and the sync endpoint on one uWS App, and stops them.
+import type { us_listen_socket } from 'uWebSockets.js';
+import { Secrets } from './auth/secrets.js';
+import { UserTokens } from './auth/user-tokens.js';
+import type { Config } from './config.js';
+import type { Logger } from './log.js';
+import { writeJson } from './http/reply.js';
+import { fallback, preflight, route, type RouteDeps } from './http/route.js';
+import type { Operation } from './http/operation.js';
+import { RateLimiter } from './http/rate-limit.js';
+import { authOperations } from './http/routes/auth.js';
+import { workspaceOperations } from './http/routes/workspace.js';
+import { loadUws } from './http/uws.js';
+import { Store } from './store/env.js';
+import { Workspaces } from './tenant/workspaces.js';
+
+export interface Services {
+  readonly config: Config;
+  readonly log: Logger;
+  readonly store: Store;
+  readonly secrets: Secrets;
+  readonly workspaces: Workspaces;
+  readonly userTokens: UserTokens;
+}
+
+export interface RunningServer {
+  readonly port: number;
+  readonly services: Services;
+  stop(): Promise<void>;
+}
+
+const PUBLIC_REQUESTS_PER_MINUTE = 120;
+
+export async function openServices(config: Config, log: Logger): Promise<Services> {
+  const store = Store.open(config.dataDir);
+  const secrets = Secrets.load(config.dataDir, config.secretKey);
+  const workspaces = new Workspaces(store, secrets);
+  const userTokens = await UserTokens.open(store, secrets);
+  return { config, log, store, secrets, workspaces, userTokens };
+}
+
+/** Every REST operation, area by area (one file per spec area under src/http/routes). */
+function allOperations(services: Services): Operation[] {
+  return [...workspaceOperations(services.workspaces, services.secrets), ...authOperations(services.userTokens)];
+}
+
+export async function startServer(config: Config, log: Logger): Promise<RunningServer> {
+  const uws = loadUws();
+  const services = await openServices(config, log);
+  const app = uws.App();
+  const deps: RouteDeps = {
+    auth: {
+      workspace: (id, token) => services.workspaces.authenticateWorkspace(id, token),
+      apiKey: (key, token) => services.workspaces.authenticateApiKey(key, token),
+    },
+    log,
+    maxBodyBytes: config.maxBodyBytes,
+    corsOrigin: config.corsOrigin,
+    publicLimiter: new RateLimiter(PUBLIC_REQUESTS_PER_MINUTE),
+  };
+  const knownPaths = new Set<string>();
+  for (const op of allOperations(services)) {
+    const handler = route(op, deps);
+    for (const path of op.paths) {
+      if (knownPaths.has(path)) throw new Error(`two operations claim ${path}`);
+      knownPaths.add(path);
+      app.post(path, handler);
+    }
+  }
+  const getJson = (body: () => unknown) => (res: Parameters<Parameters<typeof app.get>[1]>[0]) => {
+    writeJson(res, { aborted: false, requestId: '', corsOrigin: config.corsOrigin }, 200, body());
+  };
+  app.get('/healthz', getJson(() => ({ status: 'ok' })));
+  app.get('/.well-known/jwks.json', getJson(() => services.userTokens.jwks()));
+  app.options('/*', preflight(deps));
+  app.any('/*', fallback(knownPaths, deps));
+
+  const listenSocket = await new Promise<us_listen_socket>((resolve, reject) => {
+    app.listen(config.host, config.port, (socket) => {
+      if (socket === false) reject(new Error(`could not listen on ${config.host}:${config.port}`));
+      else resolve(socket);
+    });
+  });
+  const port = uws.us_socket_local_port(listenSocket);
+  let stopped = false;
+  return {
+    port,
+    services,
+    stop: async () => {
+      if (stopped) return;
+      stopped = true;
+      uws.us_listen_socket_close(listenSocket);
+      await services.store.close();
+    },
+  };
+}

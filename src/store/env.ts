@@ -1,0 +1,76 @@
+// Owns the one LMDB environment: opening it, its named databases, the schema-version stamp, transactions and close.
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { open, type Database, type Key, type RootDatabase } from 'lmdb';
+import { DB, SCHEMA_VERSION, type DbName } from './keys.js';
+
+export class StoreError extends Error {
+  override readonly name = 'StoreError';
+}
+
+export class Store {
+  private readonly opened = new Map<string, Database<unknown, Key>>();
+
+  private constructor(readonly root: RootDatabase, readonly path: string) {}
+
+  /** Opens (creating if needed) the environment in `path` and checks the schema stamp. */
+  static open(path: string): Store {
+    mkdirSync(path, { recursive: true });
+    // A subfolder with no extension: lmdb-js treats a path with an extension as a single file.
+    const root = open({ path: join(path, 'db'), maxDbs: 64 });
+    const store = new Store(root, path);
+    store.checkSchema();
+    return store;
+  }
+
+  private checkSchema(): void {
+    const meta = this.records<unknown>(DB.meta);
+    const stamped = meta.get('schemaVersion');
+    if (stamped === undefined) {
+      meta.putSync('schemaVersion', SCHEMA_VERSION);
+      return;
+    }
+    if (stamped !== SCHEMA_VERSION) {
+      throw new StoreError(
+        `data directory ${this.path} has schema version ${String(stamped)}, this server reads version ${SCHEMA_VERSION}; ` +
+          'use a matching server version or a fresh DATA_DIR',
+      );
+    }
+  }
+
+  /** A named database of msgpackr-encoded records. */
+  records<V>(name: DbName): Database<V, Key> {
+    return this.named(name, 'msgpack') as Database<V, Key>;
+  }
+
+  /** A named database of raw bytes (Yjs updates and snapshots). */
+  binary(name: DbName): Database<Uint8Array, Key> {
+    return this.named(name, 'binary') as Database<Uint8Array, Key>;
+  }
+
+  private named(name: DbName, encoding: 'msgpack' | 'binary'): Database<unknown, Key> {
+    const existing = this.opened.get(name);
+    if (existing !== undefined) return existing;
+    const db = this.root.openDB<unknown, Key>({ name, encoding });
+    this.opened.set(name, db);
+    return db;
+  }
+
+  /**
+   * Runs `body` in one write transaction; resolves once committed (visible, and kept across a process crash).
+   * Everything written inside commits together or not at all.
+   */
+  transaction<T>(body: () => T): Promise<T> {
+    return this.root.transaction(body);
+  }
+
+  /** Resolves when every commit so far is fsynced to disk (survives power loss). */
+  get flushed(): Promise<boolean> {
+    return this.root.flushed;
+  }
+
+  async close(): Promise<void> {
+    await this.root.flushed;
+    await this.root.close();
+  }
+}

@@ -1,0 +1,39 @@
+// Owns the LMDB key layout: every named database and the shape of its keys, in one place (docs/storage.md mirrors it).
+
+/**
+ * Named databases. Keys are lmdb-js ordered-binary arrays, so a key prefix is a range scan.
+ * Values are msgpackr records unless marked binary.
+ */
+export const DB = {
+  /** 'schemaVersion' -> number; 'devBootstrapDone' -> true. */
+  meta: 'meta',
+  /** [workspaceId] -> WorkspaceRecord */
+  workspaces: 'workspaces',
+  /** [ownerEmailLowercase] -> workspaceId */
+  workspaceByEmail: 'workspace-by-email',
+  /** [apiKey] -> ApiKeyRecord (auth tokens kept encrypted, indexed by keyed hash below) */
+  apiKeys: 'api-keys',
+  /** [keyedHash(authToken)] -> apiKey */
+  authTokenIndex: 'auth-token-index',
+  /** [kid] -> SigningKeyRecord (user-token signing keys; private part encrypted) */
+  signingKeys: 'signing-keys',
+  /** [apiKey, kind, ...ids] -> directory records (organizations, folders, documents, users, groups, grants) */
+  directory: 'directory',
+  /** binary. [apiKey, organizationId, documentId, editorId, seq] -> one Yjs update */
+  docUpdates: 'doc-updates',
+  /** binary. [apiKey, organizationId, documentId, editorId] -> Yjs state snapshot (encodeStateAsUpdate) */
+  docSnapshots: 'doc-snapshots',
+  /** [apiKey, organizationId, documentId, editorId] -> StoreMeta (type, contentKey, lastUpdate, lastUpdatedBy, sessionId, nextSeq) */
+  docStores: 'doc-stores',
+  /** [apiKey, organizationId, documentId, annotationId] -> AnnotationRecord */
+  annotations: 'annotations',
+  /** [apiKey, organizationId, documentId, userId] -> PresenceRecord */
+  presence: 'presence',
+  /** [seq] -> OutboxEvent (domain events awaiting delivery, written in the same transaction as their change) */
+  outbox: 'outbox',
+} as const;
+
+export type DbName = (typeof DB)[keyof typeof DB];
+
+/** Bumped when a stored shape changes incompatibly; checked at start. */
+export const SCHEMA_VERSION = 1;

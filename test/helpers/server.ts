@@ -1,0 +1,36 @@
+// Test helper: a real server on port 0 with LMDB in a tap test directory, torn down with the test.
+import type { Test } from 'tap';
+import { loadConfig, type Config } from '../../src/config.js';
+import { createLogger } from '../../src/log.js';
+import { startServer, type RunningServer } from '../../src/server.js';
+import { ApiClient } from './api.js';
+
+export interface TestServer {
+  readonly server: RunningServer;
+  readonly config: Config;
+  readonly url: string;
+  readonly api: ApiClient;
+  /** Stops this server and starts a new one on the same data directory (and port 0 again). */
+  restart(): Promise<TestServer>;
+}
+
+export function testConfig(dataDir: string, overrides: Partial<Config> = {}): Config {
+  return loadConfig({}, [], { port: 0, dataDir, devBootstrap: false, logLevel: 'silent', ...overrides });
+}
+
+export async function startTestServer(t: Test, overrides: Partial<Config> = {}, dataDir?: string): Promise<TestServer> {
+  const config = testConfig(dataDir ?? t.testdir(), overrides);
+  const server = await startServer(config, createLogger(config.logLevel));
+  t.teardown(() => server.stop());
+  const url = `http://127.0.0.1:${server.port}`;
+  return {
+    server,
+    config,
+    url,
+    api: new ApiClient(url),
+    restart: async () => {
+      await server.stop();
+      return startTestServer(t, overrides, config.dataDir);
+    },
+  };
+}
