@@ -9,6 +9,7 @@ export interface Config {
   readonly logLevel: LogLevel;
   readonly maxBodyBytes: number;
   readonly corsOrigin: string;
+  readonly publicRateLimitPerMinute: number;
   readonly secretKey: string | undefined;
   readonly wsMaxPayloadBytes: number;
   readonly wsMaxBackpressureBytes: number;
@@ -67,6 +68,7 @@ const OPTIONS: readonly OptionSpec<keyof Config>[] = [
   { key: 'logLevel', env: 'LOG_LEVEL', fallback: 'info', parse: logLevel },
   { key: 'maxBodyBytes', env: 'MAX_BODY_BYTES', fallback: MiB, parse: integer(1024, 64 * MiB) },
   { key: 'corsOrigin', env: 'CORS_ORIGIN', fallback: '*', parse: text },
+  { key: 'publicRateLimitPerMinute', env: 'PUBLIC_RATE_LIMIT_PER_MINUTE', fallback: 120, parse: integer(1, 1_000_000) },
   { key: 'secretKey', env: 'SECRET_KEY', fallback: undefined, parse: optionalText },
   { key: 'wsMaxPayloadBytes', env: 'WS_MAX_PAYLOAD_BYTES', fallback: 16 * MiB, parse: integer(1024, 256 * MiB) },
   { key: 'wsMaxBackpressureBytes', env: 'WS_MAX_BACKPRESSURE_BYTES', fallback: 8 * MiB, parse: integer(64 * 1024, 1024 * MiB) },

@@ -29,8 +29,6 @@ export interface RunningServer {
   stop(): Promise<void>;
 }
 
-const PUBLIC_REQUESTS_PER_MINUTE = 120;
-
 export async function openServices(config: Config, log: Logger): Promise<Services> {
   const store = Store.open(config.dataDir);
   const secrets = Secrets.load(config.dataDir, config.secretKey);
@@ -56,7 +54,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     log,
     maxBodyBytes: config.maxBodyBytes,
     corsOrigin: config.corsOrigin,
-    publicLimiter: new RateLimiter(PUBLIC_REQUESTS_PER_MINUTE),
+    publicLimiter: new RateLimiter(config.publicRateLimitPerMinute),
   };
   const knownPaths = new Set<string>();
   for (const op of allOperations(services)) {
