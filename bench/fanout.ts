@@ -1,0 +1,95 @@
+// Owns the sync fan-out benchmark script: runs the workload against each server and emits its figures.
+import { finish, flags, main, num, profileDir, reportProfiles, servers } from './lib/cli.js';
+import { runFanout, type FanoutOptions, type FanoutResult } from './lib/fanout.js';
+import { SYNC_SERVERS } from './lib/launch.js';
+import { emit, isMain, MB, progress, type Figure } from './lib/report.js';
+
+const USAGE = `node --import=tsx bench/fanout.ts [flags]
+  --server plait,hocuspocus,y-websocket   servers to run, in order (default: all three)
+  --docs M            documents, each with one writer (default 1)
+  --readers N         readers per document (default 50)
+  --rate R            updates/s per document in the latency phase (default 100)
+  --latency-ms T      fixed-rate phase length (default 8000)
+  --throughput-ms T   closed-loop phase length, 0 to skip (default 5000)
+  --window W          closed loop: updates in flight per document (default 20)
+  --payload B         characters inserted per update (default 32)
+  --warmup U          updates per document before measuring (default 50)
+  --profile           write and summarize a V8 CPU profile of the Plait server`;
+
+export function fanoutLabel(docs: number, readers: number): string {
+  return docs === 1 ? `fan-out 1×${readers}` : `fan-out ${docs} docs×${readers + 1} clients`;
+}
+
+/** The table/JSON figures of one server's run. */
+export function fanoutFigures(result: FanoutResult): Figure[] {
+  const { options, latency, latencyPhase, throughputPhase } = result;
+  const bench = fanoutLabel(options.docs, options.readers);
+  const server = options.server;
+  const detail = {
+    options: { ...options, env: undefined, cpuProfileDir: undefined },
+    connectMs: Math.round(result.connectMs),
+    latencyPhase,
+    throughputPhase,
+    latency,
+    disconnects: result.disconnects,
+  };
+  const figures: Figure[] = [
+    { bench, metric: 'updates/s (max)', unit: 'upd/s', server, value: throughputPhase?.updatesPerSec ?? Number.NaN, better: 'higher' },
+    { bench, metric: 'latency p50', unit: 'ms', server, value: latency.p50, better: 'lower' },
+    { bench, metric: 'latency p99', unit: 'ms', server, value: latency.p99, better: 'lower' },
+    { bench, metric: 'latency max', unit: 'ms', server, value: latency.max, better: 'lower' },
+    { bench, metric: 'server CPU / delivery', unit: 'µs', server, value: latencyPhase.serverCpuMicrosPerDelivery, better: 'lower', detail },
+    {
+      bench,
+      metric: 'server CPU / delivery at max',
+      unit: 'µs',
+      server,
+      value: throughputPhase?.serverCpuMicrosPerDelivery ?? Number.NaN,
+      better: 'lower',
+    },
+    { bench, metric: 'server RSS peak', unit: 'MB', server, value: result.peakRss / MB, better: 'lower' },
+    { bench, metric: 'lost deliveries + reconnects', unit: 'count', server, value: latencyPhase.missing + (throughputPhase?.missing ?? 0) + result.disconnects, better: 'lower' },
+  ];
+  return figures;
+}
+
+export function fanoutOptions(values: Record<string, string | boolean | undefined>): Omit<FanoutOptions, 'server'> {
+  return {
+    docs: num(values, 'docs', 1, 1, 10_000),
+    readers: num(values, 'readers', 50, 1, 5000),
+    rate: num(values, 'rate', 100, 0.1, 100_000),
+    latencyMs: num(values, 'latency-ms', 8000, 100, 600_000),
+    throughputMs: num(values, 'throughput-ms', 5000, 0, 600_000),
+    window: num(values, 'window', 20, 1, 10_000),
+    payload: num(values, 'payload', 32, 1, 1_000_000),
+    warmup: num(values, 'warmup', 50, 0, 100_000),
+  };
+}
+
+if (isMain(import.meta.url)) {
+  main(async () => {
+    const values = flags(USAGE, {
+      docs: { type: 'string' },
+      readers: { type: 'string' },
+      rate: { type: 'string' },
+      'latency-ms': { type: 'string' },
+      'throughput-ms': { type: 'string' },
+      window: { type: 'string' },
+      payload: { type: 'string' },
+      warmup: { type: 'string' },
+    });
+    const base = fanoutOptions(values);
+    const all: Figure[] = [];
+    const prof = profileDir(values);
+    for (const server of servers(values, SYNC_SERVERS)) {
+      progress(`${fanoutLabel(base.docs, base.readers)}: ${server} (rate ${base.rate}/s per doc, ${base.latencyMs} ms + ${base.throughputMs} ms)`);
+      const result = await runFanout({ ...base, server, ...(prof !== undefined && server === 'plait' ? { cpuProfileDir: prof } : {}) }, progress);
+      for (const figure of fanoutFigures(result)) {
+        emit(figure);
+        all.push(figure);
+      }
+    }
+    reportProfiles(prof);
+    finish(all);
+  });
+}

@@ -1,0 +1,98 @@
+// Owns the server side of the bench IPC: a server-under-test child reports readiness, CPU and memory, and stops on request.
+import { memoryUsage } from 'node:process';
+
+/** Parent → child. */
+export type HostRequest = { readonly id: number; readonly type: 'stats' | 'gc' | 'stop' };
+
+export interface ProcessStats {
+  /** process.cpuUsage() user + system, microseconds since start. */
+  readonly cpuMicros: number;
+  readonly rss: number;
+  readonly heapUsed: number;
+  /** Memory outside the V8 heap held by JS objects (Buffers, ArrayBuffers, native addons that report it). */
+  readonly external: number;
+}
+
+/** Child → parent. */
+export type HostMessage =
+  | { readonly type: 'ready'; readonly port: number; readonly pid: number }
+  | { readonly type: 'failed'; readonly error: string }
+  | { readonly type: 'reply'; readonly id: number; readonly stats: ProcessStats };
+
+export interface StartedServer {
+  readonly port: number;
+  stop(): Promise<void>;
+}
+
+export function processStats(): ProcessStats {
+  const cpu = process.cpuUsage();
+  const memory = memoryUsage();
+  return { cpuMicros: cpu.user + cpu.system, rss: memory.rss, heapUsed: memory.heapUsed, external: memory.external };
+}
+
+function send(message: HostMessage): void {
+  if (process.send === undefined) throw new Error('bench server hosts must be started with an IPC channel (child_process.fork)');
+  process.send(message);
+}
+
+/** Full collection; several passes so weak references and finalizers settle. Needs --expose-gc. */
+function collect(): void {
+  const gc = (globalThis as { gc?: () => void }).gc;
+  if (gc === undefined) throw new Error('the server host needs --expose-gc for memory figures');
+  for (let i = 0; i < 3; i++) gc();
+}
+
+/** Runs a server host: starts it, reports `ready`, answers requests, exits when asked or when the parent goes away. */
+export function serveHost(start: () => Promise<StartedServer>): void {
+  let server: StartedServer | undefined;
+  const stop = async (code: number): Promise<never> => {
+    if (server !== undefined) await server.stop();
+    process.exit(code);
+  };
+  process.on('disconnect', () => {
+    stop(0).catch((error: unknown) => {
+      process.stderr.write(`bench host: stop after disconnect failed: ${String(error)}\n`);
+      process.exit(1);
+    });
+  });
+  process.on('message', (raw: HostRequest) => {
+    if (raw.type === 'stats') {
+      send({ type: 'reply', id: raw.id, stats: processStats() });
+    } else if (raw.type === 'gc') {
+      collect();
+      // let finalizers and native frees scheduled by the collection run before measuring
+      setTimeout(() => {
+        collect();
+        send({ type: 'reply', id: raw.id, stats: processStats() });
+      }, 50);
+    } else {
+      const stats = processStats();
+      const finish = (): void => send({ type: 'reply', id: raw.id, stats });
+      if (server === undefined) {
+        finish();
+        process.exit(0);
+      }
+      server.stop().then(
+        () => {
+          finish();
+          // give the reply a moment to leave before exit (profiles are written at exit)
+          setTimeout(() => process.exit(0), 20);
+        },
+        (error: unknown) => {
+          process.stderr.write(`bench host: stop failed: ${String(error)}\n`);
+          process.exit(1);
+        },
+      );
+    }
+  });
+  start().then(
+    (started) => {
+      server = started;
+      send({ type: 'ready', port: started.port, pid: process.pid });
+    },
+    (error: unknown) => {
+      send({ type: 'failed', error: error instanceof Error ? (error.stack ?? error.message) : String(error) });
+      process.exit(1);
+    },
+  );
+}

@@ -1,0 +1,173 @@
+// Owns starting every server under test as a child process (fork + IPC), asking it for CPU/memory, and stopping it.
+import { fork, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { HostMessage, HostRequest, ProcessStats } from './host.js';
+
+export const SYNC_SERVERS = ['plait', 'hocuspocus', 'y-websocket'] as const;
+export const SERVER_KINDS = ['plait', 'plait-nopersist', 'hocuspocus', 'y-websocket', 'y-websocket-leveldb', 'uws-hello'] as const;
+export type ServerKind = (typeof SERVER_KINDS)[number];
+
+export function isServerKind(value: string): value is ServerKind {
+  return (SERVER_KINDS as readonly string[]).includes(value);
+}
+
+/** Which wire protocol/client a server speaks. */
+export function protocolOf(kind: ServerKind): 'plait' | 'hocuspocus' | 'y-websocket' | 'http' {
+  if (kind === 'plait' || kind === 'plait-nopersist') return 'plait';
+  if (kind === 'y-websocket' || kind === 'y-websocket-leveldb') return 'y-websocket';
+  return kind === 'hocuspocus' ? 'hocuspocus' : 'http';
+}
+
+export interface LaunchOptions {
+  /** Reuse a data directory (e.g. to restart on the same data); a fresh temp dir otherwise. */
+  readonly dataDir?: string;
+  /** Keep the data directory after stop/kill (the caller removes it). */
+  readonly keepData?: boolean;
+  /** Extra environment (e.g. DOC_IDLE_UNLOAD_MS). */
+  readonly env?: Readonly<Record<string, string>>;
+  /** Write a V8 CPU profile of the server into this directory (written at graceful stop). */
+  readonly cpuProfileDir?: string;
+}
+
+export interface ServerHandle {
+  readonly kind: ServerKind;
+  readonly port: number;
+  readonly pid: number;
+  readonly dataDir: string;
+  stats(): Promise<ProcessStats>;
+  /** Full GC in the child, then stats (for memory figures). */
+  gcStats(): Promise<ProcessStats>;
+  /** Graceful stop (final snapshots, profile written); SIGKILL after a timeout. */
+  stop(): Promise<void>;
+  /** SIGKILL: no final snapshot, no flush beyond what was committed. */
+  kill(): Promise<void>;
+}
+
+const HOST_DIR = fileURLToPath(new URL('../servers/', import.meta.url));
+const READY_TIMEOUT_MS = 60_000;
+const REPLY_TIMEOUT_MS = 60_000;
+const STOP_TIMEOUT_MS = 15_000;
+
+function hostEnv(kind: ServerKind, dataDir: string, extra: Readonly<Record<string, string>>): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env };
+  delete env['YPERSISTENCE'];
+  delete env['PORT'];
+  delete env['NODE_OPTIONS'];
+  if (protocolOf(kind) === 'plait') {
+    Object.assign(env, { DATA_DIR: dataDir, LOG_LEVEL: 'warn', DEV_BOOTSTRAP: 'false', PERSISTENCE: kind === 'plait' ? 'true' : 'false' });
+  }
+  if (kind === 'y-websocket-leveldb') env['YPERSISTENCE'] = dataDir;
+  return { ...env, ...extra };
+}
+
+function hostScript(kind: ServerKind): string {
+  const protocol = protocolOf(kind);
+  return join(HOST_DIR, `${protocol === 'http' ? 'uws-hello' : protocol}.ts`);
+}
+
+/** Forwards a child's output lines to our stderr with a prefix. */
+function forward(child: ChildProcess, prefix: string): void {
+  for (const stream of [child.stdout, child.stderr]) {
+    let pending = '';
+    stream?.setEncoding('utf8');
+    stream?.on('data', (chunk: string) => {
+      pending += chunk;
+      const lines = pending.split('\n');
+      pending = lines.pop() ?? '';
+      for (const line of lines) if (line.trim() !== '') process.stderr.write(`${prefix} ${line}\n`);
+    });
+  }
+}
+
+export async function launchServer(kind: ServerKind, options: LaunchOptions = {}): Promise<ServerHandle> {
+  const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), `plait-bench-${kind}-`));
+  const execArgv = ['--import=tsx', '--expose-gc'];
+  if (options.cpuProfileDir !== undefined) execArgv.push('--cpu-prof', `--cpu-prof-dir=${options.cpuProfileDir}`);
+  const child = fork(hostScript(kind), [], {
+    execArgv,
+    env: hostEnv(kind, dataDir, options.env ?? {}),
+    stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+  });
+  forward(child, `  [${kind}]`);
+  const pending = new Map<number, (stats: ProcessStats) => void>();
+  let nextId = 1;
+  let exited = false;
+  const exit = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  exit.then(() => {
+    exited = true;
+  }, () => undefined);
+
+  const ready = await new Promise<{ port: number; pid: number }>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${kind} server not ready within ${READY_TIMEOUT_MS} ms`)), READY_TIMEOUT_MS);
+    child.on('message', (message: HostMessage) => {
+      if (message.type === 'ready') {
+        clearTimeout(timer);
+        resolve({ port: message.port, pid: message.pid });
+      } else if (message.type === 'failed') {
+        clearTimeout(timer);
+        reject(new Error(`${kind} server failed to start: ${message.error}`));
+      } else {
+        pending.get(message.id)?.(message.stats);
+        pending.delete(message.id);
+      }
+    });
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`${kind} server exited with code ${String(code)} before ready`));
+    });
+  }).catch((error: unknown) => {
+    child.kill('SIGKILL');
+    if (options.keepData !== true && options.dataDir === undefined) rmSync(dataDir, { recursive: true, force: true });
+    throw error;
+  });
+
+  const request = (type: HostRequest['type']): Promise<ProcessStats> =>
+    new Promise((resolve, reject) => {
+      if (exited) {
+        reject(new Error(`${kind} server has exited`));
+        return;
+      }
+      const id = nextId++;
+      const timer = setTimeout(() => {
+        pending.delete(id);
+        reject(new Error(`${kind} server did not answer "${type}" within ${REPLY_TIMEOUT_MS} ms`));
+      }, REPLY_TIMEOUT_MS);
+      pending.set(id, (stats) => {
+        clearTimeout(timer);
+        resolve(stats);
+      });
+      child.send({ id, type } satisfies HostRequest);
+    });
+  const cleanup = (): void => {
+    if (options.keepData !== true) rmSync(dataDir, { recursive: true, force: true });
+  };
+  const killNow = async (): Promise<void> => {
+    if (!exited) child.kill('SIGKILL');
+    await exit;
+  };
+
+  return {
+    kind,
+    port: ready.port,
+    pid: ready.pid,
+    dataDir,
+    stats: () => request('stats'),
+    gcStats: () => request('gc'),
+    stop: async () => {
+      if (!exited) {
+        const timer = setTimeout(() => child.kill('SIGKILL'), STOP_TIMEOUT_MS);
+        await request('stop').catch((error: unknown) => process.stderr.write(`  [${kind}] stop: ${String(error)}\n`));
+        await exit;
+        clearTimeout(timer);
+      }
+      cleanup();
+    },
+    kill: async () => {
+      await killNow();
+      cleanup();
+    },
+  };
+}

@@ -1,0 +1,32 @@
+// Owns the y-websocket server under test: the stock @y/websocket-server bin (http + ws + setupWSConnection) in a bench host child.
+import { createServer } from 'node:http';
+import { WebSocketServer, type WebSocket } from 'ws';
+import { serveHost } from '../lib/host.js';
+
+serveHost(async () => {
+  // imported after env is in place: utils.js reads YPERSISTENCE and GC at module load
+  const { setupWSConnection } = (await import('@y/websocket-server/utils')) as {
+    setupWSConnection: (conn: WebSocket, req: import('node:http').IncomingMessage) => void;
+  };
+  const wss = new WebSocketServer({ noServer: true });
+  const server = createServer((_request, response) => {
+    response.writeHead(200, { 'Content-Type': 'text/plain' });
+    response.end('okay');
+  });
+  wss.on('connection', setupWSConnection);
+  server.on('upgrade', (request, socket, head) => {
+    wss.handleUpgrade(request, socket, head, (ws) => wss.emit('connection', ws, request));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address();
+  if (address === null || typeof address === 'string') throw new Error('y-websocket server has no TCP address');
+  return {
+    port: address.port,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        for (const client of wss.clients) client.terminate();
+        wss.close();
+        server.close(() => resolve());
+      }),
+  };
+});
