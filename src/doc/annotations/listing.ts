@@ -1,0 +1,75 @@
+// Owns Get Comment Annotations and the counts across documents: which documents to read, filters, nulls, paging, grouping.
+import type { Store } from '../../store/env.js';
+import type { CollabDocuments } from '../collab-state.js';
+import { annotationView, type AnnotationView, type DocumentRef } from './model.js';
+import { countFor, matches, page, type AnnotationFilter, type Order, type Row } from './query.js';
+import { AnnotationState } from './state.js';
+
+export interface ListInput extends AnnotationFilter {
+  readonly organizationId: string;
+  readonly documentId?: string;
+  readonly documentIds?: readonly string[];
+  readonly annotationIds?: readonly string[];
+  readonly groupByDocumentId?: boolean;
+  readonly order?: Order;
+  readonly pageSize?: number;
+  readonly pageToken?: string;
+}
+
+export interface Listing {
+  readonly data: Array<AnnotationView | null> | Record<string, AnnotationView[]>;
+  readonly nextPageToken?: string;
+}
+
+export const DEFAULT_PAGE_SIZE = 1000;
+
+/** The documents a query covers: the ones named, or every document of the organization that has threads. */
+function documentsOf(store: Store, apiKey: string, input: ListInput): string[] {
+  const named = [...(input.documentId === undefined ? [] : [input.documentId]), ...(input.documentIds ?? [])];
+  return named.length > 0 ? [...new Set(named)] : AnnotationState.documentIds(store, apiKey, input.organizationId);
+}
+
+export async function listAnnotations(docs: CollabDocuments, store: Store, apiKey: string, input: ListInput): Promise<Listing> {
+  const refOf = (documentId: string): DocumentRef => ({ apiKey, organizationId: input.organizationId, documentId });
+  const rows: Row[] = [];
+  for (const documentId of documentsOf(store, apiKey, input)) {
+    const records = await docs.read(refOf(documentId), (doc) => [...doc.annotations.all()].filter((record) => matches(record, input)));
+    for (const record of records) rows.push({ documentId, record });
+  }
+  const view = (row: Row): AnnotationView => annotationView(refOf(row.documentId), row.record);
+
+  if (input.annotationIds !== undefined) {
+    // One entry per requested id, in request order; null when it does not exist (or other filters exclude it).
+    const byId = new Map(rows.map((row) => [row.record.annotationId, row]));
+    const found = input.annotationIds.map((id) => byId.get(id));
+    if (input.groupByDocumentId === true) return { data: group(found.filter((row): row is Row => row !== undefined), view) };
+    return { data: found.map((row) => (row === undefined ? null : view(row))) };
+  }
+  const result = page(rows, input.order ?? 'desc', input.pageSize ?? DEFAULT_PAGE_SIZE, input.pageToken);
+  const data = input.groupByDocumentId === true ? group(result.rows, view) : result.rows.map(view);
+  return result.nextPageToken === undefined ? { data } : { data, nextPageToken: result.nextPageToken };
+}
+
+function group(rows: readonly Row[], view: (row: Row) => AnnotationView): Record<string, AnnotationView[]> {
+  const grouped: Record<string, AnnotationView[]> = {};
+  for (const row of rows) (grouped[row.documentId] ??= []).push(view(row));
+  return grouped;
+}
+
+export interface CountInput {
+  readonly organizationId: string;
+  readonly documentIds: readonly string[];
+  readonly userId: string;
+  readonly statusIds?: readonly string[];
+}
+
+/** Count: `{[documentId]: {total, unread}}` for one user (unread: see query.ts isUnread). */
+export async function countAnnotations(docs: CollabDocuments, apiKey: string, input: CountInput): Promise<Record<string, { total: number; unread: number }>> {
+  const counts: Record<string, { total: number; unread: number }> = {};
+  for (const documentId of new Set(input.documentIds)) {
+    counts[documentId] = await docs.read({ apiKey, organizationId: input.organizationId, documentId }, (doc) =>
+      countFor(doc.annotations.all(), input.userId, input.statusIds),
+    );
+  }
+  return counts;
+}

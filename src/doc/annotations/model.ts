@@ -1,0 +1,183 @@
+// Owns the shapes of comment annotations: request inputs (spec 2.4-2.7), stored records, and read views (spec 2.5, 4.10).
+
+/** A user reference (spec 2.1). Extra fields the customer sends (photoUrl, color...) are kept as given. */
+export interface UserRef {
+  readonly userId: string;
+  readonly name?: string;
+  readonly email?: string;
+  readonly [extra: string]: unknown;
+}
+
+export type StatusType = 'default' | 'ongoing' | 'terminal';
+
+export interface Status {
+  readonly id: string;
+  readonly name: string;
+  readonly type: StatusType;
+  readonly color: string;
+  readonly lightColor: string;
+  readonly svg?: string;
+  readonly iconUrl?: string;
+}
+
+export interface Priority {
+  readonly id: string;
+  readonly name: string;
+  readonly color: string;
+  readonly lightColor: string;
+}
+
+export interface Location {
+  readonly id: string;
+  readonly locationName?: string;
+  readonly [extra: string]: unknown;
+}
+
+/** Anchor of a thread: text run (targetText + occurrence), whole element (selectAllContent) or element; none = page. */
+export interface TargetElement {
+  readonly elementId?: string;
+  readonly targetText?: string;
+  readonly occurrence?: number;
+  readonly selectAllContent?: boolean;
+}
+
+export interface TaggedUserContact {
+  readonly text: string;
+  readonly userId: string;
+  readonly contact: { readonly email: string; readonly name: string; readonly userId: string };
+}
+
+export type SuggestionStatus = 'pending' | 'accepted' | 'rejected';
+
+export interface Suggestion {
+  readonly status: SuggestionStatus;
+  readonly [field: string]: unknown;
+}
+
+export type JsonObject = Readonly<Record<string, unknown>>;
+
+/** Comment fields a caller may set (spec 2.5); `from` is required on add. */
+export interface CommentInput {
+  readonly commentId?: number;
+  readonly commentText?: string;
+  readonly commentHtml?: string;
+  readonly from: UserRef;
+  readonly createdAt?: number;
+  readonly lastUpdated?: number;
+  readonly taggedUserContacts?: readonly TaggedUserContact[];
+  readonly context?: JsonObject;
+  readonly attachments?: readonly JsonObject[];
+  readonly isCommentResolverUsed?: boolean;
+  readonly isCommentTextAvailable?: boolean;
+}
+
+export interface AnnotationInput {
+  readonly annotationId?: string;
+  readonly location?: Location;
+  readonly targetElement?: TargetElement;
+  readonly commentData: readonly CommentInput[];
+  readonly status?: Status;
+  readonly priority?: Priority;
+  readonly assignedTo?: UserRef;
+  readonly context?: JsonObject;
+  readonly createdAt?: number;
+  readonly lastUpdated?: number;
+  readonly type?: 'comment' | 'suggestion';
+  readonly suggestion?: Partial<Suggestion>;
+}
+
+export interface CommentRecord {
+  readonly commentId: number;
+  readonly commentText?: string;
+  readonly commentHtml?: string;
+  readonly from: UserRef;
+  readonly createdAt: number;
+  readonly lastUpdated: number;
+  readonly status: 'added' | 'updated';
+  readonly taggedUserContacts: readonly TaggedUserContact[];
+  readonly context?: JsonObject;
+  readonly attachments?: readonly JsonObject[];
+  readonly isCommentResolverUsed?: boolean;
+  readonly isCommentTextAvailable?: boolean;
+}
+
+/** One row of DB.annotations: a thread with its comments (threads are small; one record keeps a change one put). */
+export interface AnnotationRecord {
+  readonly annotationId: string;
+  /** 1-based creation order within the document. */
+  readonly annotationNumber: number;
+  readonly type: 'comment' | 'suggestion';
+  readonly createdAt: number;
+  readonly lastUpdated: number;
+  readonly from: UserRef;
+  readonly status: Status;
+  readonly location?: Location;
+  readonly targetElement?: TargetElement;
+  readonly priority?: Priority;
+  readonly assignedTo?: UserRef;
+  readonly context?: JsonObject;
+  readonly suggestion?: Suggestion;
+  readonly resolvedByUserId?: string;
+  readonly statusUpdatedByUserId?: string;
+  readonly comments: readonly CommentRecord[];
+  /** Next generated commentId; never reused, even after deletes. */
+  readonly nextCommentId: number;
+}
+
+export interface CommentView {
+  readonly commentId: number;
+  readonly type: 'text';
+  readonly status: 'added' | 'updated';
+  readonly commentText: string;
+  readonly commentHtml: string;
+  readonly from: UserRef;
+  readonly createdAt: number;
+  /** ISO 8601 (spec 2.5 read shape), unlike every other timestamp. */
+  readonly lastUpdated: string;
+  readonly taggedUserContacts: readonly TaggedUserContact[];
+  readonly attachments: readonly JsonObject[];
+  readonly isCommentTextAvailable: boolean;
+  readonly isCommentResolverUsed?: boolean;
+  readonly context?: JsonObject;
+}
+
+export interface AnnotationView extends Omit<AnnotationRecord, 'comments' | 'nextCommentId'> {
+  readonly sourceType: 'rest-api';
+  readonly metadata: { readonly apiKey: string; readonly organizationId: string; readonly documentId: string };
+  readonly comments: readonly CommentView[];
+}
+
+export interface DocumentRef {
+  readonly apiKey: string;
+  readonly organizationId: string;
+  readonly documentId: string;
+}
+
+/** Used when a thread is added without a status (upstream sample: id OPEN, type default). */
+export const DEFAULT_STATUS: Status = { id: 'OPEN', name: 'Open', type: 'default', color: '#625DF5', lightColor: '#E7E8FA' };
+
+export function commentView(comment: CommentRecord): CommentView {
+  const { commentId, lastUpdated, commentText, commentHtml, attachments, isCommentTextAvailable, ...rest } = comment;
+  const text = commentText ?? '';
+  const html = commentHtml ?? '';
+  return {
+    commentId,
+    ...rest,
+    type: 'text',
+    commentText: text,
+    commentHtml: html,
+    lastUpdated: new Date(lastUpdated).toISOString(),
+    attachments: attachments ?? [],
+    isCommentTextAvailable: isCommentTextAvailable ?? (text !== '' || html !== ''),
+  };
+}
+
+export function annotationView(ref: DocumentRef, record: AnnotationRecord): AnnotationView {
+  const { comments, nextCommentId: _next, ...rest } = record;
+  return {
+    ...rest,
+    sourceType: 'rest-api',
+    metadata: { apiKey: ref.apiKey, organizationId: ref.organizationId, documentId: ref.documentId },
+    comments: comments.map(commentView),
+  };
+}

@@ -1,0 +1,121 @@
+// Owns reading threads: Get filters, lastUpdated ordering, keyset page tokens, per-id lookups with nulls, and counts.
+import { invalidArgument } from '../../errors.js';
+import type { AnnotationRecord } from './model.js';
+
+/** Filters of Get Comment Annotations (upstream notes 2.16); every given filter must match (AND). */
+export interface AnnotationFilter {
+  readonly locationIds?: readonly string[];
+  readonly userIds?: readonly string[];
+  readonly mentionedUserIds?: readonly string[];
+  readonly resolvedBy?: string;
+  readonly statusIds?: readonly string[];
+  readonly updatedAfter?: number;
+  readonly updatedBefore?: number;
+  readonly createdAfter?: number;
+  readonly createdBefore?: number;
+}
+
+export type Order = 'asc' | 'desc';
+
+/** A thread with the document it belongs to, the unit of cross-document listing. */
+export interface Row {
+  readonly documentId: string;
+  readonly record: AnnotationRecord;
+}
+
+export function matches(record: AnnotationRecord, filter: AnnotationFilter): boolean {
+  if (filter.locationIds !== undefined && !filter.locationIds.includes(record.location?.id ?? '\u0000')) return false;
+  if (filter.userIds !== undefined && !filter.userIds.includes(record.from.userId)) return false;
+  if (filter.statusIds !== undefined && !filter.statusIds.includes(record.status.id)) return false;
+  if (filter.resolvedBy !== undefined && record.resolvedByUserId !== filter.resolvedBy) return false;
+  if (filter.updatedAfter !== undefined && !(record.lastUpdated > filter.updatedAfter)) return false;
+  if (filter.updatedBefore !== undefined && !(record.lastUpdated < filter.updatedBefore)) return false;
+  if (filter.createdAfter !== undefined && !(record.createdAt > filter.createdAfter)) return false;
+  if (filter.createdBefore !== undefined && !(record.createdAt < filter.createdBefore)) return false;
+  if (filter.mentionedUserIds !== undefined) {
+    const mentioned = filter.mentionedUserIds;
+    if (!record.comments.some((c) => c.taggedUserContacts.some((tag) => mentioned.includes(tag.userId)))) return false;
+  }
+  return true;
+}
+
+interface Cursor {
+  readonly o: Order;
+  readonly u: number;
+  readonly d: string;
+  readonly a: string;
+}
+
+type SortKey = Omit<Cursor, 'o'>;
+
+const keyOf = (row: Row): SortKey => ({ u: row.record.lastUpdated, d: row.documentId, a: row.record.annotationId });
+
+/** Total order used for listing: lastUpdated, then documentId, then annotationId, so ties never reorder pages. */
+function compare(a: SortKey, b: SortKey): number {
+  if (a.u !== b.u) return a.u - b.u;
+  if (a.d !== b.d) return a.d < b.d ? -1 : 1;
+  if (a.a === b.a) return 0;
+  return a.a < b.a ? -1 : 1;
+}
+
+/** Page tokens are keyset cursors (the last row's sort key), so inserts elsewhere never shift or repeat a page. */
+export function encodePageToken(order: Order, last: Row): string {
+  const cursor: Cursor = { o: order, ...keyOf(last) };
+  return Buffer.from(JSON.stringify(cursor)).toString('base64url');
+}
+
+function decodePageToken(token: string, order: Order): SortKey {
+  let cursor: unknown;
+  try {
+    cursor = JSON.parse(Buffer.from(token, 'base64url').toString('utf8'));
+  } catch (error) {
+    throw invalidArgument('data.pageToken is not a token this server issued', { cause: error });
+  }
+  const c = cursor as Partial<Cursor> | null;
+  if (c === null || typeof c !== 'object' || typeof c.u !== 'number' || typeof c.d !== 'string' || typeof c.a !== 'string') {
+    throw invalidArgument('data.pageToken is not a token this server issued');
+  }
+  if (c.o !== order) throw invalidArgument(`data.pageToken was issued for order "${String(c.o)}"; send the same order`);
+  return { u: c.u, d: c.d, a: c.a };
+}
+
+export interface Page {
+  readonly rows: Row[];
+  readonly nextPageToken?: string;
+}
+
+/** Sorts `rows` by lastUpdated (desc by default) and returns the page after `pageToken`. */
+export function page(rows: readonly Row[], order: Order, pageSize: number, pageToken: string | undefined): Page {
+  const sign = order === 'asc' ? 1 : -1;
+  const sorted = [...rows].sort((a, b) => sign * compare(keyOf(a), keyOf(b)));
+  const after = pageToken === undefined ? undefined : decodePageToken(pageToken, order);
+  const start = after === undefined ? 0 : sorted.findIndex((row) => sign * compare(keyOf(row), after) > 0);
+  if (start === -1) return { rows: [] };
+  const slice = sorted.slice(start, start + pageSize);
+  const last = slice[slice.length - 1];
+  const more = start + pageSize < sorted.length;
+  return more && last !== undefined ? { rows: slice, nextPageToken: encodePageToken(order, last) } : { rows: slice };
+}
+
+/**
+ * Unread for a user: the thread has a comment by someone else created after the user's own latest comment in it
+ * (the user has not answered since others last wrote). Threads only the user wrote in are read.
+ */
+export function isUnread(record: AnnotationRecord, userId: string): boolean {
+  let ownLatest = -Infinity;
+  for (const comment of record.comments) {
+    if (comment.from.userId === userId) ownLatest = Math.max(ownLatest, comment.createdAt);
+  }
+  return record.comments.some((comment) => comment.from.userId !== userId && comment.createdAt > ownLatest);
+}
+
+export function countFor(records: Iterable<AnnotationRecord>, userId: string, statusIds: readonly string[] | undefined): { total: number; unread: number } {
+  let total = 0;
+  let unread = 0;
+  for (const record of records) {
+    if (statusIds !== undefined && !statusIds.includes(record.status.id)) continue;
+    total++;
+    if (isUnread(record, userId)) unread++;
+  }
+  return { total, unread };
+}

@@ -1,0 +1,296 @@
+// Owns one document's comment annotations in memory: load from LMDB, and every change committed with its events.
+import type { Database, Key } from 'lmdb';
+import { invalidArgument, notFound } from '../../errors.js';
+import { atomically, type Outbox } from '../../events/outbox.js';
+import type { Store } from '../../store/env.js';
+import { DB } from '../../store/keys.js';
+import { deleteComments, updateComments, type CommentChange, type CommentUpdate } from './comment-mutations.js';
+import { eventDraft } from './events.js';
+import { annotationView, commentView, type AnnotationInput, type AnnotationRecord, type AnnotationView, type CommentInput, type CommentRecord, type CommentView, type DocumentRef } from './model.js';
+import { appendComments, applyUpdate, buildAnnotation, swapUsers, type AnnotationUpdate, type RaisedEvent, type UserSwap } from './mutations.js';
+import { matches } from './query.js';
+
+/** ordered-binary's MAXIMUM_KEY: as the last key element it sorts after every annotationId of the document. */
+const KEY_END = new Uint8Array([0xff]);
+
+export type LiveAnnotationChange = { readonly op: 'upsert'; readonly annotation: AnnotationView } | { readonly op: 'delete'; readonly annotationId: string };
+
+/** What a change returns: the operation's answer and what connected clients must be told. */
+export interface Mutation<T> {
+  readonly data: T;
+  readonly live: LiveAnnotationChange[];
+}
+
+export interface ItemResult {
+  readonly success: boolean;
+  readonly id: string;
+  readonly message: string;
+}
+
+export interface AddResult {
+  readonly success: boolean;
+  readonly annotationId: string;
+  readonly commentIds: number[];
+  readonly message: string;
+}
+
+/** Which threads Update and Delete touch: every given list must match (AND). */
+export interface Selector {
+  readonly annotationIds?: readonly string[];
+  readonly locationIds?: readonly string[];
+  readonly userIds?: readonly string[];
+}
+
+interface Change {
+  readonly before: AnnotationRecord | undefined;
+  /** undefined = the thread is deleted. */
+  readonly after: AnnotationRecord | undefined;
+  readonly events: readonly RaisedEvent[];
+}
+
+export interface AnnotationDeps {
+  readonly store: Store;
+  readonly outbox: Outbox;
+  readonly now: () => number;
+}
+
+export class AnnotationState {
+  private readonly db: Database<AnnotationRecord, Key>;
+
+  private constructor(
+    readonly ref: DocumentRef,
+    private readonly deps: AnnotationDeps,
+    private readonly records: Map<string, AnnotationRecord>,
+    private nextNumber: number,
+  ) {
+    this.db = deps.store.records<AnnotationRecord>(DB.annotations);
+  }
+
+  /** Reads every thread of the document (one range scan). */
+  static load(deps: AnnotationDeps, ref: DocumentRef): AnnotationState {
+    const db = deps.store.records<AnnotationRecord>(DB.annotations);
+    const prefix = [ref.apiKey, ref.organizationId, ref.documentId];
+    const records = new Map<string, AnnotationRecord>();
+    let nextNumber = 1;
+    for (const { value } of db.getRange({ start: prefix, end: [...prefix, KEY_END] })) {
+      records.set(value.annotationId, value);
+      nextNumber = Math.max(nextNumber, value.annotationNumber + 1);
+    }
+    return new AnnotationState(ref, deps, records, nextNumber);
+  }
+
+  /** Ids of the organization's documents that have at least one thread, from the stored keys (skip-scan). */
+  static documentIds(store: Store, apiKey: string, organizationId: string): string[] {
+    const db = store.records<AnnotationRecord>(DB.annotations);
+    const found: string[] = [];
+    let start: Key = [apiKey, organizationId];
+    const end: Key = [apiKey, organizationId, KEY_END];
+    for (;;) {
+      let documentId: unknown;
+      for (const key of db.getKeys({ start, end, limit: 1 })) documentId = Array.isArray(key) ? key[2] : undefined;
+      if (typeof documentId !== 'string') return found;
+      found.push(documentId);
+      start = [apiKey, organizationId, documentId, KEY_END];
+    }
+  }
+
+  get size(): number {
+    return this.records.size;
+  }
+
+  all(): IterableIterator<AnnotationRecord> {
+    return this.records.values();
+  }
+
+  find(annotationId: string): AnnotationRecord | undefined {
+    return this.records.get(annotationId);
+  }
+
+  view(record: AnnotationRecord): AnnotationView {
+    return annotationView(this.ref, record);
+  }
+
+  /** Add Comment Annotations: per-item results; an item that fails leaves the others untouched. */
+  async add(inputs: readonly AnnotationInput[]): Promise<Mutation<Record<string, AddResult>>> {
+    const now = this.deps.now();
+    const results: Record<string, AddResult> = {};
+    const changes: Change[] = [];
+    const taken = new Set<string>();
+    let number = this.nextNumber;
+    inputs.forEach((input, index) => {
+      const annotationId = input.annotationId ?? this.generateId(taken);
+      const key = annotationId in results ? `__failed:${index}` : annotationId;
+      const failure = (message: string): void => {
+        results[key] = { success: false, annotationId, commentIds: [], message };
+      };
+      if (this.records.has(annotationId) || taken.has(annotationId)) return failure('annotation already exists');
+      const built = buildAnnotation(input, annotationId, number, now);
+      if (!built.ok) return failure(built.message);
+      number++;
+      taken.add(annotationId);
+      changes.push({ before: undefined, after: built.value, events: [{ type: 'comment_annotation.add', actionUser: built.value.from, ...first(built.value) }] });
+      results[key] = { success: true, annotationId, commentIds: built.value.comments.map((c) => c.commentId), message: 'Annotation added successfully.' };
+    });
+    const live = await this.commit(changes, now);
+    this.nextNumber = number;
+    return { data: results, live };
+  }
+
+  /** Update Comment Annotations: fields of `update` and user swaps applied to every selected thread. */
+  async update(selector: Selector, update: AnnotationUpdate | undefined, swaps: readonly UserSwap[] | undefined): Promise<Mutation<Record<string, ItemResult>>> {
+    const now = this.deps.now();
+    const results: Record<string, ItemResult> = {};
+    const changes: Change[] = [];
+    for (const [id, record] of this.select(selector, results)) {
+      let after = record;
+      const events: RaisedEvent[] = [];
+      if (update !== undefined) {
+        const applied = applyUpdate(after, update, now);
+        if (!applied.ok) {
+          results[id] = { success: false, id, message: applied.message };
+          continue;
+        }
+        after = applied.value.record;
+        events.push(...applied.value.events);
+      }
+      if (swaps !== undefined) {
+        const swapped = swapUsers(after, swaps, now);
+        after = swapped.record;
+        events.push(...swapped.events);
+      }
+      if (after !== record) changes.push({ before: record, after, events });
+      results[id] = { success: true, id, message: 'Annotations updated successfully' };
+    }
+    return { data: results, live: await this.commit(changes, now) };
+  }
+
+  /** Delete Comment Annotations: every selected thread with its comments. */
+  async remove(selector: Selector): Promise<Mutation<Record<string, ItemResult>>> {
+    const now = this.deps.now();
+    const results: Record<string, ItemResult> = {};
+    const changes: Change[] = [];
+    for (const [id, record] of this.select(selector, results)) {
+      changes.push({ before: record, after: undefined, events: [{ type: 'comment_annotation.delete' }] });
+      results[id] = { success: true, id, message: 'Deleted Successfully' };
+    }
+    return { data: results, live: await this.commit(changes, now) };
+  }
+
+  /** Add Comments: appends to one thread; answers the new commentIds. */
+  async addComments(annotationId: string, inputs: readonly CommentInput[]): Promise<Mutation<number[]>> {
+    const record = this.require(annotationId);
+    const now = this.deps.now();
+    const appended = appendComments(record.comments, record.nextCommentId, inputs, now);
+    if (!appended.ok) throw invalidArgument(`data.commentData: ${appended.message}`);
+    const { comments, added, nextCommentId } = appended.value;
+    const after: AnnotationRecord = { ...record, comments, nextCommentId, lastUpdated: now };
+    const events = added.map((comment): RaisedEvent => ({ type: 'comment.add', targetComment: comment, actionUser: comment.from }));
+    const live = await this.commit([{ before: record, after, events }], now);
+    return { data: added.map((c) => c.commentId), live };
+  }
+
+  /** Get Comments (spec 4.10): all comments, or one entry per requested id with null for unknown ones. */
+  comments(annotationId: string, commentIds: readonly number[] | undefined, userIds: readonly string[] | undefined): Array<CommentView | null> {
+    const record = this.require(annotationId);
+    const byUser = (c: { from: { userId: string } }): boolean => userIds === undefined || userIds.includes(c.from.userId);
+    if (commentIds === undefined) return record.comments.filter(byUser).map(commentView);
+    return commentIds.map((id) => {
+      const comment = record.comments.find((c) => c.commentId === id);
+      return comment !== undefined && byUser(comment) ? commentView(comment) : null;
+    });
+  }
+
+  async updateComments(annotationId: string, commentIds: readonly number[], update: CommentUpdate): Promise<Mutation<Record<string, ItemResult>>> {
+    const now = this.deps.now();
+    return this.changeComments(annotationId, updateComments(this.require(annotationId), commentIds, update, now), 'Updated successfully', now);
+  }
+
+  async deleteComments(annotationId: string, commentIds: readonly number[] | undefined): Promise<Mutation<Record<string, ItemResult>>> {
+    const now = this.deps.now();
+    return this.changeComments(annotationId, deleteComments(this.require(annotationId), commentIds, now), 'Deleted successfully', now);
+  }
+
+  private async changeComments(annotationId: string, change: CommentChange, message: string, now: number): Promise<Mutation<Record<string, ItemResult>>> {
+    const before = this.require(annotationId);
+    const results: Record<string, ItemResult> = {};
+    for (const [id, found] of change.found) {
+      results[String(id)] = { success: found, id: String(id), message: found ? message : 'Not found' };
+    }
+    const changes = change.record === before ? [] : [{ before, after: change.record, events: change.events }];
+    return { data: results, live: await this.commit(changes, now) };
+  }
+
+  private require(annotationId: string): AnnotationRecord {
+    const record = this.records.get(annotationId);
+    if (record === undefined) throw notFound(`annotation ${annotationId} not found in document ${this.ref.documentId}`);
+    return record;
+  }
+
+  /** Threads the selector picks; requested ids that do not exist are reported into `results` as not found. */
+  private select(selector: Selector, results: Record<string, ItemResult>): Array<[string, AnnotationRecord]> {
+    const filter = {
+      ...(selector.locationIds === undefined ? {} : { locationIds: selector.locationIds }),
+      ...(selector.userIds === undefined ? {} : { userIds: selector.userIds }),
+    };
+    if (selector.annotationIds === undefined) {
+      return [...this.records].filter(([, record]) => matches(record, filter));
+    }
+    const picked: Array<[string, AnnotationRecord]> = [];
+    for (const id of new Set(selector.annotationIds)) {
+      const record = this.records.get(id);
+      if (record === undefined) results[id] = { success: false, id, message: 'Annotation not found.' };
+      else if (matches(record, filter)) picked.push([id, record]);
+    }
+    return picked;
+  }
+
+  private generateId(taken: ReadonlySet<string>): string {
+    for (;;) {
+      const id = randomAnnotationId();
+      if (!this.records.has(id) && !taken.has(id)) return id;
+    }
+  }
+
+  /**
+   * Writes the changed threads and one outbox row per raised event in a single transaction, then updates memory.
+   * Memory changes only after the commit, so a failed commit leaves the state exactly as it was.
+   */
+  private async commit(changes: readonly Change[], now: number): Promise<LiveAnnotationChange[]> {
+    if (changes.length === 0) return [];
+    const prefix = [this.ref.apiKey, this.ref.organizationId, this.ref.documentId];
+    const views = changes.map((change) => this.view((change.after ?? change.before) as AnnotationRecord));
+    await atomically(this.deps.store, (tx) => {
+      changes.forEach((change, i) => {
+        const view = views[i] as AnnotationView;
+        if (change.after === undefined) this.db.removeSync([...prefix, view.annotationId]);
+        else this.db.putSync([...prefix, change.after.annotationId], change.after);
+        for (const raised of change.events) this.deps.outbox.append(tx, eventDraft(this.ref, view, raised), now);
+      });
+    });
+    return changes.map((change, i): LiveAnnotationChange => {
+      const view = views[i] as AnnotationView;
+      if (change.after === undefined) {
+        this.records.delete(view.annotationId);
+        return { op: 'delete', annotationId: view.annotationId };
+      }
+      this.records.set(change.after.annotationId, change.after);
+      return { op: 'upsert', annotation: view };
+    });
+  }
+}
+
+/** The thread's first comment is the target of comment_annotation.add (upstream V1 'newlyAdded'). */
+const first = (record: AnnotationRecord): { targetComment?: CommentRecord } => {
+  const comment = record.comments[0];
+  return comment === undefined ? {} : { targetComment: comment };
+};
+
+const ID_ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
+
+/** 20 characters of [A-Za-z0-9] (about 119 bits), like the ids upstream generates. */
+function randomAnnotationId(): string {
+  const bytes = crypto.getRandomValues(new Uint8Array(20));
+  let id = '';
+  for (const byte of bytes) id += ID_ALPHABET[byte % 62];
+  return id;
+}

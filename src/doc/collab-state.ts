@@ -1,0 +1,199 @@
+// Owns per-document comment and presence state behind a host seam: loaded once per host, run serially, changes published.
+import type { Logger } from '../log.js';
+import type { Outbox } from '../events/outbox.js';
+import type { Store } from '../store/env.js';
+import type { DocumentRef } from './annotations/model.js';
+import { AnnotationState, type LiveAnnotationChange, type Mutation } from './annotations/state.js';
+import { PresenceState, type LivePresenceChange, type PresenceView } from './presence.js';
+
+/**
+ * What the state needs from whoever owns a document (the DocumentActor once it exists): serial execution
+ * and a way to reach every socket of the document. The state lives as long as its host object.
+ */
+export interface DocumentHost {
+  run<T>(task: () => T | Promise<T>): Promise<T>;
+  broadcast(bytes: Uint8Array): void;
+}
+
+export interface DocumentHosts {
+  get(ref: DocumentRef): Promise<DocumentHost>;
+}
+
+/** The body of the live WebSocket message (docs/comments-and-presence.md). */
+export interface LiveMessage {
+  readonly organizationId: string;
+  readonly documentId: string;
+  /** true: `annotations` and `presence.users` are the complete current lists (sent on join), not changes. */
+  readonly snapshot: boolean;
+  readonly annotations: readonly LiveAnnotationChange[];
+  readonly presence: LivePresenceChange;
+}
+
+export interface CollabDeps {
+  readonly store: Store;
+  readonly outbox: Outbox;
+  readonly now: () => number;
+  readonly offlineTtlMs: number;
+  readonly hosts: DocumentHosts;
+  readonly encode: (message: LiveMessage) => Uint8Array;
+  readonly log: Logger;
+}
+
+export interface CollabDocument {
+  readonly annotations: AnnotationState;
+  readonly presence: PresenceState;
+}
+
+interface Loaded extends CollabDocument {
+  timer?: NodeJS.Timeout;
+}
+
+const NO_PRESENCE: LivePresenceChange = { users: [], removed: [] };
+
+export class CollabDocuments {
+  private readonly loaded = new WeakMap<DocumentHost, Promise<Loaded>>();
+  private readonly timers = new Set<NodeJS.Timeout>();
+
+  constructor(private readonly deps: CollabDeps) {}
+
+  /** Runs `task` in the document's host with its state loaded; reads and writes go through here. */
+  async read<T>(ref: DocumentRef, task: (doc: CollabDocument) => T): Promise<T> {
+    const host = await this.deps.hosts.get(ref);
+    return host.run(async () => task(await this.state(host, ref)));
+  }
+
+  /** Runs an annotation change and publishes what it changed to the document's sockets, in mailbox order. */
+  async annotations<T>(ref: DocumentRef, change: (state: AnnotationState) => Promise<Mutation<T>>): Promise<T> {
+    const host = await this.deps.hosts.get(ref);
+    return host.run(async () => {
+      const doc = await this.state(host, ref);
+      const result = await change(doc.annotations);
+      this.publish(host, ref, result.live, NO_PRESENCE);
+      return result.data;
+    });
+  }
+
+  /** Runs a presence change, publishes it and re-arms the offline expiry timer. */
+  async presence(ref: DocumentRef, change: (state: PresenceState) => Promise<LivePresenceChange>): Promise<PresenceView[]> {
+    const host = await this.deps.hosts.get(ref);
+    return host.run(async () => {
+      const doc = await this.state(host, ref);
+      const live = await change(doc.presence);
+      this.publish(host, ref, [], live);
+      this.arm(host, ref, doc);
+      return live.users;
+    });
+  }
+
+  /** For the sync endpoint: a user's connection opened / closed (presence of sync users). */
+  connect(ref: DocumentRef, connectionId: string, user: { userId: string; name?: string; email?: string }): Promise<PresenceView[]> {
+    return this.presence(ref, (state) => state.connect(connectionId, user));
+  }
+
+  disconnect(ref: DocumentRef, connectionId: string): Promise<PresenceView[]> {
+    return this.presence(ref, (state) => state.disconnect(connectionId));
+  }
+
+  /** The complete lists as one live message, for a socket that just joined. Call from inside the host's mailbox. */
+  async snapshot(host: DocumentHost, ref: DocumentRef): Promise<Uint8Array> {
+    const doc = await this.state(host, ref);
+    return this.deps.encode({
+      organizationId: ref.organizationId,
+      documentId: ref.documentId,
+      snapshot: true,
+      annotations: [...doc.annotations.all()].map((record) => ({ op: 'upsert', annotation: doc.annotations.view(record) })),
+      presence: { users: doc.presence.list(), removed: [] },
+    });
+  }
+
+  /** Stops expiry timers (server stop). */
+  close(): void {
+    for (const timer of this.timers) clearTimeout(timer);
+    this.timers.clear();
+  }
+
+  /** Loads once per host; concurrent first callers share the promise. */
+  private state(host: DocumentHost, ref: DocumentRef): Promise<Loaded> {
+    let loading = this.loaded.get(host);
+    if (loading === undefined) {
+      loading = this.load(host, ref);
+      this.loaded.set(host, loading);
+      loading.catch(() => this.loaded.delete(host));
+    }
+    return loading;
+  }
+
+  private async load(host: DocumentHost, ref: DocumentRef): Promise<Loaded> {
+    const { store, outbox, now, offlineTtlMs } = this.deps;
+    const annotations = AnnotationState.load({ store, outbox, now }, ref);
+    const presence = await PresenceState.load({ store, now, offlineTtlMs }, ref);
+    const doc: Loaded = { annotations, presence };
+    this.arm(host, ref, doc);
+    return doc;
+  }
+
+  private publish(host: DocumentHost, ref: DocumentRef, annotations: readonly LiveAnnotationChange[], presence: LivePresenceChange): void {
+    if (annotations.length === 0 && presence.users.length === 0 && presence.removed.length === 0) return;
+    host.broadcast(this.deps.encode({ organizationId: ref.organizationId, documentId: ref.documentId, snapshot: false, annotations, presence }));
+  }
+
+  /** One timer per document, set for the earliest offline user's expiry; it runs the expiry in the host's mailbox. */
+  private arm(host: DocumentHost, ref: DocumentRef, doc: Loaded): void {
+    if (doc.timer !== undefined) {
+      clearTimeout(doc.timer);
+      this.timers.delete(doc.timer);
+      delete doc.timer;
+    }
+    const at = doc.presence.nextExpiry();
+    if (at === undefined) return;
+    const timer = setTimeout(() => {
+      this.timers.delete(timer);
+      if (doc.timer === timer) delete doc.timer;
+      host
+        .run(async () => {
+          this.publish(host, ref, [], await doc.presence.expire());
+          this.arm(host, ref, doc);
+        })
+        .catch((error: unknown) => this.deps.log.warn('presence expiry failed', { error, documentId: ref.documentId }));
+    }, Math.max(0, at - this.deps.now()));
+    timer.unref();
+    doc.timer = timer;
+    this.timers.add(timer);
+  }
+}
+
+/**
+ * Hosts used until documents have actors: one serial queue per document, loaded once and kept for the process
+ * lifetime, with no sockets to broadcast to.
+ */
+export class LocalHosts implements DocumentHosts {
+  private readonly hosts = new Map<string, DocumentHost>();
+
+  get(ref: DocumentRef): Promise<DocumentHost> {
+    const key = JSON.stringify([ref.apiKey, ref.organizationId, ref.documentId]);
+    let host = this.hosts.get(key);
+    if (host === undefined) {
+      host = new SerialHost();
+      this.hosts.set(key, host);
+    }
+    return Promise.resolve(host);
+  }
+}
+
+class SerialHost implements DocumentHost {
+  private tail: Promise<unknown> = Promise.resolve();
+
+  run<T>(task: () => T | Promise<T>): Promise<T> {
+    const result = this.tail.then(task);
+    // The queue continues after a failed task; the failure still reaches this task's caller.
+    this.tail = result.then(
+      () => undefined,
+      () => undefined,
+    );
+    return result;
+  }
+
+  broadcast(_bytes: Uint8Array): void {
+    // No sockets without the sync endpoint.
+  }
+}

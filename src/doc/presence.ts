@@ -1,0 +1,169 @@
+// Owns one document's presence list: users set over REST and users connected for sync, their status and offline expiry.
+import type { Database, Key } from 'lmdb';
+import { atomically } from '../events/outbox.js';
+import type { Store } from '../store/env.js';
+import { DB } from '../store/keys.js';
+import type { DocumentRef } from './annotations/model.js';
+
+const KEY_END = new Uint8Array([0xff]);
+
+/** Presence user input (spec 2.19). */
+export interface PresenceInput {
+  readonly userId: string;
+  readonly name?: string;
+  readonly email?: string;
+  readonly status?: string;
+}
+
+/** One row of DB.presence, and (with `connections`) what Get Presence answers. */
+export interface PresenceRecord {
+  readonly userId: string;
+  readonly name?: string;
+  readonly email?: string;
+  /** Free string (spec 3): online, away, offline, ... */
+  readonly status: string;
+  /** Who wrote the record last: the REST API or the user's own sync connection. */
+  readonly source: 'rest' | 'sync';
+  readonly lastUpdated: number;
+  /** Set while status is offline; the record disappears offlineTtlMs after it. */
+  readonly offlineSince?: number;
+}
+
+export interface PresenceView extends PresenceRecord {
+  /** Open sync connections of this user on this document (not stored: none survive a restart). */
+  readonly connections: number;
+}
+
+/** What connected clients are told after a change: users as they now are, and users who left the list. */
+export interface LivePresenceChange {
+  readonly users: PresenceView[];
+  readonly removed: string[];
+}
+
+export interface PresenceDeps {
+  readonly store: Store;
+  readonly now: () => number;
+  readonly offlineTtlMs: number;
+}
+
+export class PresenceState {
+  private readonly db: Database<PresenceRecord, Key>;
+  /** connectionId -> userId */
+  private readonly connections = new Map<string, string>();
+
+  private constructor(readonly ref: DocumentRef, private readonly deps: PresenceDeps, private readonly users: Map<string, PresenceRecord>) {
+    this.db = deps.store.records<PresenceRecord>(DB.presence);
+  }
+
+  /**
+   * Reads the stored list. No sync connection survives a restart, so users whose record came from a connection
+   * are offline from now; records already past their offline delay are dropped.
+   */
+  static async load(deps: PresenceDeps, ref: DocumentRef): Promise<PresenceState> {
+    const db = deps.store.records<PresenceRecord>(DB.presence);
+    const prefix = [ref.apiKey, ref.organizationId, ref.documentId];
+    const state = new PresenceState(ref, deps, new Map());
+    const now = deps.now();
+    const put: PresenceRecord[] = [];
+    for (const { value } of db.getRange({ start: prefix, end: [...prefix, KEY_END] })) {
+      const record = value.source === 'sync' && value.offlineSince === undefined ? { ...value, status: 'offline', offlineSince: now } : value;
+      if (record !== value) put.push(record);
+      state.users.set(record.userId, record);
+    }
+    await state.write(put, []);
+    await state.expire();
+    return state;
+  }
+
+  list(filter: { readonly userIds?: readonly string[]; readonly statuses?: readonly string[] } = {}): PresenceView[] {
+    return [...this.users.values()]
+      .filter((u) => (filter.userIds === undefined || filter.userIds.includes(u.userId)) && (filter.statuses === undefined || filter.statuses.includes(u.status)))
+      .sort((a, b) => (a.userId < b.userId ? -1 : a.userId > b.userId ? 1 : 0))
+      .map((u) => this.view(u));
+  }
+
+  /** Add or Update Presence: sets the given fields; a user not yet listed is added (status online unless given). */
+  async upsert(inputs: readonly PresenceInput[]): Promise<LivePresenceChange> {
+    const now = this.deps.now();
+    const changed = new Map<string, PresenceRecord>();
+    for (const { userId, name, email, status } of inputs) {
+      const current = changed.get(userId) ?? this.users.get(userId);
+      const fields = { userId, ...(name === undefined ? {} : { name }), ...(email === undefined ? {} : { email }) };
+      changed.set(userId, withStatus({ ...current, ...fields, source: 'rest', lastUpdated: now }, status ?? current?.status ?? 'online', now));
+    }
+    return this.write([...changed.values()], []);
+  }
+
+  async remove(userIds: readonly string[]): Promise<LivePresenceChange> {
+    return this.write([], userIds.filter((id) => this.users.has(id)));
+  }
+
+  /** A sync connection of `user` opened: the user is online. */
+  async connect(connectionId: string, user: { readonly userId: string; readonly name?: string; readonly email?: string }): Promise<LivePresenceChange> {
+    this.connections.set(connectionId, user.userId);
+    const now = this.deps.now();
+    const current = this.users.get(user.userId);
+    const status = current === undefined || current.status === 'offline' ? 'online' : current.status;
+    return this.write([withStatus({ ...current, ...user, source: 'sync', lastUpdated: now }, status, now)], []);
+  }
+
+  /** A sync connection closed: when it was the user's last, the user goes offline (and expires later). */
+  async disconnect(connectionId: string): Promise<LivePresenceChange> {
+    const userId = this.connections.get(connectionId);
+    this.connections.delete(connectionId);
+    if (userId === undefined || this.connectionCount(userId) > 0) return { users: [], removed: [] };
+    const current = this.users.get(userId);
+    if (current === undefined) return { users: [], removed: [] };
+    const now = this.deps.now();
+    return this.write([withStatus({ ...current, source: 'sync', lastUpdated: now }, 'offline', now)], []);
+  }
+
+  /** When the earliest offline user expires (ms since epoch), or undefined when no one is offline. */
+  nextExpiry(): number | undefined {
+    let next: number | undefined;
+    for (const user of this.users.values()) {
+      if (user.offlineSince === undefined || this.connectionCount(user.userId) > 0) continue;
+      const at = user.offlineSince + this.deps.offlineTtlMs;
+      next = next === undefined ? at : Math.min(next, at);
+    }
+    return next;
+  }
+
+  /** Drops offline users whose delay has passed. */
+  async expire(): Promise<LivePresenceChange> {
+    const now = this.deps.now();
+    const due = [...this.users.values()]
+      .filter((u) => u.offlineSince !== undefined && u.offlineSince + this.deps.offlineTtlMs <= now && this.connectionCount(u.userId) === 0)
+      .map((u) => u.userId);
+    return this.write([], due);
+  }
+
+  private connectionCount(userId: string): number {
+    let count = 0;
+    for (const id of this.connections.values()) if (id === userId) count++;
+    return count;
+  }
+
+  private view(record: PresenceRecord): PresenceView {
+    return { ...record, connections: this.connectionCount(record.userId) };
+  }
+
+  private async write(put: readonly PresenceRecord[], removed: readonly string[]): Promise<LivePresenceChange> {
+    if (put.length === 0 && removed.length === 0) return { users: [], removed: [] };
+    const prefix = [this.ref.apiKey, this.ref.organizationId, this.ref.documentId];
+    await atomically(this.deps.store, () => {
+      for (const record of put) this.db.putSync([...prefix, record.userId], record);
+      for (const userId of removed) this.db.removeSync([...prefix, userId]);
+    });
+    for (const record of put) this.users.set(record.userId, record);
+    for (const userId of removed) this.users.delete(userId);
+    return { users: put.map((r) => this.view(r)), removed: [...removed] };
+  }
+}
+
+/** Sets status, keeping offlineSince only while offline (and stamping it when the user goes offline). */
+function withStatus(record: Omit<PresenceRecord, 'status'> & { status?: string }, status: string, now: number): PresenceRecord {
+  const { offlineSince, ...rest } = record;
+  if (status !== 'offline') return { ...rest, status };
+  return { ...rest, status, offlineSince: offlineSince ?? now };
+}

@@ -1,0 +1,99 @@
+// Owns DB.outbox: appending domain events inside the caller's transaction, and the read/claim/ack API a dispatcher uses.
+import { randomUUID } from 'node:crypto';
+import type { Database, Key } from 'lmdb';
+import type { Store } from '../store/env.js';
+import { DB } from '../store/keys.js';
+import { V1_ACTION, type EventDraft, type OutboxEvent } from './types.js';
+
+/**
+ * Proof that code runs inside an all-or-nothing write transaction. Only `atomically` makes one, so
+ * `Outbox.append` cannot be called where its event could commit apart from the change that raised it.
+ */
+export interface WriteTx {
+  readonly brand: 'WriteTx';
+}
+
+/**
+ * Runs `body` in one LMDB write transaction that commits everything it wrote or nothing.
+ * Why not Store.transaction: lmdb-js's plain `transaction()` shares a batch with other callbacks and keeps
+ * the writes a callback made before throwing; `childTransaction` aborts exactly this callback's writes.
+ * `body` must be synchronous: an await inside would let other work interleave with an open write.
+ */
+export function atomically<T>(store: Store, body: (tx: WriteTx) => T): Promise<T> {
+  const tx: WriteTx = { brand: 'WriteTx' };
+  return store.root.childTransaction(() => {
+    const result = body(tx);
+    if (result instanceof Promise) throw new Error('atomically() bodies must be synchronous');
+    return result;
+  }) as Promise<T>;
+}
+
+export interface ClaimOptions {
+  readonly limit: number;
+  /** How long a claimed event stays invisible to other claims; an unacked event comes back after it. */
+  readonly leaseMs: number;
+  readonly now: number;
+}
+
+export class Outbox {
+  private readonly db: Database<OutboxEvent, Key>;
+
+  constructor(private readonly store: Store) {
+    this.db = store.records<OutboxEvent>(DB.outbox);
+  }
+
+  /** Writes one event in the caller's transaction; its seq is one past the highest committed or pending seq. */
+  append(_tx: WriteTx, draft: EventDraft, now: number): OutboxEvent {
+    const event: OutboxEvent = {
+      ...draft,
+      seq: this.lastSeq() + 1,
+      id: `evt_${randomUUID().replaceAll('-', '')}`,
+      actionType: V1_ACTION[draft.type],
+      source: 'comment',
+      createdAt: now,
+      attempts: 0,
+    };
+    this.db.putSync([event.seq], event);
+    return event;
+  }
+
+  /** Highest seq written so far (0 when empty). Inside a write transaction this sees the transaction's own rows. */
+  lastSeq(): number {
+    for (const key of this.db.getKeys({ reverse: true, limit: 1 })) {
+      const seq = Array.isArray(key) ? key[0] : undefined;
+      if (typeof seq === 'number') return seq;
+    }
+    return 0;
+  }
+
+  /** Events in seq order after `afterSeq`, claimed or not. */
+  read(options: { readonly afterSeq?: number; readonly limit?: number } = {}): OutboxEvent[] {
+    const range = this.db.getRange({
+      start: [(options.afterSeq ?? 0) + 1],
+      ...(options.limit === undefined ? {} : { limit: options.limit }),
+    });
+    return Array.from(range, ({ value }) => value);
+  }
+
+  /** Takes up to `limit` events no one holds (never claimed, or lease lapsed), leases them and returns them. */
+  claim(options: ClaimOptions): Promise<OutboxEvent[]> {
+    return atomically(this.store, () => {
+      const claimed: OutboxEvent[] = [];
+      for (const { value } of this.db.getRange({ start: [0] })) {
+        if (claimed.length >= options.limit) break;
+        if (value.claimedUntil !== undefined && value.claimedUntil > options.now) continue;
+        const leased: OutboxEvent = { ...value, claimedUntil: options.now + options.leaseMs, attempts: value.attempts + 1 };
+        this.db.putSync([value.seq], leased);
+        claimed.push(leased);
+      }
+      return claimed;
+    });
+  }
+
+  /** Removes delivered events. Acking an unknown seq is a no-op (at-least-once delivery may ack twice). */
+  ack(seqs: readonly number[]): Promise<void> {
+    return atomically(this.store, () => {
+      for (const seq of seqs) this.db.removeSync([seq]);
+    });
+  }
+}

@@ -1,0 +1,87 @@
+// Owns the domain-event vocabulary: event types, their upstream action names, and the stored outbox event shape.
+import type { AnnotationView, CommentView, Priority, Status, UserRef } from '../doc/annotations/model.js';
+
+/** Event types raised by comment annotations (spec 6, upstream notes 3.2), plus two Plait extensions marked below. */
+export const EVENT_TYPES = [
+  'comment_annotation.add',
+  'comment_annotation.status_change',
+  'comment_annotation.assign',
+  'comment_annotation.priority_change',
+  'comment_annotation.suggestion_accept',
+  'comment_annotation.suggestion_reject',
+  /** Plait extension: context, location, targeting or user-swap edits, which upstream raises no event for. */
+  'comment_annotation.update',
+  /** Plait extension: a thread was deleted. */
+  'comment_annotation.delete',
+  'comment.add',
+  'comment.update',
+  'comment.delete',
+] as const;
+
+export type EventType = (typeof EVENT_TYPES)[number];
+
+/** The basic-webhook (V1) `actionType` of each event, so a V1 channel needs no table of its own. */
+export const V1_ACTION: Readonly<Record<EventType, string>> = {
+  'comment_annotation.add': 'newlyAdded',
+  'comment_annotation.status_change': 'statusChanged',
+  'comment_annotation.assign': 'assigned',
+  'comment_annotation.priority_change': 'priorityChanged',
+  'comment_annotation.suggestion_accept': 'suggestionAccepted',
+  'comment_annotation.suggestion_reject': 'suggestionRejected',
+  'comment_annotation.update': 'updated',
+  'comment_annotation.delete': 'deleted',
+  'comment.add': 'added',
+  'comment.update': 'updated',
+  'comment.delete': 'deleted',
+};
+
+export interface EventMetadata {
+  readonly apiKey: string;
+  readonly organizationId: string;
+  readonly documentId: string;
+  /** V2 nests these (upstream notes 3.2); both spellings are kept so either channel can read them. */
+  readonly document: { readonly documentId: string };
+  readonly organization: { readonly organizationId: string };
+}
+
+/** `data` of a comment event: upstream `CommentPayload` (WebhookV2Payload.data). */
+export interface CommentPayload {
+  /** The thread after the change (for comment_annotation.delete: its last state). */
+  readonly commentAnnotation: AnnotationView;
+  /** The comment the event is about; absent for thread-level events. */
+  readonly targetComment?: CommentView;
+  readonly actionUser?: UserRef;
+  readonly metadata: EventMetadata;
+  readonly oldStatus?: Status;
+  readonly newStatus?: Status;
+  readonly newPriority?: Priority | null;
+  /** On assign: true when someone is assigned, false when the assignee was cleared. */
+  readonly assigned?: boolean;
+  /** On update: names of the thread fields that changed. */
+  readonly changedFields?: readonly string[];
+}
+
+/** What a change hands to the outbox; the outbox adds id, seq and createdAt. */
+export interface EventDraft {
+  readonly type: EventType;
+  readonly apiKey: string;
+  readonly organizationId: string;
+  readonly documentId: string;
+  readonly data: CommentPayload;
+}
+
+/** One row of DB.outbox. */
+export interface OutboxEvent extends EventDraft {
+  /** Key in DB.outbox; strictly increasing in commit order. */
+  readonly seq: number;
+  /** Stable id for deliveries (the webhook-id of every attempt). */
+  readonly id: string;
+  /** V2 `actionType` is the part after the dot; this is the V1 one (V1_ACTION). */
+  readonly actionType: string;
+  readonly source: 'comment';
+  readonly createdAt: number;
+  /** Set by claim(): until this time (ms) no other dispatcher takes the event. */
+  readonly claimedUntil?: number;
+  /** How many times the event has been claimed. */
+  readonly attempts: number;
+}
