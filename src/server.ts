@@ -9,9 +9,14 @@ import { fallback, preflight, route, type RouteDeps } from './http/route.js';
 import type { Operation } from './http/operation.js';
 import { RateLimiter } from './http/rate-limit.js';
 import { authOperations } from './http/routes/auth.js';
+import { commentOperations } from './http/routes/comments.js';
+import { presenceOperations } from './http/routes/presence.js';
 import { workspaceOperations } from './http/routes/workspace.js';
 import { loadUws } from './http/uws.js';
 import { Store } from './store/env.js';
+import { CollabDocuments, LocalHosts } from './doc/collab-state.js';
+import { Outbox } from './events/outbox.js';
+import { encodeLiveMessage } from './ws/live-messages.js';
 import { Workspaces } from './tenant/workspaces.js';
 
 export interface Services {
@@ -21,6 +26,9 @@ export interface Services {
   readonly secrets: Secrets;
   readonly workspaces: Workspaces;
   readonly userTokens: UserTokens;
+  readonly outbox: Outbox;
+  /** Comment annotations and presence per document. */
+  readonly collab: CollabDocuments;
 }
 
 export interface RunningServer {
@@ -34,12 +42,27 @@ export async function openServices(config: Config, log: Logger): Promise<Service
   const secrets = Secrets.load(config.dataDir, config.secretKey);
   const workspaces = new Workspaces(store, secrets);
   const userTokens = await UserTokens.open(store, secrets);
-  return { config, log, store, secrets, workspaces, userTokens };
+  const outbox = new Outbox(store);
+  const collab = new CollabDocuments({
+    store,
+    outbox,
+    now: Date.now,
+    offlineTtlMs: config.presenceOfflineTtlMs,
+    hosts: new LocalHosts(),
+    encode: encodeLiveMessage,
+    log,
+  });
+  return { config, log, store, secrets, workspaces, userTokens, outbox, collab };
 }
 
 /** Every REST operation, area by area (one file per spec area under src/http/routes). */
 function allOperations(services: Services): Operation[] {
-  return [...workspaceOperations(services.workspaces, services.secrets), ...authOperations(services.userTokens)];
+  return [
+    ...workspaceOperations(services.workspaces, services.secrets),
+    ...authOperations(services.userTokens),
+    ...commentOperations(services.collab, services.store),
+    ...presenceOperations(services.collab),
+  ];
 }
 
 export async function startServer(config: Config, log: Logger): Promise<RunningServer> {
@@ -88,6 +111,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
       if (stopped) return;
       stopped = true;
       uws.us_listen_socket_close(listenSocket);
+      services.collab.close();
       await services.store.close();
     },
   };
