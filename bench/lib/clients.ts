@@ -115,12 +115,12 @@ export async function within<T>(promise: Promise<T>, ms: number, what: string): 
 export async function connectMany(
   target: SyncTarget,
   names: readonly string[],
-  { concurrency = 25, timeoutMs = 120_000 }: { concurrency?: number; timeoutMs?: number } = {},
+  { concurrency = 25, timeoutMs = 120_000, makeDoc }: { concurrency?: number; timeoutMs?: number; makeDoc?: (index: number) => Y.Doc } = {},
 ): Promise<SyncClient[]> {
   const clients: SyncClient[] = [];
   const deadline = Date.now() + timeoutMs;
   for (let i = 0; i < names.length; i += concurrency) {
-    const batch = names.slice(i, i + concurrency).map((name) => connectClient(target, name));
+    const batch = names.slice(i, i + concurrency).map((name, j) => connectClient(target, name, makeDoc?.(i + j) ?? new Y.Doc()));
     clients.push(...batch);
     const left = deadline - Date.now();
     try {
