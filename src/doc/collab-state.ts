@@ -106,7 +106,7 @@ export class CollabDocuments {
     });
   }
 
-  /** Stops expiry timers (server stop). */
+  /** Stops expiry timers (server stop); they are not unref'd, so an expiry due still happens in a live process. */
   close(): void {
     for (const timer of this.timers) clearTimeout(timer);
     this.timers.clear();
@@ -156,7 +156,6 @@ export class CollabDocuments {
         })
         .catch((error: unknown) => this.deps.log.warn('presence expiry failed', { error, documentId: ref.documentId }));
     }, Math.max(0, at - this.deps.now()));
-    timer.unref();
     doc.timer = timer;
     this.timers.add(timer);
   }

@@ -35,6 +35,7 @@ export interface ClaimOptions {
   readonly now: number;
 }
 
+/** Keys are the bare seq number, not [seq]: lmdb-js reads a one-element array key back as a bare number, which get() then misses. */
 export class Outbox {
   private readonly db: Database<OutboxEvent, Key>;
 
@@ -53,15 +54,14 @@ export class Outbox {
       createdAt: now,
       attempts: 0,
     };
-    this.db.putSync([event.seq], event);
+    this.db.putSync(event.seq, event);
     return event;
   }
 
   /** Highest seq written so far (0 when empty). Inside a write transaction this sees the transaction's own rows. */
   lastSeq(): number {
     for (const key of this.db.getKeys({ reverse: true, limit: 1 })) {
-      const seq = Array.isArray(key) ? key[0] : undefined;
-      if (typeof seq === 'number') return seq;
+      if (typeof key === 'number') return key;
     }
     return 0;
   }
@@ -69,7 +69,7 @@ export class Outbox {
   /** Events in seq order after `afterSeq`, claimed or not. */
   read(options: { readonly afterSeq?: number; readonly limit?: number } = {}): OutboxEvent[] {
     const range = this.db.getRange({
-      start: [(options.afterSeq ?? 0) + 1],
+      start: (options.afterSeq ?? 0) + 1,
       ...(options.limit === undefined ? {} : { limit: options.limit }),
     });
     return Array.from(range, ({ value }) => value);
@@ -79,11 +79,11 @@ export class Outbox {
   claim(options: ClaimOptions): Promise<OutboxEvent[]> {
     return atomically(this.store, () => {
       const claimed: OutboxEvent[] = [];
-      for (const { value } of this.db.getRange({ start: [0] })) {
+      for (const { value } of this.db.getRange({ start: 0 })) {
         if (claimed.length >= options.limit) break;
         if (value.claimedUntil !== undefined && value.claimedUntil > options.now) continue;
         const leased: OutboxEvent = { ...value, claimedUntil: options.now + options.leaseMs, attempts: value.attempts + 1 };
-        this.db.putSync([value.seq], leased);
+        this.db.putSync(value.seq, leased);
         claimed.push(leased);
       }
       return claimed;
@@ -93,7 +93,7 @@ export class Outbox {
   /** Removes delivered events. Acking an unknown seq is a no-op (at-least-once delivery may ack twice). */
   ack(seqs: readonly number[]): Promise<void> {
     return atomically(this.store, () => {
-      for (const seq of seqs) this.db.removeSync([seq]);
+      for (const seq of seqs) this.db.removeSync(seq);
     });
   }
 }

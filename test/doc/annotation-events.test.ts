@@ -1,0 +1,126 @@
+import t, { type Test } from 'tap';
+import { AnnotationState } from '../../src/doc/annotations/state.js';
+import type { AnnotationInput, Status } from '../../src/doc/annotations/model.js';
+import { Outbox, type WriteTx } from '../../src/events/outbox.js';
+import type { EventDraft } from '../../src/events/types.js';
+import { Store } from '../../src/store/env.js';
+import { DB } from '../../src/store/keys.js';
+
+const ref = { apiKey: 'k1', organizationId: 'org', documentId: 'doc' };
+const resolved: Status = { id: 'RESOLVED', name: 'Resolved', type: 'terminal', color: '#0f0', lightColor: '#efe', svg: '<svg/>' };
+const inProgress: Status = { id: 'WIP', name: 'In progress', type: 'ongoing', color: '#00f', lightColor: '#eef', iconUrl: 'https://x.io/i.svg' };
+const thread = (annotationId: string, extra: Partial<AnnotationInput> = {}): AnnotationInput => ({
+  annotationId,
+  commentData: [{ commentText: 'first', from: { userId: 'alice' } }],
+  ...extra,
+});
+
+function open(t: Test, outboxFor: (store: Store) => Outbox = (store) => new Outbox(store)) {
+  const store = Store.open(t.testdir());
+  t.teardown(() => store.close());
+  const outbox = outboxFor(store);
+  let clock = 1_000;
+  const state = AnnotationState.load({ store, outbox, now: () => ++clock }, ref);
+  /** Runs `change` and returns the types of the outbox rows it wrote. */
+  const eventsOf = async (change: () => Promise<unknown>): Promise<string[]> => {
+    const before = outbox.lastSeq();
+    await change();
+    return outbox.read({ afterSeq: before }).map((e) => e.type);
+  };
+  return { store, outbox, state, eventsOf };
+}
+
+t.test('each change writes exactly one outbox event of its type', async (t) => {
+  const { state, eventsOf, outbox } = open(t);
+  t.same(await eventsOf(() => state.add([thread('a1'), thread('a2', { type: 'suggestion' })])), ['comment_annotation.add', 'comment_annotation.add'], 'one per thread');
+  t.same(await eventsOf(() => state.addComments('a1', [{ commentText: 'reply', from: { userId: 'bob' } }])), ['comment.add']);
+  t.same(await eventsOf(() => state.updateComments('a1', [2], { from: { userId: 'bob' }, commentText: 'edited' })), ['comment.update']);
+  t.same(await eventsOf(() => state.deleteComments('a1', [2])), ['comment.delete']);
+  t.same(await eventsOf(() => state.update({ annotationIds: ['a1'] }, { status: resolved, statusUpdatedByUserId: 'bob' }, undefined)), [
+    'comment_annotation.status_change',
+  ]);
+  t.same(await eventsOf(() => state.update({ annotationIds: ['a1'] }, { assignedTo: { userId: 'carol' } }, undefined)), ['comment_annotation.assign']);
+  t.same(await eventsOf(() => state.update({ annotationIds: ['a1'] }, { priority: { id: 'P1', name: 'High', color: 'r', lightColor: 'p' } }, undefined)), [
+    'comment_annotation.priority_change',
+  ]);
+  t.same(await eventsOf(() => state.update({ annotationIds: ['a2'] }, { suggestion: { status: 'accepted' } }, undefined)), ['comment_annotation.suggestion_accept']);
+  t.same(await eventsOf(() => state.update({ annotationIds: ['a2'] }, { suggestion: { status: 'rejected' } }, undefined)), ['comment_annotation.suggestion_reject']);
+  t.same(await eventsOf(() => state.update({ annotationIds: ['a1'] }, { context: { page: 'home' } }, undefined)), ['comment_annotation.update']);
+  t.same(await eventsOf(() => state.remove({ annotationIds: ['a2'] })), ['comment_annotation.delete']);
+  t.same(await eventsOf(() => state.update({ annotationIds: ['a1'] }, { status: resolved }, undefined)), [], 'an update that changes nothing raises nothing');
+
+  const statusEvent = outbox.read().find((e) => e.type === 'comment_annotation.status_change');
+  t.match(statusEvent, {
+    actionType: 'statusChanged',
+    source: 'comment',
+    data: { oldStatus: { id: 'OPEN' }, newStatus: { id: 'RESOLVED' }, actionUser: { userId: 'bob' }, commentAnnotation: { annotationId: 'a1', resolvedByUserId: 'bob' } },
+  });
+  const commentEvent = outbox.read().find((e) => e.type === 'comment.add');
+  t.match(commentEvent?.data, { targetComment: { commentId: 2, commentText: 'reply', status: 'added', type: 'text' }, actionUser: { userId: 'bob' } });
+});
+
+t.test('one update touching several aspects writes one event per aspect, all in its transaction', async (t) => {
+  const { state, eventsOf } = open(t);
+  await state.add([thread('a1')]);
+  const types = await eventsOf(() =>
+    state.update({ annotationIds: ['a1'] }, { status: inProgress, assignedTo: { userId: 'dan' }, location: { id: 'loc2' } }, undefined),
+  );
+  t.same(types, ['comment_annotation.status_change', 'comment_annotation.assign', 'comment_annotation.update']);
+});
+
+t.test('a non-terminal status clears resolvedByUserId', async (t) => {
+  const { state } = open(t);
+  await state.add([thread('a1')]);
+  await state.update({ annotationIds: ['a1'] }, { status: resolved, resolvedByUserId: 'erin' }, undefined);
+  t.equal(state.find('a1')?.resolvedByUserId, 'erin');
+  await state.update({ annotationIds: ['a1'] }, { status: inProgress }, undefined);
+  t.equal(state.find('a1')?.resolvedByUserId, undefined);
+});
+
+/** An outbox whose append writes its row and then fails: the commit of the whole change must fail with it. */
+class FailingOutbox extends Outbox {
+  failing = true;
+  override append(tx: WriteTx, draft: EventDraft, now: number) {
+    const event = super.append(tx, draft, now);
+    if (this.failing) throw new Error('disk said no');
+    return event;
+  }
+}
+
+t.test('when the commit fails, neither the change nor its event lands, in LMDB or in memory', async (t) => {
+  const failing: { outbox?: FailingOutbox } = {};
+  const { store, state } = open(t, (s) => (failing.outbox = new FailingOutbox(s)));
+  const outbox = failing.outbox as FailingOutbox;
+  outbox.failing = false;
+  await state.add([thread('a1')]);
+  outbox.failing = true;
+  const stored = store.records(DB.annotations);
+
+  await t.rejects(state.add([thread('a2')]), { message: 'disk said no' });
+  t.equal(stored.get([ref.apiKey, ref.organizationId, ref.documentId, 'a2']), undefined, 'new thread not stored');
+  t.equal(state.find('a2'), undefined, 'new thread not in memory');
+
+  await t.rejects(state.addComments('a1', [{ commentText: 'lost', from: { userId: 'bob' } }]));
+  await t.rejects(state.update({ annotationIds: ['a1'] }, { status: resolved }, undefined));
+  await t.rejects(state.remove({ annotationIds: ['a1'] }));
+  t.same(outbox.read().map((e) => e.type), ['comment_annotation.add'], 'only the event of the committed change exists');
+  const reloaded = AnnotationState.load({ store, outbox, now: Date.now }, ref);
+  t.same([...reloaded.all()], [...state.all()], 'what is stored equals what is in memory');
+  t.equal(reloaded.find('a1')?.comments.length, 1);
+  t.equal(reloaded.find('a1')?.status.id, 'OPEN');
+
+  outbox.failing = false;
+  await state.addComments('a1', [{ commentText: 'kept', from: { userId: 'bob' } }]);
+  t.same(outbox.read().map((e) => [e.seq, e.type]), [
+    [1, 'comment_annotation.add'],
+    [2, 'comment.add'],
+  ]);
+});
+
+t.test('a write that fails mid-batch (key too large for LMDB) leaves the earlier items of the batch unwritten too', async (t) => {
+  const { store, state, outbox } = open(t);
+  await t.rejects(state.add([thread('fine'), thread('x'.repeat(3000))]));
+  t.equal(store.records(DB.annotations).get([ref.apiKey, ref.organizationId, ref.documentId, 'fine']), undefined);
+  t.equal(state.size, 0);
+  t.same(outbox.read(), []);
+});

@@ -1,0 +1,104 @@
+import { once, EventEmitter } from 'node:events';
+import t from 'tap';
+import { CollabDocuments, type DocumentHost, type LiveMessage } from '../../src/doc/collab-state.js';
+import { PresenceState } from '../../src/doc/presence.js';
+import { Outbox } from '../../src/events/outbox.js';
+import { createLogger } from '../../src/log.js';
+import { Store } from '../../src/store/env.js';
+import { decodeLiveMessage, encodeLiveMessage } from '../../src/ws/live-messages.js';
+
+const ref = { apiKey: 'k1', organizationId: 'org', documentId: 'doc' };
+
+t.test('REST presence: add defaults to online, update merges, delete removes', async (t) => {
+  const store = Store.open(t.testdir());
+  t.teardown(() => store.close());
+  const state = await PresenceState.load({ store, now: () => 5, offlineTtlMs: 100 }, ref);
+  await state.upsert([{ userId: 'u1', name: 'Ann' }, { userId: 'u2', status: 'away' }]);
+  await state.upsert([{ userId: 'u1', status: 'away' }]);
+  t.same(
+    state.list().map((u) => [u.userId, u.name, u.status, u.source]),
+    [
+      ['u1', 'Ann', 'away', 'rest'],
+      ['u2', undefined, 'away', 'rest'],
+    ],
+  );
+  t.same(state.list({ userIds: ['u2'] }).map((u) => u.userId), ['u2']);
+  const live = await state.remove(['u2', 'nobody']);
+  t.same(live.removed, ['u2']);
+  const reloaded = await PresenceState.load({ store, now: () => 6, offlineTtlMs: 100 }, ref);
+  t.same(reloaded.list().map((u) => [u.userId, u.status]), [['u1', 'away']], 'REST presence survives a reload');
+});
+
+t.test('a sync user goes offline on their last disconnect and disappears after the delay (injected clock)', async (t) => {
+  const store = Store.open(t.testdir());
+  t.teardown(() => store.close());
+  let now = 1_000;
+  const state = await PresenceState.load({ store, now: () => now, offlineTtlMs: 500 }, ref);
+  await state.connect('c1', { userId: 'u1', name: 'Ann' });
+  await state.connect('c2', { userId: 'u1', name: 'Ann' });
+  t.match(state.list(), [{ userId: 'u1', status: 'online', source: 'sync', connections: 2 }]);
+  await state.disconnect('c1');
+  t.match(state.list(), [{ status: 'online', connections: 1 }], 'still online while one connection is open');
+  now = 2_000;
+  await state.disconnect('c2');
+  t.match(state.list(), [{ status: 'offline', offlineSince: 2_000, connections: 0 }]);
+  t.equal(state.nextExpiry(), 2_500);
+  now = 2_499;
+  t.same((await state.expire()).removed, [], 'not before the delay');
+  now = 2_500;
+  t.same((await state.expire()).removed, ['u1']);
+  t.same(state.list(), []);
+  t.equal(state.nextExpiry(), undefined);
+});
+
+t.test('after a restart, users known only from sync connections are offline, then expire', async (t) => {
+  const store = Store.open(t.testdir());
+  t.teardown(() => store.close());
+  const first = await PresenceState.load({ store, now: () => 100, offlineTtlMs: 50 }, ref);
+  await first.connect('c1', { userId: 'u1' });
+  await first.upsert([{ userId: 'u2' }]);
+  const second = await PresenceState.load({ store, now: () => 200, offlineTtlMs: 50 }, ref);
+  t.same(second.list().map((u) => [u.userId, u.status]), [
+    ['u1', 'offline'],
+    ['u2', 'online'],
+  ]);
+  const third = await PresenceState.load({ store, now: () => 250, offlineTtlMs: 50 }, ref);
+  t.same(third.list().map((u) => u.userId), ['u2'], 'expired while no one held the document');
+});
+
+/** A host that runs tasks in order and emits every broadcast, so a test can await the next one. */
+class RecordingHost extends EventEmitter implements DocumentHost {
+  private tail: Promise<unknown> = Promise.resolve();
+  run<T>(task: () => T | Promise<T>): Promise<T> {
+    const result = this.tail.then(task);
+    this.tail = result.catch((error: unknown) => this.emit('failed', error));
+    return result;
+  }
+  broadcast(bytes: Uint8Array): void {
+    this.emit('message', decodeLiveMessage(bytes));
+  }
+}
+
+t.test('the expiry timer removes an offline user and tells the document sockets', async (t) => {
+  const store = Store.open(t.testdir());
+  t.teardown(() => store.close());
+  const host = new RecordingHost();
+  const docs = new CollabDocuments({
+    store,
+    outbox: new Outbox(store),
+    now: Date.now,
+    offlineTtlMs: 20,
+    hosts: { get: () => Promise.resolve(host) },
+    encode: encodeLiveMessage,
+    log: createLogger('silent'),
+  });
+  t.teardown(() => docs.close());
+  await docs.connect(ref, 'c1', { userId: 'u1' });
+  const offline = once(host, 'message');
+  await docs.disconnect(ref, 'c1');
+  const [wentOffline] = (await offline) as [LiveMessage];
+  t.match(wentOffline.presence.users, [{ userId: 'u1', status: 'offline' }]);
+  const [expired] = (await once(host, 'message')) as [LiveMessage];
+  t.same(expired.presence.removed, ['u1']);
+  t.same(await docs.read(ref, (doc) => doc.presence.list()), []);
+});
