@@ -68,8 +68,13 @@ function hostScript(kind: ServerKind): string {
   return join(HOST_DIR, `${protocol === 'http' ? 'uws-hello' : protocol}.ts`);
 }
 
-/** Forwards a child's output lines to our stderr with a prefix. */
+const FORWARD_LINES = 10;
+const FORWARD_CHARS = 400;
+
+/** Forwards a child's first output lines to our stderr with a prefix (truncated; the rest are counted, reported at exit). */
 function forward(child: ChildProcess, prefix: string): void {
+  let forwarded = 0;
+  let suppressed = 0;
   for (const stream of [child.stdout, child.stderr]) {
     let pending = '';
     stream?.setEncoding('utf8');
@@ -77,9 +82,16 @@ function forward(child: ChildProcess, prefix: string): void {
       pending += chunk;
       const lines = pending.split('\n');
       pending = lines.pop() ?? '';
-      for (const line of lines) if (line.trim() !== '') process.stderr.write(`${prefix} ${line}\n`);
+      for (const line of lines) {
+        if (line.trim() === '') continue;
+        if (forwarded++ < FORWARD_LINES) process.stderr.write(`${prefix} ${line.length > FORWARD_CHARS ? `${line.slice(0, FORWARD_CHARS)}…` : line}\n`);
+        else suppressed++;
+      }
     });
   }
+  child.once('exit', () => {
+    if (suppressed > 0) process.stderr.write(`${prefix} (${suppressed} more output lines not shown)\n`);
+  });
 }
 
 export async function launchServer(kind: ServerKind, options: LaunchOptions = {}): Promise<ServerHandle> {

@@ -1,0 +1,151 @@
+// Owns the REST benchmark: autocannon against Update Presence and Add Comment Annotations, and the uWS hello-world ceiling.
+import autocannon from 'autocannon';
+import { finish, flags, main, num, profileDir, reportProfiles } from './lib/cli.js';
+import { plaitCredentials } from './lib/clients.js';
+import { launchServer, type ServerHandle, type ServerKind } from './lib/launch.js';
+import { emit, isMain, progress, type Figure } from './lib/report.js';
+
+const USAGE = `node --import=tsx bench/rest.ts [flags]
+  --connections C     concurrent HTTP connections (default 32)
+  --pipelining P      requests in flight per connection (default 1)
+  --duration S        measured seconds per operation (default 5)
+  --warmup S          unmeasured seconds before each (default 1)
+  --spread-docs D     also run Update Presence rotating over D documents, 1 to skip (default 100)
+  --profile           write and summarize a V8 CPU profile of the Plait server`;
+
+interface Load {
+  readonly connections: number;
+  readonly pipelining: number;
+  readonly duration: number;
+  readonly warmup: number;
+}
+
+interface Operation {
+  readonly bench: string;
+  readonly path: string;
+  /** Requests rotate over this many documents (1 = every request on the same document). */
+  readonly documents: number;
+  readonly body: (organizationId: string, documentId: string) => unknown;
+}
+
+const presence = (organizationId: string, documentId: string): unknown => ({ organizationId, documentId, users: [{ userId: 'u1', status: 'online' }] });
+
+function operations(spread: number): Operation[] {
+  return [
+    { bench: 'REST Update Presence', path: '/v2/presence/update', documents: 1, body: presence },
+    ...(spread > 1 ? [{ bench: `REST Update Presence, ${spread} docs`, path: '/v2/presence/update', documents: spread, body: presence }] : []),
+    {
+      bench: 'REST Add Comment Annotations',
+      path: '/v1/commentannotations/add',
+      documents: 1,
+      body: (organizationId, documentId) => ({
+        organizationId,
+        documentId,
+        commentAnnotations: [{ commentData: [{ commentText: 'x', from: { userId: 'u1' } }] }],
+      }),
+    },
+  ];
+}
+
+function bodies(op: Operation, organizationId: string): string[] {
+  return Array.from({ length: op.documents }, (_, i) => JSON.stringify({ data: op.body(organizationId, `rest-doc-${i}`) }));
+}
+
+/** One autocannon run (after a warm-up run), with the server's CPU over the measured run. */
+async function hammer(server: ServerHandle, bench: string, path: string, headers: Record<string, string>, body: readonly string[], load: Load): Promise<Figure[]> {
+  let next = 0;
+  const options = {
+    url: `http://127.0.0.1:${server.port}${path}`,
+    method: 'POST' as const,
+    headers: { 'content-type': 'application/json', ...headers },
+    body: body[0] ?? '',
+    ...(body.length > 1 ? { requests: [{ setupRequest: (request: autocannon.Request) => ({ ...request, body: body[next++ % body.length] ?? '' }) }] } : {}),
+    connections: load.connections,
+    pipelining: load.pipelining,
+    timeout: 10,
+  };
+  if (load.warmup > 0) await autocannon({ ...options, duration: load.warmup });
+  const before = await server.stats();
+  const clientBefore = process.cpuUsage();
+  const result = await autocannon({ ...options, duration: load.duration });
+  const after = await server.stats();
+  const client = process.cpuUsage(clientBefore);
+  const ok = result['2xx'];
+  const failed = result.non2xx + result.errors + result.timeouts;
+  const cpuMicros = after.cpuMicros - before.cpuMicros;
+  const detail = {
+    load,
+    ok,
+    non2xx: result.non2xx,
+    errors: result.errors,
+    timeouts: result.timeouts,
+    latency: { p50: result.latency.p50, p90: result.latency.p90, p99: result.latency.p99, max: result.latency.max },
+    serverCores: cpuMicros / 1e6 / result.duration,
+    clientCores: (client.user + client.system) / 1e6 / result.duration,
+  };
+  progress(
+    `${bench} on ${server.kind}: ${Math.round(ok / result.duration)} req/s ok, p50 ${result.latency.p50} ms p99 ${result.latency.p99} ms, ` +
+      `${failed} failed, server ${detail.serverCores.toFixed(2)} cores, client ${detail.clientCores.toFixed(2)} cores`,
+  );
+  const kind: ServerKind = server.kind;
+  return [
+    { bench, metric: 'requests/s', unit: 'req/s', server: kind, value: ok / result.duration, better: 'higher', detail },
+    { bench, metric: 'latency p50', unit: 'ms', server: kind, value: result.latency.p50, better: 'lower' },
+    { bench, metric: 'latency p99', unit: 'ms', server: kind, value: result.latency.p99, better: 'lower' },
+    { bench, metric: 'server CPU / request', unit: 'µs', server: kind, value: cpuMicros / Math.max(1, ok), better: 'lower' },
+    { bench, metric: 'failed requests', unit: 'count', server: kind, value: failed, better: 'lower' },
+  ];
+}
+
+export async function runRest(load: Load, spread: number, cpuProfileDir?: string): Promise<Figure[]> {
+  const figures: Figure[] = [];
+  const ops = operations(spread);
+  const hello = await launchServer('uws-hello');
+  try {
+    // one ceiling run (the presence request); the same figures stand as the reference of every REST row
+    const first = ops[0] as Operation;
+    const ceiling = await hammer(hello, first.bench, first.path, {}, bodies(first, 'bench-org'), load);
+    for (const op of ops) figures.push(...ceiling.map((figure) => ({ ...figure, bench: op.bench })));
+  } finally {
+    await hello.stop();
+  }
+  const plait = await launchServer('plait', cpuProfileDir === undefined ? {} : { cpuProfileDir });
+  try {
+    const { organizationId, headers } = await plaitCredentials(plait.port);
+    for (const op of ops) {
+      const body = bodies(op, organizationId);
+      // one checked request first: a benchmark of error replies would be worthless
+      const probe = await fetch(`http://127.0.0.1:${plait.port}${op.path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: body[0] ?? '' });
+      if (probe.status !== 200) throw new Error(`${op.path} answered ${probe.status}: ${await probe.text()}`);
+      figures.push(...(await hammer(plait, op.bench, op.path, headers, body, load)));
+    }
+    // let requests autocannon abandoned at its deadline finish before the server stops
+    await new Promise((resolve) => setTimeout(resolve, 500));
+  } finally {
+    await plait.stop();
+  }
+  return figures;
+}
+
+if (isMain(import.meta.url)) {
+  main(async () => {
+    const values = flags(USAGE, {
+      connections: { type: 'string' },
+      pipelining: { type: 'string' },
+      duration: { type: 'string' },
+      warmup: { type: 'string' },
+      'spread-docs': { type: 'string' },
+    });
+    const load: Load = {
+      connections: num(values, 'connections', 32, 1, 10_000),
+      pipelining: num(values, 'pipelining', 1, 1, 100),
+      duration: num(values, 'duration', 5, 1, 600),
+      warmup: num(values, 'warmup', 1, 0, 60),
+    };
+    const prof = profileDir(values);
+    const figures = await runRest(load, num(values, 'spread-docs', 100, 1, 100_000), prof);
+    for (const figure of figures) emit(figure);
+    reportProfiles(prof);
+    finish(figures);
+  });
+}
