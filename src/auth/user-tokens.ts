@@ -10,8 +10,20 @@ import { randomId, type Secrets } from './secrets.js';
 type CryptoKey = webcrypto.CryptoKey;
 
 export const USER_TOKEN_LIFETIME_SECONDS = 48 * 60 * 60;
+const LIFETIME_MS = USER_TOKEN_LIFETIME_SECONDS * 1000;
+/** A signing key older than this is rotated out at start, so a leaked key signs for a bounded time. */
+export const DEFAULT_MAX_KEY_AGE_MS = 30 * 24 * 60 * 60 * 1000;
 const ALG = 'ES256';
 const ISSUER = 'plait';
+
+/** The shape consumers (WebSocket upgrade, REST checks) take, so they depend on a function rather than the class. */
+export type VerifyUserToken = (token: string) => Promise<UserClaims>;
+
+export interface UserTokensOptions {
+  /** Milliseconds since epoch; injected so tests can mint tokens that are already expired. */
+  readonly now?: () => number;
+  readonly maxKeyAgeMs?: number;
+}
 
 export type AccessRole = 'viewer' | 'editor';
 
@@ -60,40 +72,70 @@ export class UserTokens {
   private readonly keys = new Map<string, LoadedKey>();
   private current: LoadedKey | undefined;
 
-  private constructor(private readonly db: Database<SigningKeyRecord, Key>, private readonly secrets: Secrets) {}
+  private readonly now: () => number;
 
-  /** Loads the signing keys, creating the first one on a fresh data directory. */
-  static async open(store: Store, secrets: Secrets): Promise<UserTokens> {
-    const tokens = new UserTokens(store.records<SigningKeyRecord>(DB.signingKeys), secrets);
+  private constructor(
+    private readonly db: Database<SigningKeyRecord, Key>,
+    private readonly secrets: Secrets,
+    options: UserTokensOptions,
+  ) {
+    this.now = options.now ?? Date.now;
+  }
+
+  /** Loads the signing keys, creating the first one on a fresh data directory and rotating one that is too old. */
+  static async open(store: Store, secrets: Secrets, options: UserTokensOptions = {}): Promise<UserTokens> {
+    const tokens = new UserTokens(store.records<SigningKeyRecord>(DB.signingKeys), secrets, options);
     for (const { value } of tokens.db.getRange()) await tokens.load(value);
-    if (tokens.current === undefined) await tokens.rotate();
+    const maxAge = options.maxKeyAgeMs ?? DEFAULT_MAX_KEY_AGE_MS;
+    if (tokens.current === undefined || tokens.current.record.createdAt + maxAge < tokens.now()) await tokens.rotate();
     return tokens;
   }
 
-  /** Starts signing with a fresh key; earlier keys keep verifying the tokens they signed until those expire. */
+  /** The key id new tokens are signed with. */
+  get currentKid(): string {
+    if (this.current === undefined) throw new AppError('INTERNAL', 'no signing key is loaded');
+    return this.current.record.kid;
+  }
+
+  /**
+   * Starts signing with a fresh key. Earlier keys stay in the JWKS and keep verifying the tokens they signed
+   * until those have expired (a token lives at most 48 hours after its key's retirement); then they are dropped.
+   */
   async rotate(): Promise<string> {
     const { publicKey, privateKey } = await generateKeyPair(ALG, { extractable: true });
-    const kid = `${new Date().toISOString().slice(0, 10)}-${randomId(8)}`;
+    const now = this.now();
+    const kid = `${new Date(now).toISOString().slice(0, 10)}-${randomId(8)}`;
     const record: SigningKeyRecord = {
       kid,
       alg: ALG,
       publicJwk: { ...(await exportJWK(publicKey)), kid, alg: ALG, use: 'sig' },
       sealedPrivateJwk: this.secrets.encrypt(JSON.stringify(await exportJWK(privateKey))),
-      createdAt: Date.now(),
+      createdAt: now,
     };
-    const now = Date.now();
     const previous = this.current;
+    const lapsed = [...this.keys.values()].filter((key) => this.isLapsed(key.record, now)).map((key) => key.record.kid);
     await this.db.transaction(() => {
       if (previous !== undefined) this.db.put(previous.record.kid, { ...previous.record, retiredAt: now });
+      for (const old of lapsed) this.db.remove(old);
       this.db.put(kid, record);
     });
-    if (previous !== undefined) previous.record = { ...previous.record, retiredAt: now };
+    for (const old of lapsed) this.keys.delete(old);
+    if (previous !== undefined) {
+      previous.record = { ...previous.record, retiredAt: now };
+      delete previous.privateKey;
+    }
+    this.current = undefined;
     await this.load(record);
     return kid;
   }
 
+  /** A retired key whose last possible token has expired verifies nothing any more. */
+  private isLapsed(record: SigningKeyRecord, now: number): boolean {
+    return record.retiredAt !== undefined && record.retiredAt + LIFETIME_MS < now;
+  }
+
   private async load(record: SigningKeyRecord): Promise<void> {
-    if (record.retiredAt !== undefined && record.retiredAt + USER_TOKEN_LIFETIME_SECONDS * 1000 < Date.now()) return;
+    if (this.isLapsed(record, this.now())) return;
     const publicKey = (await importJWK(record.publicJwk, ALG)) as CryptoKey;
     const loaded: LoadedKey = { record, publicKey };
     if (record.retiredAt === undefined) {
@@ -106,25 +148,39 @@ export class UserTokens {
   async sign(claims: Omit<UserClaims, 'expiresAt'>): Promise<string> {
     const key = this.current;
     if (key?.privateKey === undefined) throw new AppError('INTERNAL', 'no signing key is loaded');
-    return new SignJWT({ apiKey: claims.apiKey, user: claims.userProperties, permissions: { resources: claims.resources } })
+    const issuedAt = Math.floor(this.now() / 1000);
+    return new SignJWT({
+      userId: claims.userId,
+      apiKey: claims.apiKey,
+      user: claims.userProperties,
+      permissions: { resources: claims.resources },
+    })
       .setProtectedHeader({ alg: ALG, kid: key.record.kid, typ: 'JWT' })
       .setIssuer(ISSUER)
       .setSubject(claims.userId)
-      .setIssuedAt()
-      .setExpirationTime(`${USER_TOKEN_LIFETIME_SECONDS}s`)
+      .setIssuedAt(issuedAt)
+      .setExpirationTime(issuedAt + USER_TOKEN_LIFETIME_SECONDS)
       .sign(key.privateKey);
   }
 
-  /** The public keys as a JWKS document, for GET /.well-known/jwks.json. */
+  /** The public keys as a JWKS document, for GET /.well-known/jwks.json: the current key and retired ones still verifying. */
   jwks(): { keys: JWK[] } {
-    return { keys: [...this.keys.values()].map((key) => key.record.publicJwk) };
+    const now = this.now();
+    return { keys: [...this.keys.values()].filter((key) => !this.isLapsed(key.record, now)).map((key) => key.record.publicJwk) };
   }
 
-  /** Verifies signature, issuer and expiry; throws UNAUTHENTICATED saying which check failed. */
+  /**
+   * The one user-token check (WebSocket upgrade and any other consumer): signature by a key of this server,
+   * issuer, algorithm and expiry. Throws UNAUTHENTICATED saying which check failed.
+   */
   async verify(token: string): Promise<UserClaims> {
     let payload: JWTPayload;
     try {
-      ({ payload } = await jwtVerify(token, (header) => this.publicKeyFor(header.kid), { issuer: ISSUER, algorithms: [ALG] }));
+      ({ payload } = await jwtVerify(token, (header) => this.publicKeyFor(header.kid), {
+        issuer: ISSUER,
+        algorithms: [ALG],
+        currentDate: new Date(this.now()),
+      }));
     } catch (error) {
       if (error instanceof joseErrors.JWTExpired) throw unauthenticated('the user token has expired');
       if (error instanceof AppError) throw error;
@@ -133,9 +189,12 @@ export class UserTokens {
     return claimsFrom(payload);
   }
 
+  /** `verify` bound to this instance, for injection as a VerifyUserToken. */
+  readonly verifyUserToken: VerifyUserToken = (token) => this.verify(token);
+
   private publicKeyFor(kid: string | undefined): CryptoKey {
     const key = kid === undefined ? undefined : this.keys.get(kid);
-    if (key === undefined) throw unauthenticated('the user token was not signed by this server');
+    if (key === undefined || this.isLapsed(key.record, this.now())) throw unauthenticated('the user token was not signed by this server');
     return key.publicKey;
   }
 }
