@@ -1,0 +1,80 @@
+// Owns stored grants (a role for a user or group on an organization, folder or document) and their reverse index.
+import type { DirectoryDb } from './db.js';
+import { keys, type GrantRecord, type Level, type Principal } from './records.js';
+
+export interface GrantRef {
+  readonly level: Level;
+  readonly resourceId: string;
+}
+
+export class Grants {
+  constructor(private readonly db: DirectoryDb) {}
+
+  get(apiKey: string, organizationId: string, ref: GrantRef, principal: Principal): GrantRecord | undefined {
+    return this.db.get<GrantRecord>(keys.grant(apiKey, organizationId, ref.level, ref.resourceId, principal));
+  }
+
+  /** A grant counts while it has no expiry or its expiry is in the future. */
+  live(apiKey: string, organizationId: string, ref: GrantRef, principal: Principal, now: number): GrantRecord | undefined {
+    const grant = this.get(apiKey, organizationId, ref, principal);
+    return grant !== undefined && (grant.expiresAt === undefined || grant.expiresAt > now) ? grant : undefined;
+  }
+
+  /** Only inside a write. Replaces any grant the principal had on that resource. */
+  put(apiKey: string, organizationId: string, ref: GrantRef, principal: Principal, grant: GrantRecord): void {
+    this.db.put(keys.grant(apiKey, organizationId, ref.level, ref.resourceId, principal), grant);
+    this.db.put(keys.principalGrant(apiKey, organizationId, principal, ref.level, ref.resourceId), true);
+  }
+
+  /** Only inside a write. Returns whether there was a grant to remove. */
+  remove(apiKey: string, organizationId: string, ref: GrantRef, principal: Principal): boolean {
+    const key = keys.grant(apiKey, organizationId, ref.level, ref.resourceId, principal);
+    if (!this.db.has(key)) return false;
+    this.db.remove(key);
+    this.db.remove(keys.principalGrant(apiKey, organizationId, principal, ref.level, ref.resourceId));
+    return true;
+  }
+
+  /** Only inside a write. Drops every grant on a resource (it is being deleted). */
+  removeResource(apiKey: string, organizationId: string, ref: GrantRef): void {
+    for (const { key } of this.db.scan<GrantRecord>(keys.resourceGrants(apiKey, organizationId, ref.level, ref.resourceId))) {
+      const kind = key[5];
+      const id = key[6];
+      if ((kind === 'user' || kind === 'group') && typeof id === 'string') {
+        this.db.remove(keys.principalGrant(apiKey, organizationId, { kind, id }, ref.level, ref.resourceId));
+      }
+      this.db.remove(key);
+    }
+  }
+
+  /** Only inside a write. Drops every grant a principal holds in the organization. */
+  removePrincipal(apiKey: string, organizationId: string, principal: Principal): void {
+    for (const ref of this.ofPrincipal(apiKey, organizationId, principal)) this.remove(apiKey, organizationId, ref, principal);
+  }
+
+  ofPrincipal(apiKey: string, organizationId: string, principal: Principal): GrantRef[] {
+    return this.db.scan<true>(keys.principalGrants(apiKey, organizationId, principal)).flatMap(({ key }) => {
+      const level = key[5];
+      const resourceId = key[6];
+      return (level === 'organization' || level === 'folder' || level === 'document') && typeof resourceId === 'string'
+        ? [{ level, resourceId }]
+        : [];
+    });
+  }
+
+  /** Users holding a grant on the resource, in user id order, after `afterUserId`, at most `limit`. */
+  usersOn(
+    apiKey: string,
+    organizationId: string,
+    ref: GrantRef,
+    options: { afterUserId?: string; limit?: number } = {},
+  ): Array<{ userId: string; grant: GrantRecord }> {
+    const prefix = keys.resourceGrants(apiKey, organizationId, ref.level, ref.resourceId, 'user');
+    return this.db
+      .scan<GrantRecord>(prefix, {
+        ...(options.afterUserId === undefined ? {} : { after: [...prefix, options.afterUserId] }),
+        ...(options.limit === undefined ? {} : { limit: options.limit }),
+      })
+      .map(({ key, value }) => ({ userId: String(key[6]), grant: value }));
+  }
+}

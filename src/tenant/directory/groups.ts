@@ -1,0 +1,107 @@
+// Owns organization user groups: creating groups and adding or removing their members (spec 2.10, 4.12, 4.17).
+import { notFound } from '../../errors.js';
+import { BulkResults, ItemFailure, type BulkMap } from './bulk.js';
+import type { DirectoryDb } from './db.js';
+import type { Organizations } from './organizations.js';
+import { keys, type GroupRecord } from './records.js';
+
+export class Groups {
+  constructor(
+    private readonly db: DirectoryDb,
+    private readonly organizations: Organizations,
+    private readonly now: () => number,
+  ) {}
+
+  find(apiKey: string, organizationId: string, groupId: string): GroupRecord | undefined {
+    return this.db.get<GroupRecord>(keys.group(apiKey, organizationId, groupId));
+  }
+
+  /** Ids of the groups the user belongs to in the organization. */
+  groupsOf(apiKey: string, organizationId: string, userId: string): string[] {
+    return this.db.lastElements(keys.userGroups(apiKey, organizationId, userId));
+  }
+
+  isMember(apiKey: string, organizationId: string, groupId: string, userId: string): boolean {
+    return this.db.has(keys.member(apiKey, organizationId, groupId, userId));
+  }
+
+  async add(apiKey: string, organizationId: string, groups: ReadonlyArray<{ groupId: string; groupName?: string }>): Promise<BulkMap> {
+    const results = new BulkResults((id) => ({ id }));
+    const items = results.unique(groups, (group) => group.groupId, 'groupId');
+    await this.db.write(() => {
+      this.organizations.ensure(apiKey, organizationId);
+      for (const input of items) {
+        results.attempt(input.groupId, () => {
+          if (this.find(apiKey, organizationId, input.groupId) !== undefined) {
+            throw new ItemFailure('already-exists', `user group "${input.groupId}" already exists`);
+          }
+          const record: GroupRecord = { organizationUserGroupId: input.groupId, groupName: input.groupName ?? input.groupId, createdAt: this.now() };
+          this.db.put(keys.group(apiKey, organizationId, input.groupId), record);
+          return 'User group added.';
+        });
+      }
+    });
+    return results.toJSON();
+  }
+
+  /** Adding a member twice is not an error: membership is a set, so the second add changes nothing. */
+  async addUsers(apiKey: string, organizationId: string, groupId: string, userIds: readonly string[]): Promise<BulkMap> {
+    this.requireGroup(apiKey, organizationId, groupId);
+    const results = new BulkResults(() => ({ organizationUserGroupId: groupId }));
+    const ids = results.unique(userIds, (id) => id, 'userId');
+    await this.db.write(() => {
+      this.requireGroup(apiKey, organizationId, groupId);
+      for (const userId of ids) {
+        if (this.isMember(apiKey, organizationId, groupId, userId)) {
+          results.ok(userId, 'User is already in the group.');
+          continue;
+        }
+        this.db.put(keys.member(apiKey, organizationId, groupId, userId), this.now());
+        this.db.put(keys.userGroup(apiKey, organizationId, userId, groupId), true);
+        results.ok(userId, 'User added to the group.');
+      }
+    });
+    return results.toJSON();
+  }
+
+  /** Removes the listed members, or with `deleteAll` every member; a listed user who is not a member fails alone. */
+  async deleteUsers(apiKey: string, organizationId: string, groupId: string, target: { userIds?: readonly string[]; deleteAll: boolean }): Promise<BulkMap> {
+    this.requireGroup(apiKey, organizationId, groupId);
+    const results = new BulkResults(() => ({ organizationUserGroupId: groupId }));
+    await this.db.write(() => {
+      this.requireGroup(apiKey, organizationId, groupId);
+      const ids = target.deleteAll
+        ? this.db.lastElements(keys.members(apiKey, organizationId, groupId))
+        : results.unique(target.userIds ?? [], (id) => id, 'userId');
+      for (const userId of ids) {
+        if (!this.isMember(apiKey, organizationId, groupId, userId)) {
+          results.fail(userId, 'not-found', 'User is not in the group.');
+          continue;
+        }
+        this.removeMember(apiKey, organizationId, groupId, userId);
+        results.ok(userId, 'User removed from the group.');
+      }
+    });
+    return results.toJSON();
+  }
+
+  /** Only inside a write. */
+  removeMember(apiKey: string, organizationId: string, groupId: string, userId: string): void {
+    this.db.remove(keys.member(apiKey, organizationId, groupId, userId));
+    this.db.remove(keys.userGroup(apiKey, organizationId, userId, groupId));
+  }
+
+  /** Only inside a write: takes the user out of every group of the organization. */
+  removeUserEverywhere(apiKey: string, organizationId: string, userId: string): void {
+    for (const groupId of this.groupsOf(apiKey, organizationId, userId)) this.removeMember(apiKey, organizationId, groupId, userId);
+  }
+
+  /** Exposed for grants on groups: a grant may only name a group that exists. */
+  requireGroup(apiKey: string, organizationId: string, groupId: string): GroupRecord {
+    const group = this.find(apiKey, organizationId, groupId);
+    if (group === undefined) {
+      throw notFound(`data.organizationUserGroupId: user group "${groupId}" does not exist in organization "${organizationId}"`);
+    }
+    return group;
+  }
+}

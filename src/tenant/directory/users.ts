@@ -1,0 +1,211 @@
+// Owns directory users: profiles per organization and their role grants at organization, folder or document level.
+import type { AccessRole } from '../../auth/user-tokens.js';
+import { invalidArgument, notFound } from '../../errors.js';
+import { BulkResults, ItemFailure, type BulkMap } from './bulk.js';
+import type { DirectoryDb } from './db.js';
+import type { Documents } from './documents.js';
+import type { Folders } from './folders.js';
+import type { GrantRef, Grants } from './grants.js';
+import type { Groups } from './groups.js';
+import type { Organizations } from './organizations.js';
+import { decodePageToken, encodePageToken, type Page } from './paging.js';
+import { keys, metadataOf, type GrantRecord, type UserProfileRecord } from './records.js';
+
+/** Where a users operation applies: the organization, or one folder or document in it. */
+export interface UserScope {
+  organizationId: string;
+  documentId?: string;
+  folderId?: string;
+}
+
+export interface UserInput {
+  userId: string;
+  accessRole?: AccessRole;
+  [profile: string]: unknown;
+}
+
+export interface UserView {
+  userId: string;
+  accessRole: AccessRole;
+  expiresAt?: number;
+  [profile: string]: unknown;
+}
+
+export interface UserQuery {
+  userIds?: readonly string[];
+  organizationUserGroupIds?: readonly string[];
+  pageSize: number;
+  pageToken?: string;
+}
+
+const KNOWN = ['userId', 'accessRole'];
+const SCAN_CHUNK = 500;
+
+export class Users {
+  constructor(
+    private readonly db: DirectoryDb,
+    private readonly grants: Grants,
+    private readonly organizations: Organizations,
+    private readonly folders: Folders,
+    private readonly documents: Documents,
+    private readonly groups: Groups,
+    private readonly now: () => number,
+  ) {}
+
+  /** Adds or re-adds users at the scope: the profile fields sent are merged, the role kept unless one is sent (default editor). */
+  async add(apiKey: string, scope: UserScope, users: readonly UserInput[], options: { createFolder?: boolean } = {}): Promise<BulkMap> {
+    const ref = grantRef(scope);
+    const results = new BulkResults((id) => ({ id }));
+    const items = results.unique(users, (user) => user.userId, 'userId');
+    await this.db.write(() => {
+      this.prepareScope(apiKey, scope, options.createFolder === true);
+      for (const input of items) {
+        const user = { kind: 'user', id: input.userId } as const;
+        const existing = this.grants.get(apiKey, scope.organizationId, ref, user);
+        this.saveProfile(apiKey, scope.organizationId, input);
+        this.grants.put(apiKey, scope.organizationId, ref, user, {
+          accessRole: input.accessRole ?? existing?.accessRole ?? 'editor',
+          grantedAt: this.now(),
+        });
+        results.ok(input.userId, 'User added.');
+      }
+    });
+    return results.toJSON();
+  }
+
+  async update(apiKey: string, scope: UserScope, users: readonly UserInput[]): Promise<BulkMap> {
+    const ref = grantRef(scope);
+    const results = new BulkResults((id) => ({ id }));
+    const items = results.unique(users, (user) => user.userId, 'userId');
+    await this.db.write(() => {
+      for (const input of items) {
+        results.attempt(input.userId, () => {
+          const user = { kind: 'user', id: input.userId } as const;
+          const grant = this.grants.get(apiKey, scope.organizationId, ref, user);
+          if (grant === undefined) throw new ItemFailure('not-found', 'User does not exist.');
+          this.saveProfile(apiKey, scope.organizationId, input);
+          if (input.accessRole !== undefined) this.grants.put(apiKey, scope.organizationId, ref, user, { ...grant, accessRole: input.accessRole });
+          return 'User updated.';
+        });
+      }
+    });
+    return results.toJSON();
+  }
+
+  /**
+   * At a folder or document, removes the user's grant there. At the organization, removes the user from it
+   * entirely: profile, every grant in the organization and every group membership.
+   */
+  async delete(apiKey: string, scope: UserScope, userIds: readonly string[]): Promise<BulkMap> {
+    const ref = grantRef(scope);
+    const { organizationId } = scope;
+    const results = new BulkResults((id) => ({ id }));
+    const ids = results.unique(userIds, (id) => id, 'userId');
+    await this.db.write(() => {
+      for (const userId of ids) {
+        const user = { kind: 'user', id: userId } as const;
+        if (ref.level !== 'organization') {
+          if (this.grants.remove(apiKey, organizationId, ref, user)) results.ok(userId, 'User removed.');
+          else results.fail(userId, 'not-found', 'User does not exist.');
+          continue;
+        }
+        const known =
+          this.db.has(keys.user(apiKey, organizationId, userId)) ||
+          this.grants.ofPrincipal(apiKey, organizationId, user).length > 0 ||
+          this.groups.groupsOf(apiKey, organizationId, userId).length > 0;
+        if (!known) {
+          results.fail(userId, 'not-found', 'User does not exist.');
+          continue;
+        }
+        this.grants.removePrincipal(apiKey, organizationId, user);
+        this.groups.removeUserEverywhere(apiKey, organizationId, userId);
+        this.db.remove(keys.user(apiKey, organizationId, userId));
+        results.ok(userId, 'User removed.');
+      }
+    });
+    return results.toJSON();
+  }
+
+  /** Users holding a live grant at the scope, in user id order, optionally filtered by ids or group membership. */
+  get(apiKey: string, scope: UserScope, query: UserQuery): Page<UserView> {
+    const ref = grantRef(scope);
+    const { organizationId } = scope;
+    const now = this.now();
+    const viewOf = (userId: string, grant: GrantRecord | undefined): UserView[] =>
+      grant === undefined || (grant.expiresAt !== undefined && grant.expiresAt <= now) ? [] : [this.view(apiKey, organizationId, userId, grant)];
+    if (query.userIds !== undefined) {
+      return { rows: query.userIds.flatMap((id) => viewOf(id, this.grants.get(apiKey, organizationId, ref, { kind: 'user', id }))) };
+    }
+    const groupIds = query.organizationUserGroupIds;
+    const inGroups = (userId: string): boolean =>
+      groupIds === undefined || groupIds.some((groupId) => this.groups.isMember(apiKey, organizationId, groupId, userId));
+    const scopeName = `users:${organizationId}:${ref.level}:${ref.resourceId}:${(groupIds ?? []).join(',')}`;
+    let after = query.pageToken === undefined ? undefined : String(decodePageToken(query.pageToken, scopeName));
+    const rows: UserView[] = [];
+    let more = false;
+    for (;;) {
+      const chunk = this.grants.usersOn(apiKey, organizationId, ref, { limit: SCAN_CHUNK, ...(after === undefined ? {} : { afterUserId: after }) });
+      for (const { userId, grant } of chunk) {
+        if (!inGroups(userId)) continue;
+        const found = viewOf(userId, grant);
+        if (found.length === 0) continue;
+        if (rows.length === query.pageSize) {
+          more = true;
+          break;
+        }
+        rows.push(...found);
+      }
+      const last = chunk.at(-1);
+      if (more || last === undefined || chunk.length < SCAN_CHUNK) break;
+      after = last.userId;
+    }
+    const lastRow = rows.at(-1);
+    return more && lastRow !== undefined ? { rows, nextPageToken: encodePageToken(scopeName, lastRow.userId) } : { rows };
+  }
+
+  profile(apiKey: string, organizationId: string, userId: string): UserProfileRecord | undefined {
+    return this.db.get<UserProfileRecord>(keys.user(apiKey, organizationId, userId));
+  }
+
+  /** Only inside a write, before any other write: checks the folder, registers the organization and document. */
+  private prepareScope(apiKey: string, scope: UserScope, createFolder: boolean): void {
+    const { organizationId, folderId, documentId } = scope;
+    if (folderId !== undefined && !createFolder && this.folders.find(apiKey, organizationId, folderId) === undefined) {
+      throw notFound(`data.folderId: folder "${folderId}" does not exist in organization "${organizationId}" (send createFolder: true to create it)`);
+    }
+    this.organizations.ensure(apiKey, organizationId);
+    if (folderId !== undefined && this.folders.find(apiKey, organizationId, folderId) === undefined) {
+      this.folders.addOne(apiKey, organizationId, { folderId });
+    }
+    if (documentId !== undefined) this.documents.ensure(apiKey, organizationId, documentId);
+  }
+
+  private saveProfile(apiKey: string, organizationId: string, input: UserInput): void {
+    const key = keys.user(apiKey, organizationId, input.userId);
+    const existing = this.db.get<UserProfileRecord>(key);
+    const now = this.now();
+    const fields = metadataOf(input, KNOWN);
+    if (existing !== undefined && Object.keys(fields).length === 0) return;
+    this.db.put(key, {
+      userId: input.userId,
+      profile: { ...existing?.profile, ...fields },
+      createdAt: existing?.createdAt ?? now,
+      lastUpdated: now,
+    } satisfies UserProfileRecord);
+  }
+
+  private view(apiKey: string, organizationId: string, userId: string, grant: GrantRecord): UserView {
+    const profile = this.profile(apiKey, organizationId, userId)?.profile ?? {};
+    return { ...profile, userId, accessRole: grant.accessRole, ...(grant.expiresAt === undefined ? {} : { expiresAt: grant.expiresAt }) };
+  }
+}
+
+/** The grant level a users operation works on; INVALID_ARGUMENT when both a folder and a document are named. */
+export function grantRef(scope: UserScope): GrantRef {
+  if (scope.documentId !== undefined && scope.folderId !== undefined) {
+    throw invalidArgument('data.documentId and data.folderId cannot both be set: users belong to one level at a time');
+  }
+  if (scope.documentId !== undefined) return { level: 'document', resourceId: scope.documentId };
+  if (scope.folderId !== undefined) return { level: 'folder', resourceId: scope.folderId };
+  return { level: 'organization', resourceId: scope.organizationId };
+}
