@@ -8,7 +8,12 @@ import { writeJson } from './http/reply.js';
 import { fallback, preflight, route, type RouteDeps } from './http/route.js';
 import type { Operation } from './http/operation.js';
 import { RateLimiter } from './http/rate-limit.js';
-import { authOperations } from './http/routes/auth.js';
+import { authOperations, permissionOperations } from './http/routes/auth.js';
+import { documentOperations } from './http/routes/documents.js';
+import { folderOperations } from './http/routes/folders.js';
+import { organizationOperations } from './http/routes/organizations.js';
+import { userGroupOperations } from './http/routes/usergroups.js';
+import { userOperations } from './http/routes/users.js';
 import { commentOperations } from './http/routes/comments.js';
 import { presenceOperations } from './http/routes/presence.js';
 import { workspaceOperations } from './http/routes/workspace.js';
@@ -17,6 +22,7 @@ import { Store } from './store/env.js';
 import { CollabDocuments, LocalHosts } from './doc/collab-state.js';
 import { Outbox } from './events/outbox.js';
 import { encodeLiveMessage } from './ws/live-messages.js';
+import { Directory, LmdbDocumentData } from './tenant/directory.js';
 import { Workspaces } from './tenant/workspaces.js';
 
 export interface Services {
@@ -26,6 +32,8 @@ export interface Services {
   readonly secrets: Secrets;
   readonly workspaces: Workspaces;
   readonly userTokens: UserTokens;
+  /** Organizations, folders, documents, users, groups, permissions; `directory.access` is the AccessResolver. */
+  readonly directory: Directory;
   readonly outbox: Outbox;
   /** Comment annotations and presence per document. */
   readonly collab: CollabDocuments;
@@ -42,6 +50,11 @@ export async function openServices(config: Config, log: Logger): Promise<Service
   const secrets = Secrets.load(config.dataDir, config.secretKey);
   const workspaces = new Workspaces(store, secrets);
   const userTokens = await UserTokens.open(store, secrets);
+  const directory = new Directory(store, {
+    defaultAccessType: (apiKey) => workspaces.apiKeyRecord(apiKey).config.defaultDocumentAccessType,
+    // Until the sync and comment owners register (directory.addDataOwner), document data is removed by LMDB range.
+    dataOwners: [new LmdbDocumentData(store)],
+  });
   const outbox = new Outbox(store);
   const collab = new CollabDocuments({
     store,
@@ -52,7 +65,7 @@ export async function openServices(config: Config, log: Logger): Promise<Service
     encode: encodeLiveMessage,
     log,
   });
-  return { config, log, store, secrets, workspaces, userTokens, outbox, collab };
+  return { config, log, store, secrets, workspaces, userTokens, directory, outbox, collab };
 }
 
 /** Every REST operation, area by area (one file per spec area under src/http/routes). */
@@ -60,6 +73,12 @@ function allOperations(services: Services): Operation[] {
   return [
     ...workspaceOperations(services.workspaces, services.secrets),
     ...authOperations(services.userTokens),
+    ...permissionOperations(services.directory),
+    ...organizationOperations(services.directory),
+    ...documentOperations(services.directory),
+    ...folderOperations(services.directory),
+    ...userGroupOperations(services.directory),
+    ...userOperations(services.directory),
     ...commentOperations(services.collab, services.store),
     ...presenceOperations(services.collab),
   ];
