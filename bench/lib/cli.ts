@@ -67,7 +67,7 @@ export function finish(figures: readonly Figure[]): void {
 /** Runs a script's main, turning failures into a message and exit code 1. */
 export function main(run: () => Promise<void>): void {
   run().then(
-    () => process.exit(0),
+    () => process.exit(),
     (error: unknown) => {
       process.stderr.write(`bench failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
       process.exit(1);

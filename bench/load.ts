@@ -1,0 +1,131 @@
+// Owns the load-time benchmark: opening a document from disk (snapshot + log tail, after a kill -9) versus opening it loaded.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import * as Y from 'yjs';
+import { finish, flags, main, num, servers } from './lib/cli.js';
+import { connectClient, connectMany, syncTarget, within, type SyncClient, type SyncTarget } from './lib/clients.js';
+import { buildContent, docWith, whenLength, type Content } from './lib/content.js';
+import { launchServer, type ServerKind } from './lib/launch.js';
+import { emit, isMain, progress, type Figure } from './lib/report.js';
+import { median } from './lib/stats.js';
+
+const USAGE = `node --import=tsx bench/load.ts [flags]
+  --server plait,y-websocket-leveldb   servers with persistence (default: both; Hocuspocus has none without an extension)
+  --small-docs D      small documents (default 20)
+  --large-docs D      ~1 MB documents (default 4)
+  --tail U            updates appended after the snapshot, left in the log by kill -9 (default 200)`;
+
+const OPEN_TIMEOUT_MS = 60_000;
+const TAIL_TEXT = '0123456789';
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+interface LoadResult {
+  readonly coldMs: number[];
+  readonly warmMs: number[];
+}
+
+/** Opens each document with a fresh client and times until its whole content has arrived. */
+async function timeOpens(target: SyncTarget, names: readonly string[], length: number): Promise<number[]> {
+  const times: number[] = [];
+  for (const name of names) {
+    const start = performance.now();
+    const client = connectClient(target, name, new Y.Doc());
+    await within(whenLength(client.doc, length), OPEN_TIMEOUT_MS, `open ${name}`);
+    times.push(performance.now() - start);
+    client.destroy();
+  }
+  return times;
+}
+
+function destroyAll(clients: readonly SyncClient[]): void {
+  for (const client of clients) client.destroy();
+}
+
+async function runClass(kind: ServerKind, prefix: string, count: number, content: Content, tail: number): Promise<LoadResult> {
+  const dataDir = mkdtempSync(join(tmpdir(), `plait-bench-load-${kind}-`));
+  // documents stay loaded while the bench runs; the restarts are what unloads them
+  const env = { DOC_IDLE_UNLOAD_MS: '600000' };
+  const names = Array.from({ length: count }, (_, i) => `${prefix}-${i}`);
+  try {
+    // 1. store the documents, stop gracefully (Plait writes its snapshots)
+    const first = await launchServer(kind, { dataDir, keepData: true, env });
+    const target = await syncTarget(first);
+    const writers = await connectMany(target, names, { makeDoc: () => docWith(content), concurrency: 4 });
+    await sleep(500);
+    destroyAll(writers);
+    await first.stop();
+
+    // 2. restart, append a tail of small updates to every document, then kill -9 (no final snapshot)
+    const second = await launchServer(kind, { dataDir, keepData: true, env });
+    const again: SyncTarget = { ...target, port: second.port };
+    for (const name of names) {
+      const client = connectClient(again, name, new Y.Doc());
+      await within(whenLength(client.doc, content.length), OPEN_TIMEOUT_MS, `reopen ${name}`);
+      const text = client.doc.getText('content');
+      for (let i = 0; i < tail; i++) text.insert((i * 7919) % text.length, TAIL_TEXT);
+      await sleep(100);
+      client.destroy();
+    }
+    await sleep(500);
+    await second.kill();
+
+    // 3. restart and open each document cold, then again while a holder keeps it loaded (warm)
+    const third = await launchServer(kind, { dataDir, keepData: true, env });
+    try {
+      const fresh: SyncTarget = { ...target, port: third.port };
+      const length = content.length + tail * TAIL_TEXT.length;
+      const coldMs = await timeOpens(fresh, names, length);
+      const holders = names.map((name) => connectClient(fresh, name, new Y.Doc()));
+      await within(Promise.all(holders.map((h) => whenLength(h.doc, length))), OPEN_TIMEOUT_MS, 'holders');
+      const warmMs = await timeOpens(fresh, names, length);
+      destroyAll(holders);
+      return { coldMs, warmMs };
+    } finally {
+      await third.stop();
+    }
+  } finally {
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+export async function runLoad(kind: ServerKind, options: { smallDocs: number; largeDocs: number; tail: number }): Promise<Figure[]> {
+  const figures: Figure[] = [];
+  const classes = [
+    { bench: 'load from disk, small docs', prefix: 'small', count: options.smallDocs, content: buildContent(1024, 16, 1) },
+    { bench: 'load from disk, 1 MB docs', prefix: 'large', count: options.largeDocs, content: buildContent(1024 * 1024, 64, 2) },
+  ];
+  for (const { bench, prefix, count, content } of classes) {
+    const result = await runClass(kind, prefix, count, content, options.tail);
+    const cold = median(result.coldMs);
+    const warm = median(result.warmMs);
+    progress(`${bench} on ${kind}: cold open p50 ${cold.toFixed(1)} ms, warm open p50 ${warm.toFixed(1)} ms`);
+    const detail = { docs: count, tail: options.tail, coldMs: result.coldMs.map(Math.round), warmMs: result.warmMs.map(Math.round) };
+    figures.push(
+      { bench, metric: `cold open (snapshot + ${options.tail}-update tail) p50`, unit: 'ms', server: kind, value: cold, better: 'lower', detail },
+      { bench, metric: 'warm open (already loaded) p50', unit: 'ms', server: kind, value: warm, better: 'lower' },
+      { bench, metric: 'load cost (cold − warm)', unit: 'ms', server: kind, value: cold - warm, better: 'lower' },
+    );
+  }
+  return figures;
+}
+
+if (isMain(import.meta.url)) {
+  main(async () => {
+    const values = flags(USAGE, { 'small-docs': { type: 'string' }, 'large-docs': { type: 'string' }, tail: { type: 'string' } });
+    const options = {
+      smallDocs: num(values, 'small-docs', 20, 1, 10_000),
+      largeDocs: num(values, 'large-docs', 4, 1, 1000),
+      tail: num(values, 'tail', 200, 0, 100_000),
+    };
+    const all: Figure[] = [];
+    for (const kind of servers(values, ['plait', 'y-websocket-leveldb'])) {
+      progress(`load: ${kind}`);
+      const figures = await runLoad(kind, options);
+      for (const figure of figures) emit(figure);
+      all.push(...figures);
+    }
+    finish(all);
+  });
+}
