@@ -58,9 +58,18 @@ export class Store {
 
   /**
    * Runs `body` in one write transaction; resolves once committed (visible, and kept across a process crash).
-   * Everything written inside commits together or not at all.
+   * Everything written inside commits together or not at all: if `body` throws, its writes are rolled back.
+   * (lmdb-js's plain async `transaction` keeps writes made before a throw; `childTransaction` is the abortable one.)
    */
   transaction<T>(body: () => T): Promise<T> {
+    return this.root.childTransaction(body);
+  }
+
+  /**
+   * Batched write with no rollback, for hot paths whose body cannot throw after its first write
+   * (the update log's group commit). Still one LMDB transaction: a crash keeps all of it or none.
+   */
+  batch<T>(body: () => T): Promise<T> {
     return this.root.transaction(body);
   }
 
