@@ -42,6 +42,8 @@ export interface Services {
 export interface RunningServer {
   readonly port: number;
   readonly services: Services;
+  /** Every operation path served, for the README check. */
+  readonly paths: readonly string[];
   stop(): Promise<void>;
 }
 
@@ -126,6 +128,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
   return {
     port,
     services,
+    paths: [...knownPaths].sort(),
     stop: async () => {
       if (stopped) return;
       stopped = true;
