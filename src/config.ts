@@ -34,6 +34,7 @@ interface OptionSpec<K extends keyof Config> {
   readonly env: string;
   readonly fallback: Config[K];
   readonly parse: Parser<Config[K]>;
+  readonly doc: string;
 }
 
 const text: Parser<string> = (raw) => raw;
@@ -61,26 +62,26 @@ const MiB = 1024 * 1024;
 
 /** Every option, in README order. The flag is the env name in lower kebab case: PORT -> --port. */
 const OPTIONS: readonly OptionSpec<keyof Config>[] = [
-  { key: 'host', env: 'HOST', fallback: '127.0.0.1', parse: text },
-  { key: 'port', env: 'PORT', fallback: 8080, parse: integer(0, 65535) },
-  { key: 'dataDir', env: 'DATA_DIR', fallback: './data', parse: text },
-  { key: 'devBootstrap', env: 'DEV_BOOTSTRAP', fallback: true, parse: bool },
-  { key: 'logLevel', env: 'LOG_LEVEL', fallback: 'info', parse: logLevel },
-  { key: 'maxBodyBytes', env: 'MAX_BODY_BYTES', fallback: MiB, parse: integer(1024, 64 * MiB) },
-  { key: 'corsOrigin', env: 'CORS_ORIGIN', fallback: '*', parse: text },
-  { key: 'publicRateLimitPerMinute', env: 'PUBLIC_RATE_LIMIT_PER_MINUTE', fallback: 120, parse: integer(1, 1_000_000) },
-  { key: 'secretKey', env: 'SECRET_KEY', fallback: undefined, parse: optionalText },
-  { key: 'wsMaxPayloadBytes', env: 'WS_MAX_PAYLOAD_BYTES', fallback: 16 * MiB, parse: integer(1024, 256 * MiB) },
-  { key: 'wsMaxBackpressureBytes', env: 'WS_MAX_BACKPRESSURE_BYTES', fallback: 8 * MiB, parse: integer(64 * 1024, 1024 * MiB) },
-  { key: 'wsIdleTimeoutSeconds', env: 'WS_IDLE_TIMEOUT_SECONDS', fallback: 120, parse: integer(8, 960) },
-  { key: 'maxConnectionsPerDocument', env: 'MAX_CONNECTIONS_PER_DOCUMENT', fallback: 2000, parse: integer(1, 1_000_000) },
-  { key: 'mailboxCapacity', env: 'MAILBOX_CAPACITY', fallback: 10_000, parse: integer(16, 10_000_000) },
-  { key: 'docIdleUnloadMs', env: 'DOC_IDLE_UNLOAD_MS', fallback: 30_000, parse: integer(0, 86_400_000) },
-  { key: 'groupCommitMs', env: 'GROUP_COMMIT_MS', fallback: 2, parse: integer(0, 1000) },
-  { key: 'compactAfterUpdates', env: 'COMPACT_AFTER_UPDATES', fallback: 1000, parse: integer(1, 10_000_000) },
-  { key: 'compactAfterBytes', env: 'COMPACT_AFTER_BYTES', fallback: 4 * MiB, parse: integer(1024, 1024 * MiB) },
-  { key: 'persistence', env: 'PERSISTENCE', fallback: true, parse: bool },
-  { key: 'presenceOfflineTtlMs', env: 'PRESENCE_OFFLINE_TTL_MS', fallback: 60_000, parse: integer(0, 86_400_000) },
+  { key: 'host', env: 'HOST', fallback: '127.0.0.1', parse: text, doc: 'Address to listen on.' },
+  { key: 'port', env: 'PORT', fallback: 8080, parse: integer(0, 65535), doc: 'Port for REST and WebSocket sync (0 picks a free port).' },
+  { key: 'dataDir', env: 'DATA_DIR', fallback: './data', parse: text, doc: 'Directory of the LMDB environment (`db/`) and `server.key`.' },
+  { key: 'devBootstrap', env: 'DEV_BOOTSTRAP', fallback: true, parse: bool, doc: 'On an empty data directory, create a dev workspace and print its credentials once. Set false in production.' },
+  { key: 'logLevel', env: 'LOG_LEVEL', fallback: 'info', parse: logLevel, doc: '`debug`, `info`, `warn`, `error` or `silent`; logs are JSON lines on stdout.' },
+  { key: 'maxBodyBytes', env: 'MAX_BODY_BYTES', fallback: MiB, parse: integer(1024, 64 * MiB), doc: 'Largest accepted request body; larger ones get 413 while streaming.' },
+  { key: 'corsOrigin', env: 'CORS_ORIGIN', fallback: '*', parse: text, doc: 'Value of `Access-Control-Allow-Origin` on every response.' },
+  { key: 'publicRateLimitPerMinute', env: 'PUBLIC_RATE_LIMIT_PER_MINUTE', fallback: 120, parse: integer(1, 1_000_000), doc: 'Requests per minute per client address for public operations (workspace create).' },
+  { key: 'secretKey', env: 'SECRET_KEY', fallback: undefined, parse: optionalText, doc: 'Master key (hex or base64, at least 32 bytes) for secrets at rest; default: `DATA_DIR/server.key`, created on first start.' },
+  { key: 'wsMaxPayloadBytes', env: 'WS_MAX_PAYLOAD_BYTES', fallback: 16 * MiB, parse: integer(1024, 256 * MiB), doc: 'Largest accepted WebSocket message.' },
+  { key: 'wsMaxBackpressureBytes', env: 'WS_MAX_BACKPRESSURE_BYTES', fallback: 8 * MiB, parse: integer(64 * 1024, 1024 * MiB), doc: 'Bytes buffered for a slow socket before it is closed (the client reconnects and resyncs).' },
+  { key: 'wsIdleTimeoutSeconds', env: 'WS_IDLE_TIMEOUT_SECONDS', fallback: 120, parse: integer(8, 960), doc: 'A socket silent this long is closed (clients ping well within it).' },
+  { key: 'maxConnectionsPerDocument', env: 'MAX_CONNECTIONS_PER_DOCUMENT', fallback: 2000, parse: integer(1, 1_000_000), doc: 'Sync connections one document accepts; more are refused.' },
+  { key: 'mailboxCapacity', env: 'MAILBOX_CAPACITY', fallback: 10_000, parse: integer(16, 10_000_000), doc: 'Queued messages per document actor before callers get RESOURCE_EXHAUSTED.' },
+  { key: 'docIdleUnloadMs', env: 'DOC_IDLE_UNLOAD_MS', fallback: 30_000, parse: integer(0, 86_400_000), doc: 'A document with no connection and nothing pending is snapshotted and unloaded after this delay.' },
+  { key: 'groupCommitMs', env: 'GROUP_COMMIT_MS', fallback: 2, parse: integer(0, 1000), doc: 'Update-log appends within this window share one LMDB transaction (0: one event-loop turn).' },
+  { key: 'compactAfterUpdates', env: 'COMPACT_AFTER_UPDATES', fallback: 1000, parse: integer(1, 10_000_000), doc: 'Log entries of one store that trigger a snapshot and log truncation.' },
+  { key: 'compactAfterBytes', env: 'COMPACT_AFTER_BYTES', fallback: 4 * MiB, parse: integer(1024, 1024 * MiB), doc: 'Log bytes of one store that trigger a snapshot and log truncation.' },
+  { key: 'persistence', env: 'PERSISTENCE', fallback: true, parse: bool, doc: 'false keeps documents in memory only (for benchmarks); REST metadata is still stored.' },
+  { key: 'presenceOfflineTtlMs', env: 'PRESENCE_OFFLINE_TTL_MS', fallback: 60_000, parse: integer(0, 86_400_000), doc: 'How long a disconnected user stays `offline` in presence before removal.' },
 ];
 
 export class ConfigError extends Error {
@@ -136,6 +137,6 @@ export function loadConfig(
   return Object.freeze({ ...config, dataDir: resolve(config.dataDir) });
 }
 
-export function describeOptions(): ReadonlyArray<{ env: string; flag: string; fallback: string }> {
-  return OPTIONS.map((option) => ({ env: option.env, flag: flagName(option.env), fallback: String(option.fallback) }));
+export function describeOptions(): ReadonlyArray<{ env: string; flag: string; fallback: string; doc: string }> {
+  return OPTIONS.map((option) => ({ env: option.env, flag: flagName(option.env), fallback: String(option.fallback), doc: option.doc }));
 }
