@@ -113,7 +113,10 @@ export class UserTokens {
       createdAt: now,
     };
     const previous = this.current;
-    const lapsed = [...this.keys.values()].filter((key) => this.isLapsed(key.record, now)).map((key) => key.record.kid);
+    // From the database, not memory: keys already lapsed at start were never loaded but are still stored.
+    const lapsed = Array.from(this.db.getRange(), ({ value }) => value)
+      .filter((stored) => this.isLapsed(stored, now))
+      .map((stored) => stored.kid);
     await this.db.transaction(() => {
       if (previous !== undefined) this.db.put(previous.record.kid, { ...previous.record, retiredAt: now });
       for (const old of lapsed) this.db.remove(old);

@@ -3,6 +3,7 @@ import t, { type Test } from 'tap';
 import { Secrets } from '../../src/auth/secrets.js';
 import { USER_TOKEN_LIFETIME_SECONDS, UserTokens, type UserClaims } from '../../src/auth/user-tokens.js';
 import { Store } from '../../src/store/env.js';
+import { DB } from '../../src/store/keys.js';
 
 const HOUR = 60 * 60 * 1000;
 const claims: Omit<UserClaims, 'expiresAt'> = {
@@ -79,7 +80,7 @@ t.test('a token signed by a foreign key is refused, even when it claims a known 
 });
 
 t.test('rotation keeps tokens of the retired key valid until they expire, then drops that key', async (t) => {
-  const { open, clock } = setup(t);
+  const { open, clock, store } = setup(t);
   const tokens = await open();
   const oldKid = tokens.currentKid;
   const oldToken = await tokens.sign(claims);
@@ -95,6 +96,10 @@ t.test('rotation keeps tokens of the retired key valid until they expire, then d
   clock.now += 48 * HOUR + 1000;
   await rejects(t, tokens.verify(oldToken), /expired|not signed/);
   t.same(tokens.jwks().keys.map((key) => key.kid), [newKid], 'the retired key leaves the JWKS once its tokens have expired');
+  const later = await open();
+  const newest = await later.rotate();
+  const stored = Array.from(store.records<{ kid: string }>(DB.signingKeys).getRange(), ({ value }) => value.kid).sort();
+  t.same(stored, [newKid, newest].sort(), 'and the next rotation deletes it from the store');
 });
 
 t.test('a signing key older than the maximum age is rotated at start', async (t) => {
