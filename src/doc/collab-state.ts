@@ -7,16 +7,17 @@ import { AnnotationState, type LiveAnnotationChange, type Mutation } from './ann
 import { PresenceState, type LivePresenceChange, type PresenceView } from './presence.js';
 
 /**
- * What the state needs from whoever owns a document (the DocumentActor once it exists): serial execution
- * and a way to reach every socket of the document. The state lives as long as its host object.
+ * What the state needs from whoever owns a document (its DocumentActor): serial execution and a way to reach
+ * every socket of the document. The state lives as long as its host object.
  */
 export interface DocumentHost {
   run<T>(task: () => T | Promise<T>): Promise<T>;
-  broadcast(bytes: Uint8Array): void;
+  broadcast(bytes: Uint8Array): unknown;
 }
 
+/** Loads the document's host and keeps it loaded while `use` runs (DocumentRegistry.use). */
 export interface DocumentHosts {
-  get(ref: DocumentRef): Promise<DocumentHost>;
+  use<T>(ref: DocumentRef, use: (host: DocumentHost) => Promise<T>): Promise<T>;
 }
 
 /** The body of the live WebSocket message (docs/comments-and-presence.md). */
@@ -27,6 +28,27 @@ export interface LiveMessage {
   readonly snapshot: boolean;
   readonly annotations: readonly LiveAnnotationChange[];
   readonly presence: LivePresenceChange;
+}
+
+/** A sync connection as the registry's connection listeners see it (structurally src/doc/peer.ts PeerInfo). */
+export interface ConnectionPeer {
+  readonly sessionId: string;
+  readonly userId: string;
+  readonly name?: string | undefined;
+  readonly email?: string | undefined;
+  readonly extensions: boolean;
+}
+
+/** The actor as a connection listener sees it (structurally DocumentActorView). */
+export interface ListenedActor extends DocumentHost {
+  readonly key: DocumentRef;
+  sendTo(sessionId: string, bytes: Uint8Array): boolean;
+}
+
+/** Structurally the registry's ConnectionListener. */
+export interface ConnectionEvents {
+  joined(peer: ConnectionPeer, actor: ListenedActor): void;
+  left(peer: ConnectionPeer, actor: ListenedActor): void;
 }
 
 export interface CollabDeps {
@@ -57,41 +79,66 @@ export class CollabDocuments {
   constructor(private readonly deps: CollabDeps) {}
 
   /** Runs `task` in the document's host with its state loaded; reads and writes go through here. */
-  async read<T>(ref: DocumentRef, task: (doc: CollabDocument) => T): Promise<T> {
-    const host = await this.deps.hosts.get(ref);
-    return host.run(async () => task(await this.state(host, ref)));
+  read<T>(ref: DocumentRef, task: (doc: CollabDocument) => T): Promise<T> {
+    return this.deps.hosts.use(ref, (host) => host.run(async () => task(await this.state(host, ref))));
   }
 
   /** Runs an annotation change and publishes what it changed to the document's sockets, in mailbox order. */
-  async annotations<T>(ref: DocumentRef, change: (state: AnnotationState) => Promise<Mutation<T>>): Promise<T> {
-    const host = await this.deps.hosts.get(ref);
-    return host.run(async () => {
-      const doc = await this.state(host, ref);
-      const result = await change(doc.annotations);
-      this.publish(host, ref, result.live, NO_PRESENCE);
-      return result.data;
-    });
+  annotations<T>(ref: DocumentRef, change: (state: AnnotationState) => Promise<Mutation<T>>): Promise<T> {
+    return this.deps.hosts.use(ref, (host) =>
+      host.run(async () => {
+        const doc = await this.state(host, ref);
+        const result = await change(doc.annotations);
+        this.publish(host, ref, result.live, NO_PRESENCE);
+        return result.data;
+      }),
+    );
   }
 
   /** Runs a presence change, publishes it and re-arms the offline expiry timer. */
-  async presence(ref: DocumentRef, change: (state: PresenceState) => Promise<LivePresenceChange>): Promise<PresenceView[]> {
-    const host = await this.deps.hosts.get(ref);
-    return host.run(async () => {
-      const doc = await this.state(host, ref);
-      const live = await change(doc.presence);
-      this.publish(host, ref, [], live);
-      this.arm(host, ref, doc);
-      return live.users;
-    });
+  presence(ref: DocumentRef, change: (state: PresenceState) => Promise<LivePresenceChange>): Promise<PresenceView[]> {
+    return this.deps.hosts.use(ref, (host) => host.run(() => this.changePresence(host, ref, change)));
   }
 
-  /** For the sync endpoint: a user's connection opened / closed (presence of sync users). */
+  /** Inside the host's mailbox: applies a presence change, publishes it and re-arms the expiry timer. */
+  private async changePresence(host: DocumentHost, ref: DocumentRef, change: (state: PresenceState) => Promise<LivePresenceChange>): Promise<PresenceView[]> {
+    const doc = await this.state(host, ref);
+    const live = await change(doc.presence);
+    this.publish(host, ref, [], live);
+    this.arm(host, ref, doc);
+    return live.users;
+  }
+
+  /** A user's sync connection opened / closed, for callers outside the document's mailbox. */
   connect(ref: DocumentRef, connectionId: string, user: { userId: string; name?: string; email?: string }): Promise<PresenceView[]> {
     return this.presence(ref, (state) => state.connect(connectionId, user));
   }
 
   disconnect(ref: DocumentRef, connectionId: string): Promise<PresenceView[]> {
     return this.presence(ref, (state) => state.disconnect(connectionId));
+  }
+
+  /**
+   * The connection listener the document registry tells (inside the actor's mailbox) when a sync connection joins
+   * or leaves: the user's presence follows its connections, and a joining client that takes extension frames gets
+   * the complete annotation and presence lists first.
+   */
+  connectionListener(): ConnectionEvents {
+    const failed = (error: unknown): void => this.deps.log.error('presence of a sync connection failed', { error });
+    return {
+      joined: (peer, actor) => {
+        const user = { userId: peer.userId, ...(peer.name === undefined ? {} : { name: peer.name }), ...(peer.email === undefined ? {} : { email: peer.email }) };
+        actor
+          .run(async () => {
+            if (peer.extensions) actor.sendTo(peer.sessionId, await this.snapshot(actor, actor.key));
+            await this.changePresence(actor, actor.key, (state) => state.connect(peer.sessionId, user));
+          })
+          .catch(failed);
+      },
+      left: (peer, actor) => {
+        actor.run(() => this.changePresence(actor, actor.key, (state) => state.disconnect(peer.sessionId))).catch(failed);
+      },
+    };
   }
 
   /** The complete lists as one live message, for a socket that just joined. Call from inside the host's mailbox. */
@@ -168,14 +215,14 @@ export class CollabDocuments {
 export class LocalHosts implements DocumentHosts {
   private readonly hosts = new Map<string, DocumentHost>();
 
-  get(ref: DocumentRef): Promise<DocumentHost> {
+  use<T>(ref: DocumentRef, use: (host: DocumentHost) => Promise<T>): Promise<T> {
     const key = JSON.stringify([ref.apiKey, ref.organizationId, ref.documentId]);
     let host = this.hosts.get(key);
     if (host === undefined) {
       host = new SerialHost();
       this.hosts.set(key, host);
     }
-    return Promise.resolve(host);
+    return use(host);
   }
 }
 

@@ -88,7 +88,7 @@ t.test('the expiry timer removes an offline user and tells the document sockets'
     outbox: new Outbox(store),
     now: Date.now,
     offlineTtlMs: 20,
-    hosts: { get: () => Promise.resolve(host) },
+    hosts: { use: (_ref, use) => use(host) },
     encode: encodeLiveMessage,
     log: createLogger('silent'),
   });
