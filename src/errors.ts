@@ -75,6 +75,11 @@ export const CLOSE = {
   MALFORMED_FRAME: 4400,
   TOKEN_EXPIRED: 4401,
   PERMISSION_REVOKED: 4403,
+  DOCUMENT_DELETED: 4404,
   DOCUMENT_FULL: 4429,
-  BACKPRESSURE: 4408,
+  /**
+   * 1013 Try Again Later, not a 44xx code: y-websocket treats 4400-4499 as final and stops reconnecting, while a
+   * slow or flooding client must reconnect and resync. Used for the backpressure limit and a full mailbox.
+   */
+  BACKPRESSURE: 1013,
 } as const;

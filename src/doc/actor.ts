@@ -1,0 +1,317 @@
+// Owns one document's live state: a Y.Doc per editor id, the document's awareness, its connections and its mailbox.
+import * as awarenessProtocol from 'y-protocols/awareness';
+import * as Y from 'yjs';
+import { alreadyExists, CLOSE, invalidArgument, notFound } from '../errors.js';
+import type { Logger } from '../log.js';
+import type { LoadedStore } from '../store/snapshots.js';
+import type { UpdateLog } from '../store/update-log.js';
+import {
+  EXTENSION_TYPE_MIN,
+  isEmptyUpdate,
+  messageType,
+  writeAwareness,
+  writePermissionDenied,
+  writeReadOnly,
+  writeSyncStep1,
+  writeSyncStep2,
+  writeUpdate,
+  type ClientMessage,
+} from '../ws/protocol.js';
+import { defineRoot, replaceData, type StoreType } from './crdt.js';
+import { EditorStore, LOADING, type CrdtRecord } from './editor-store.js';
+import { Mailbox } from './mailbox.js';
+import { REST_ORIGIN, type ChangeOrigin, type ConnectionListener, type DocumentActorView, type DocumentKey, type Peer, type PeerInfo } from './peer.js';
+
+export interface ActorDeps {
+  readonly updateLog: UpdateLog;
+  readonly log: Logger;
+  readonly mailboxCapacity: number;
+  readonly maxConnections: number;
+  /** Called when the actor has no connection and no lease: the registry may unload it after a delay. */
+  readonly onIdle: (actor: DocumentActor) => void;
+  /** Shared with the registry, so listeners registered later are told too. */
+  readonly listeners: readonly ConnectionListener[];
+}
+
+export interface StoreWrite {
+  readonly type: StoreType;
+  readonly data: unknown;
+  readonly contentKey?: string;
+}
+
+export interface RootHint {
+  readonly type?: StoreType;
+  readonly contentKey?: string;
+}
+
+const DISCONNECTED = 'disconnect';
+
+export class DocumentActor implements DocumentActorView {
+  private readonly stores = new Map<string, EditorStore>();
+  private readonly peers = new Set<Peer>();
+  private readonly mailbox: Mailbox;
+  private readonly awareness: awarenessProtocol.Awareness;
+  /** Awareness client ids each connection announced, removed for everyone when it disconnects. */
+  private readonly awarenessOwners = new Map<Peer, Set<number>>();
+  private readonly deniedOnce = new WeakSet<Peer>();
+  /** Commit promises of the REST write running now, so it can answer only after they commit. */
+  private commits: Array<Promise<void>> | undefined;
+  /** Held by the registry for each pending upgrade or REST call; the actor is never unloaded while > 0. */
+  leases = 0;
+
+  constructor(readonly key: DocumentKey, loaded: readonly LoadedStore[], private readonly deps: ActorDeps) {
+    this.mailbox = new Mailbox(deps.mailboxCapacity, (error) => deps.log.error('document task failed', { error }));
+    for (const record of loaded) this.addStore(record.editorId, record);
+    // y-protocols ties awareness to a Y.Doc for its own client id; the server has no state of its own.
+    this.awareness = new awarenessProtocol.Awareness(new Y.Doc());
+    this.awareness.setLocalState(null);
+    this.awareness.on('update', (change: { added: number[]; updated: number[]; removed: number[] }, origin: unknown) =>
+      this.onAwareness(change, origin),
+    );
+  }
+
+  // ---- connections (called by the WebSocket edge) ----
+
+  get connectionCount(): number {
+    return this.peers.size;
+  }
+
+  /** Admits a connection: sends SyncStep1, the awareness states and, for viewers, the read-only notice. */
+  attach(peer: Peer, hint: RootHint = {}): void {
+    this.mailbox.tell(() => {
+      if (this.peers.size >= this.deps.maxConnections) {
+        peer.close(CLOSE.DOCUMENT_FULL, 'the document has reached its connection limit');
+        return;
+      }
+      const store = this.stores.get(peer.editorId) ?? this.addStore(peer.editorId);
+      if (hint.type !== undefined && store.type === null) {
+        const contentKey = hint.contentKey ?? store.contentKey;
+        if (defineRoot(store.doc, hint.type, contentKey)) {
+          store.type = hint.type;
+          store.contentKey = contentKey;
+        }
+      }
+      this.peers.add(peer);
+      store.peers.add(peer);
+      peer.send(writeSyncStep1(Y.encodeStateVector(store.doc)));
+      const states = [...this.awareness.getStates().keys()];
+      if (states.length > 0) peer.send(writeAwareness(awarenessProtocol.encodeAwarenessUpdate(this.awareness, states)));
+      if (peer.readOnly) peer.send(writeReadOnly('viewer access: this connection is read-only'));
+      this.notify('joined', peer);
+    }, true);
+  }
+
+  /** Forgets a closed connection and removes the awareness states it announced. */
+  detach(peer: Peer): void {
+    this.mailbox.tell(() => {
+      if (!this.peers.delete(peer)) return;
+      const store = this.stores.get(peer.editorId);
+      store?.peers.delete(peer);
+      if (store !== undefined && !store.exists && store.peers.size === 0) this.stores.delete(peer.editorId);
+      const owned = this.awarenessOwners.get(peer);
+      this.awarenessOwners.delete(peer);
+      if (owned !== undefined && owned.size > 0) awarenessProtocol.removeAwarenessStates(this.awareness, [...owned], DISCONNECTED);
+      this.notify('left', peer);
+      this.checkIdle();
+    }, true);
+  }
+
+  /** Queues a validated client frame; false when the mailbox is full (the edge then sheds that connection). */
+  receive(peer: Peer, message: ClientMessage): boolean {
+    return this.mailbox.tell(() => this.handle(peer, message));
+  }
+
+  private handle(peer: Peer, message: ClientMessage): void {
+    // Frames still queued from a connection that has gone are dropped; its client resyncs when it reconnects.
+    if (!this.peers.has(peer)) return;
+    const store = this.stores.get(peer.editorId);
+    if (store === undefined) return;
+    switch (message.kind) {
+      case 'sync-step1':
+        peer.send(writeSyncStep2(Y.encodeStateAsUpdate(store.doc, message.stateVector)));
+        return;
+      case 'sync-step2':
+      case 'update':
+        if (!peer.readOnly) Y.applyUpdate(store.doc, message.update, peer);
+        else if (!isEmptyUpdate(message.update) && !this.deniedOnce.has(peer)) {
+          this.deniedOnce.add(peer);
+          peer.send(writePermissionDenied('viewer access: your edits are not saved or shared'));
+        }
+        return;
+      case 'awareness':
+        awarenessProtocol.applyAwarenessUpdate(this.awareness, message.update, peer);
+        return;
+      case 'query-awareness':
+        peer.send(writeAwareness(awarenessProtocol.encodeAwarenessUpdate(this.awareness, [...this.awareness.getStates().keys()])));
+        return;
+      case 'auth':
+        return;
+      case 'malformed':
+        peer.close(CLOSE.MALFORMED_FRAME, 'malformed frame');
+        return;
+    }
+  }
+
+  private onStoreUpdate(store: EditorStore, update: Uint8Array, origin: unknown): void {
+    if (origin === LOADING) return;
+    store.touch(isChangeOrigin(origin) ? origin : REST_ORIGIN, Date.now());
+    const commit = this.deps.updateLog.append(store, update);
+    this.commits?.push(commit);
+    // Peers get the update now, before the disk: a crash loses at most what clients still hold and resend.
+    const frame = writeUpdate(update);
+    for (const peer of store.peers) if (peer !== origin) peer.send(frame);
+  }
+
+  private onAwareness(change: { added: number[]; updated: number[]; removed: number[] }, origin: unknown): void {
+    const peer = origin as Peer;
+    if (this.peers.has(peer)) {
+      let owned = this.awarenessOwners.get(peer);
+      if (owned === undefined) this.awarenessOwners.set(peer, (owned = new Set()));
+      for (const id of change.added) owned.add(id);
+      for (const id of change.removed) owned.delete(id);
+    }
+    const changed = [...change.added, ...change.updated, ...change.removed];
+    const frame = writeAwareness(awarenessProtocol.encodeAwarenessUpdate(this.awareness, changed));
+    // Echoed to the sender too: y-websocket drops a connection that hears nothing for 30 s, and a lone
+    // client's own awareness renewals are what it hears.
+    for (const each of this.peers) each.send(frame);
+  }
+
+  private addStore(editorId: string, loaded?: LoadedStore): EditorStore {
+    const store = new EditorStore([this.key.apiKey, this.key.organizationId, this.key.documentId, editorId], loaded);
+    store.doc.on('update', (update: Uint8Array, origin: unknown) => this.onStoreUpdate(store, update, origin));
+    this.stores.set(editorId, store);
+    return store;
+  }
+
+  // ---- generic API for other features (comments, presence) ----
+
+  /** Runs `task` inside the mailbox, after everything queued before it; the result (awaited if a promise) is returned. */
+  run<T>(task: () => T | Promise<T>): Promise<T> {
+    return this.mailbox.ask(task);
+  }
+
+  /**
+   * Sends one frame to every connection of the document. Extension frames (type >= 100) go only to connections
+   * that asked for them with `?ext=1`. Returns how many connections it was queued for.
+   */
+  broadcast(bytes: Uint8Array): number {
+    const extension = (messageType(bytes) ?? 0) >= EXTENSION_TYPE_MIN;
+    let sent = 0;
+    for (const peer of this.peers) if ((!extension || peer.extensions) && peer.send(bytes)) sent++;
+    return sent;
+  }
+
+  /** Sends one frame to one connection; false when it is not connected here. */
+  sendTo(sessionId: string, bytes: Uint8Array): boolean {
+    for (const peer of this.peers) if (peer.sessionId === sessionId) return peer.send(bytes);
+    return false;
+  }
+
+  connections(): PeerInfo[] {
+    return [...this.peers].map(info);
+  }
+
+  private notify(event: 'joined' | 'left', peer: Peer): void {
+    for (const listener of this.deps.listeners) {
+      try {
+        listener[event](info(peer), this);
+      } catch (error) {
+        // A listener's failure is its own; the connection and the document carry on.
+        this.deps.log.error(`connection listener failed on ${event}`, { error });
+      }
+    }
+  }
+
+  // ---- REST CRDT operations ----
+
+  records(editorId?: string): Promise<CrdtRecord[]> {
+    return this.mailbox.ask(() => {
+      const stores = editorId === undefined ? [...this.stores.values()] : [this.stores.get(editorId)];
+      return stores.filter((store): store is EditorStore => store?.exists === true).map((store) => store.record());
+    });
+  }
+
+  /** Creates a store's content (ALREADY_EXISTS when it has some); resolves once committed. */
+  async add(editorId: string, write: StoreWrite): Promise<void> {
+    const commits = await this.mailbox.ask(() => {
+      const existing = this.stores.get(editorId);
+      if (existing?.exists === true) throw alreadyExists('CRDT data already exists for this editor ID.');
+      return this.write(existing ?? this.addStore(editorId), write);
+    });
+    await Promise.all(commits);
+  }
+
+  /** Replaces a store's content with real Yjs operations (NOT_FOUND when absent); resolves once committed. */
+  async update(editorId: string, write: StoreWrite): Promise<void> {
+    const commits = await this.mailbox.ask(() => {
+      const store = this.stores.get(editorId);
+      if (store?.exists !== true) throw notFound('No CRDT data found for this editor ID.');
+      return this.write(store, write);
+    });
+    await Promise.all(commits);
+  }
+
+  /** Applies a REST write in one Yjs transaction; returns the commit promises (not awaited inside the mailbox). */
+  private write(store: EditorStore, write: StoreWrite): Array<Promise<void>> {
+    const contentKey = write.contentKey ?? store.contentKey;
+    const commits: Array<Promise<void>> = [];
+    this.commits = commits;
+    let problem: string | undefined;
+    try {
+      store.doc.transact(() => {
+        problem = replaceData(store.doc, write.type, contentKey, write.data);
+      }, REST_ORIGIN);
+    } finally {
+      this.commits = undefined;
+    }
+    if (problem !== undefined) throw invalidArgument(problem);
+    store.type = write.type;
+    store.contentKey = contentKey;
+    // Add with empty data changes no content, yet the store must now exist on disk.
+    if (commits.length === 0) {
+      store.touch(REST_ORIGIN, Date.now());
+      commits.push(this.deps.updateLog.requestSnapshot(store));
+    }
+    return commits;
+  }
+
+  // ---- lifecycle (called by the registry) ----
+
+  get idle(): boolean {
+    return this.peers.size === 0 && this.leases === 0;
+  }
+
+  checkIdle(): void {
+    if (this.idle) this.deps.onIdle(this);
+  }
+
+  whenIdle(): Promise<void> {
+    return this.mailbox.whenIdle();
+  }
+
+  /** Closes every connection (graceful stop); their detach runs through the mailbox. */
+  closeAll(code: number, reason: string): void {
+    for (const peer of [...this.peers]) peer.close(code, reason);
+  }
+
+  /** Folds every store's log into a snapshot and resolves once committed (unload, shutdown). */
+  async finalSnapshot(): Promise<void> {
+    const pending = [...this.stores.values()].filter((store) => store.exists && (store.logCount > 0 || store.needsSnapshot));
+    await Promise.all(pending.map((store) => this.deps.updateLog.requestSnapshot(store)));
+  }
+
+  dispose(): void {
+    this.awareness.destroy();
+    for (const store of this.stores.values()) store.doc.destroy();
+    this.stores.clear();
+  }
+}
+
+function info({ sessionId, userId, name, email, editorId, readOnly, extensions }: Peer): PeerInfo {
+  return { sessionId, userId, name, email, editorId, readOnly, extensions };
+}
+
+function isChangeOrigin(value: unknown): value is ChangeOrigin {
+  return typeof value === 'object' && value !== null && typeof (value as ChangeOrigin).userId === 'string';
+}

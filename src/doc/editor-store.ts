@@ -1,0 +1,91 @@
+// Owns one editor store of a document: its Y.Doc, its persisted meta and its position in the update log.
+import * as Y from 'yjs';
+import type { LoadedStore, StoreId, StoreMeta } from '../store/snapshots.js';
+import type { LogStream } from '../store/update-log.js';
+import { DEFAULT_CONTENT_KEY, readData, type StoreType } from './crdt.js';
+import type { ChangeOrigin, Peer } from './peer.js';
+
+/** One record of Get CRDT Data (spec 2.16). */
+export interface CrdtRecord {
+  readonly data: unknown;
+  readonly id: string;
+  readonly lastUpdate: string;
+  readonly lastUpdatedBy: string;
+  readonly sessionId: string | null;
+}
+
+/** Transaction origin of updates replayed from disk, which are neither logged again nor published. */
+export const LOADING = Symbol('loading');
+
+export class EditorStore implements LogStream {
+  readonly doc = new Y.Doc();
+  readonly peers = new Set<Peer>();
+  nextSeq = 0;
+  logCount = 0;
+  logBytes = 0;
+  needsSnapshot = false;
+  /** True once the store has content or was added through REST: Get lists it, Add refuses it, Update accepts it. */
+  exists = false;
+  type: StoreType | null = null;
+  contentKey = DEFAULT_CONTENT_KEY;
+  lastUpdate = 0;
+  lastUpdatedBy = '';
+  sessionId: string | null = null;
+  private foldedSeq = 0;
+
+  constructor(readonly id: StoreId, loaded?: LoadedStore) {
+    if (loaded === undefined) return;
+    if (loaded.snapshot !== undefined) Y.applyUpdate(this.doc, loaded.snapshot, LOADING);
+    for (const update of loaded.updates) Y.applyUpdate(this.doc, update, LOADING);
+    const { meta } = loaded;
+    this.exists = true;
+    this.type = meta.type;
+    this.contentKey = meta.contentKey;
+    this.lastUpdate = meta.lastUpdate;
+    this.lastUpdatedBy = meta.lastUpdatedBy;
+    this.sessionId = meta.sessionId;
+    this.foldedSeq = meta.foldedSeq;
+    this.nextSeq = loaded.nextSeq;
+    this.logCount = loaded.updates.length;
+    this.logBytes = loaded.logBytes;
+  }
+
+  get editorId(): string {
+    return this.id[3];
+  }
+
+  /** Stamps a change; the meta is written with the log entry's transaction. */
+  touch(origin: ChangeOrigin, now: number): void {
+    this.exists = true;
+    this.lastUpdate = now;
+    this.lastUpdatedBy = origin.userId;
+    this.sessionId = origin.sessionId;
+  }
+
+  meta(): StoreMeta {
+    return {
+      type: this.type,
+      contentKey: this.contentKey,
+      lastUpdate: this.lastUpdate,
+      lastUpdatedBy: this.lastUpdatedBy,
+      sessionId: this.sessionId,
+      foldedSeq: this.foldedSeq,
+    };
+  }
+
+  snapshot(): Uint8Array {
+    // The log calls this when it folds: remember the boundary for the meta of later commits.
+    this.foldedSeq = this.nextSeq;
+    return Y.encodeStateAsUpdate(this.doc);
+  }
+
+  record(): CrdtRecord {
+    return {
+      data: readData(this.doc, this.type, this.contentKey),
+      id: this.editorId,
+      lastUpdate: new Date(this.lastUpdate).toISOString(),
+      lastUpdatedBy: this.lastUpdatedBy,
+      sessionId: this.sessionId,
+    };
+  }
+}

@@ -1,0 +1,91 @@
+// Owns the actor mailbox: a bounded FIFO of tasks drained by exactly one loop, so an actor's state has one writer.
+import { resourceExhausted } from '../errors.js';
+
+type Task = () => unknown;
+
+interface Job {
+  readonly task: Task;
+  readonly resolve: (value: unknown) => void;
+  readonly reject: (error: unknown) => void;
+}
+
+const isThenable = (value: unknown): value is PromiseLike<unknown> =>
+  typeof value === 'object' && value !== null && typeof (value as { then?: unknown }).then === 'function';
+
+export class Mailbox {
+  private readonly queue: Array<Job | undefined> = [];
+  private head = 0;
+  private draining = false;
+  private idleWaiters: Array<() => void> = [];
+
+  /** `onError` receives failures of fire-and-forget tasks (tell), which have nobody awaiting them. */
+  constructor(private readonly capacity: number, private readonly onError: (error: unknown) => void) {}
+
+  get size(): number {
+    return this.queue.length - this.head;
+  }
+
+  get idle(): boolean {
+    return !this.draining && this.size === 0;
+  }
+
+  /**
+   * Queues a task and resolves with its result (awaiting it when it returns a promise, before the next task runs).
+   * Rejects RESOURCE_EXHAUSTED when the mailbox is full, unless `force` (lifecycle tasks such as detach must run).
+   * When the mailbox is idle the task starts synchronously, inside the caller's turn.
+   */
+  ask<T>(task: () => T | Promise<T>, force = false): Promise<T> {
+    if (!force && this.size >= this.capacity) {
+      return Promise.reject(resourceExhausted(`the document is busy: ${this.capacity} operations are queued; retry shortly`, 1));
+    }
+    return new Promise<T>((resolve, reject) => {
+      this.queue.push({ task, resolve: resolve as (value: unknown) => void, reject });
+      if (!this.draining) void this.drain();
+    });
+  }
+
+  /** Fire-and-forget: false when the mailbox is full and the task was not queued (the caller sheds the sender). */
+  tell(task: () => unknown, force = false): boolean {
+    if (!force && this.size >= this.capacity) return false;
+    this.queue.push({ task, resolve: noop, reject: this.onError });
+    if (!this.draining) void this.drain();
+    return true;
+  }
+
+  /** Resolves once the queue is empty and no task is running. */
+  whenIdle(): Promise<void> {
+    if (this.idle) return Promise.resolve();
+    return new Promise((resolve) => this.idleWaiters.push(resolve));
+  }
+
+  private async drain(): Promise<void> {
+    this.draining = true;
+    while (this.head < this.queue.length) {
+      const job = this.queue[this.head];
+      // Drop the reference so a finished task's closure can be collected while the loop runs on.
+      this.queue[this.head++] = undefined;
+      if (job === undefined) continue;
+      // Compact occasionally so a long-lived busy mailbox does not keep a growing array of spent slots.
+      if (this.head > 1024 && this.head * 2 > this.queue.length) {
+        this.queue.splice(0, this.head);
+        this.head = 0;
+      }
+      try {
+        const result = job.task();
+        job.resolve(isThenable(result) ? await result : result);
+      } catch (error) {
+        job.reject(error);
+      }
+    }
+    this.queue.length = 0;
+    this.head = 0;
+    this.draining = false;
+    const waiters = this.idleWaiters;
+    this.idleWaiters = [];
+    for (const wake of waiters) wake();
+  }
+}
+
+function noop(): void {
+  // Fire-and-forget jobs have no caller waiting for the result.
+}

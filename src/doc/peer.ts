@@ -1,0 +1,61 @@
+// Owns the contract between a document actor and one connection: what the actor may ask of a socket it does not own.
+
+/** (API key, organization, document): the identity of one document actor. */
+export interface DocumentKey {
+  readonly apiKey: string;
+  readonly organizationId: string;
+  readonly documentId: string;
+}
+
+/** Who made a change, recorded as a store's lastUpdatedBy / sessionId. */
+export interface ChangeOrigin {
+  readonly userId: string;
+  readonly sessionId: string | null;
+}
+
+/** A connected client as the actor sees it; the edge (src/ws) implements it over a uWS socket. */
+export interface Peer extends ChangeOrigin {
+  readonly sessionId: string;
+  readonly editorId: string;
+  /** From the token's userProperties, for presence. */
+  readonly name?: string | undefined;
+  readonly email?: string | undefined;
+  /** Viewer connections: they receive everything; their document updates are never applied. */
+  readonly readOnly: boolean;
+  /** The client asked for Plait extension frames (types >= 100) with `?ext=1`. */
+  readonly extensions: boolean;
+  /** Queues one frame; false when the socket is gone or was just closed for exceeding its backpressure limit. */
+  send(bytes: Uint8Array): boolean;
+  /** Ends the connection with a close code from CLOSE (src/errors.ts). Idempotent. */
+  close(code: number, reason: string): void;
+}
+
+/** What other features may read about a document's connections. */
+export interface PeerInfo {
+  readonly sessionId: string;
+  readonly userId: string;
+  readonly name?: string | undefined;
+  readonly email?: string | undefined;
+  readonly editorId: string;
+  readonly readOnly: boolean;
+  readonly extensions: boolean;
+}
+
+/** Told inside the document's mailbox when a connection joins (after SyncStep1 went out) or leaves. */
+export interface ConnectionListener {
+  joined(peer: PeerInfo, actor: DocumentActorView): void;
+  left(peer: PeerInfo, actor: DocumentActorView): void;
+}
+
+/** The part of a DocumentActor a listener may use (run, broadcast, sendTo), without importing the actor. */
+export interface DocumentActorView {
+  readonly key: DocumentKey;
+  run<T>(task: () => T | Promise<T>): Promise<T>;
+  broadcast(bytes: Uint8Array): number;
+  sendTo(sessionId: string, bytes: Uint8Array): boolean;
+}
+
+/** lastUpdatedBy of changes made through the REST CRDT operations, which carry no user. */
+export const REST_ORIGIN: ChangeOrigin = Object.freeze({ userId: 'rest-api', sessionId: null });
+
+export const documentKeyString = (key: DocumentKey): string => JSON.stringify([key.apiKey, key.organizationId, key.documentId]);

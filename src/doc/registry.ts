@@ -1,0 +1,204 @@
+// Owns which document actors are loaded: load once per key, leases, idle unload with a final snapshot, graceful stop.
+import type { Config } from '../config.js';
+import { CLOSE, unavailable } from '../errors.js';
+import type { Logger } from '../log.js';
+import type { Store } from '../store/env.js';
+import { UpdateLog } from '../store/update-log.js';
+import { DocumentActor } from './actor.js';
+import { documentKeyString, type ConnectionListener, type DocumentKey } from './peer.js';
+
+export type RegistryConfig = Pick<
+  Config,
+  | 'persistence'
+  | 'groupCommitMs'
+  | 'compactAfterUpdates'
+  | 'compactAfterBytes'
+  | 'mailboxCapacity'
+  | 'maxConnectionsPerDocument'
+  | 'docIdleUnloadMs'
+>;
+
+/** Keeps an actor loaded until released; take one for every use that spans an await. */
+export interface Lease {
+  readonly actor: DocumentActor;
+  /** Idempotent. */
+  release(): void;
+}
+
+interface Entry {
+  readonly key: DocumentKey;
+  readonly loading: Promise<DocumentActor>;
+  actor?: DocumentActor | undefined;
+  unloading?: Promise<void> | undefined;
+  timer?: NodeJS.Timeout | undefined;
+}
+
+export class DocumentRegistry {
+  private readonly entries = new Map<string, Entry>();
+  private readonly listeners: ConnectionListener[] = [];
+  private closing = false;
+  readonly updateLog: UpdateLog;
+
+  constructor(private readonly config: RegistryConfig, store: Store, private readonly log: Logger) {
+    this.updateLog = new UpdateLog(config.persistence ? store : null, config, log);
+  }
+
+  /** The scale-out seam: whether this process owns `key`. One process owns every document today. */
+  owns(_key: DocumentKey): boolean {
+    return true;
+  }
+
+  get loadedCount(): number {
+    return this.entries.size;
+  }
+
+  /** Registers a listener told (inside the mailbox) when a connection joins or leaves any document. */
+  onConnection(listener: ConnectionListener): void {
+    this.listeners.push(listener);
+  }
+
+  /** A loaded actor without loading or leasing it (undefined when not loaded); do not keep it across awaits. */
+  peek(key: DocumentKey): DocumentActor | undefined {
+    const entry = this.entries.get(documentKeyString(key));
+    return entry?.unloading === undefined ? entry?.actor : undefined;
+  }
+
+  /** Loads the actor if needed (concurrent first callers share one load) and leases it. */
+  async acquire(key: DocumentKey): Promise<Lease> {
+    const id = documentKeyString(key);
+    for (;;) {
+      if (this.closing) throw unavailable('the server is shutting down; reconnect shortly');
+      if (!this.owns(key)) throw unavailable('this document is served by another process');
+      const entry = this.entries.get(id) ?? this.load(id, key);
+      if (entry.unloading !== undefined) {
+        await entry.unloading;
+        continue;
+      }
+      const actor = await entry.loading;
+      // An unload may have started while this caller waited for the load to finish; then load again.
+      if (entry.unloading !== undefined || this.entries.get(id) !== entry) continue;
+      if (entry.timer !== undefined) clearTimeout(entry.timer);
+      entry.timer = undefined;
+      actor.leases++;
+      let released = false;
+      return {
+        actor,
+        release: () => {
+          if (released) return;
+          released = true;
+          actor.leases--;
+          actor.checkIdle();
+        },
+      };
+    }
+  }
+
+  /** Runs `use` with a leased actor and releases it afterwards (also the `DocumentHosts` seam of src/doc/collab-state.ts). */
+  async use<T>(key: DocumentKey, use: (actor: DocumentActor) => Promise<T> | T): Promise<T> {
+    const lease = await this.acquire(key);
+    try {
+      return await use(lease.actor);
+    } finally {
+      lease.release();
+    }
+  }
+
+  private load(id: string, key: DocumentKey): Entry {
+    const loading = Promise.resolve().then(() => {
+      const loaded = this.updateLog.snapshots.load(key.apiKey, key.organizationId, key.documentId);
+      const actor = new DocumentActor(key, loaded, {
+        updateLog: this.updateLog,
+        log: this.log.child({ organizationId: key.organizationId, documentId: key.documentId }),
+        mailboxCapacity: this.config.mailboxCapacity,
+        maxConnections: this.config.maxConnectionsPerDocument,
+        onIdle: () => this.scheduleUnload(id),
+        listeners: this.listeners,
+      });
+      entry.actor = actor;
+      return actor;
+    });
+    const entry: Entry = { key, loading };
+    this.entries.set(id, entry);
+    loading.catch((error: unknown) => {
+      this.log.error('document load failed', { error, organizationId: key.organizationId, documentId: key.documentId });
+      if (this.entries.get(id) === entry) this.entries.delete(id);
+    });
+    return entry;
+  }
+
+  private scheduleUnload(id: string): void {
+    const entry = this.entries.get(id);
+    if (entry === undefined || this.closing || entry.unloading !== undefined) return;
+    if (entry.timer !== undefined) clearTimeout(entry.timer);
+    entry.timer = setTimeout(() => this.unload(id, entry), this.config.docIdleUnloadMs);
+    // An idle document must not keep the process alive; stop() snapshots whatever is still loaded.
+    entry.timer.unref();
+  }
+
+  private unload(id: string, entry: Entry): void {
+    entry.timer = undefined;
+    const actor = entry.actor;
+    if (actor === undefined || !actor.idle || entry.unloading !== undefined || this.closing) return;
+    entry.unloading = (async () => {
+      await actor.whenIdle();
+      await actor.finalSnapshot();
+      actor.dispose();
+      this.entries.delete(id);
+    })().catch((error: unknown) => {
+      // The state is still only in memory: keep the actor so nothing is lost, and try again later.
+      this.log.error('final snapshot failed; the document stays loaded', { error });
+      entry.unloading = undefined;
+      this.scheduleUnload(id);
+    });
+  }
+
+  /** DocumentDataOwner (src/tenant/directory): the document is deleted, so its actor goes without a snapshot. */
+  async deleteDocumentData(ref: DocumentKey): Promise<void> {
+    const prefix = [ref.apiKey, ref.organizationId, ref.documentId];
+    await this.evict((key) => documentKeyString(key) === documentKeyString(ref), prefix);
+  }
+
+  /** DocumentDataOwner: every document of the organization, loaded or not. */
+  async deleteOrganizationData(apiKey: string, organizationId: string): Promise<void> {
+    await this.evict((key) => key.apiKey === apiKey && key.organizationId === organizationId, [apiKey, organizationId]);
+  }
+
+  /**
+   * Closes the connections of matching actors, drains them, drops them without a final snapshot (so nothing
+   * writes the data back) and removes their stores from LMDB. Acquirers wait and then load an empty document.
+   */
+  private async evict(matches: (key: DocumentKey) => boolean, prefix: readonly string[]): Promise<void> {
+    const evictions = [...this.entries.entries()]
+      .filter(([, entry]) => matches(entry.key))
+      .map(async ([id, entry]) => {
+        if (entry.unloading !== undefined) await entry.unloading;
+        if (this.entries.get(id) !== entry) return;
+        if (entry.timer !== undefined) clearTimeout(entry.timer);
+        entry.unloading = (async () => {
+          const actor = await entry.loading;
+          actor.closeAll(CLOSE.DOCUMENT_DELETED, 'the document was deleted');
+          await actor.whenIdle();
+          actor.dispose();
+          this.entries.delete(id);
+        })();
+        await entry.unloading;
+      });
+    await Promise.all(evictions);
+    await this.updateLog.removeAll(prefix);
+  }
+
+  /** Graceful stop: close every connection with SERVICE_RESTART, drain mailboxes, final snapshots, flush. */
+  async shutdown(): Promise<void> {
+    this.closing = true;
+    const entries = [...this.entries.values()];
+    for (const entry of entries) if (entry.timer !== undefined) clearTimeout(entry.timer);
+    await Promise.all(entries.map((entry) => entry.unloading));
+    const actors = entries.flatMap((entry) => (entry.actor === undefined || !this.entries.has(documentKeyString(entry.key)) ? [] : [entry.actor]));
+    for (const actor of actors) actor.closeAll(CLOSE.SERVICE_RESTART, 'server restarting');
+    await Promise.all(actors.map((actor) => actor.whenIdle()));
+    await Promise.all(actors.map((actor) => actor.finalSnapshot()));
+    await this.updateLog.flush();
+    for (const actor of actors) actor.dispose();
+    this.entries.clear();
+  }
+}

@@ -1,0 +1,65 @@
+// Owns the CRDT operations: Get CRDT Data (spec 4.19), Add and Update CRDT Data (upstream notes 2.20).
+import type { StoreWrite } from '../../doc/actor.js';
+import { dataMismatch, type StoreType } from '../../doc/crdt.js';
+import type { DocumentRegistry } from '../../doc/registry.js';
+import { invalidArgument } from '../../errors.js';
+import { ok, operation, type Operation } from '../operation.js';
+import { getCrdtSchema, writeCrdtSchema } from '../schemas/crdt.js';
+
+interface GetCrdtInput {
+  organizationId: string;
+  documentId: string;
+  editorId?: string;
+}
+
+interface WriteCrdtInput {
+  organizationId: string;
+  documentId: string;
+  editorId: string;
+  type: StoreType;
+  data: unknown;
+  contentKey?: string;
+}
+
+function storeWrite(input: WriteCrdtInput): StoreWrite {
+  const mismatch = dataMismatch(input.type, input.data);
+  if (mismatch !== undefined) throw invalidArgument(mismatch);
+  return { type: input.type, data: input.data, ...(input.contentKey === undefined ? {} : { contentKey: input.contentKey }) };
+}
+
+export function crdtOperations(documents: DocumentRegistry): Operation[] {
+  return [
+    operation<GetCrdtInput, 'apiKey'>({
+      paths: ['/v2/crdt/get'],
+      auth: 'apiKey',
+      schema: getCrdtSchema,
+      handle: async (input, ctx) => {
+        const key = { apiKey: ctx.identity.apiKey, organizationId: input.organizationId, documentId: input.documentId };
+        const records = await documents.use(key, (actor) => actor.records(input.editorId));
+        return ok('CRDT data retrieved successfully.', records);
+      },
+    }),
+    operation<WriteCrdtInput, 'apiKey'>({
+      paths: ['/v2/crdt/add'],
+      auth: 'apiKey',
+      schema: writeCrdtSchema,
+      handle: async (input, ctx) => {
+        const write = storeWrite(input);
+        const key = { apiKey: ctx.identity.apiKey, organizationId: input.organizationId, documentId: input.documentId };
+        await documents.use(key, (actor) => actor.add(input.editorId, write));
+        return ok('CRDT data added successfully.');
+      },
+    }),
+    operation<WriteCrdtInput, 'apiKey'>({
+      paths: ['/v2/crdt/update'],
+      auth: 'apiKey',
+      schema: writeCrdtSchema,
+      handle: async (input, ctx) => {
+        const write = storeWrite(input);
+        const key = { apiKey: ctx.identity.apiKey, organizationId: input.organizationId, documentId: input.documentId };
+        await documents.use(key, (actor) => actor.update(input.editorId, write));
+        return ok('CRDT data updated successfully.');
+      },
+    }),
+  ];
+}

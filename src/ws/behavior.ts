@@ -1,0 +1,241 @@
+// Owns the /sync/* WebSocket endpoint: upgrade (auth, access, lease), open/attach, message copy+validate, close/detach.
+import { randomUUID } from 'node:crypto';
+import type { HttpRequest, HttpResponse, WebSocket, WebSocketBehavior, us_socket_context_t } from 'uWebSockets.js';
+import type { UserTokens } from '../auth/user-tokens.js';
+import type { Config } from '../config.js';
+import type { RootHint } from '../doc/actor.js';
+import type { DocumentKey, Peer } from '../doc/peer.js';
+import type { DocumentRegistry, Lease } from '../doc/registry.js';
+import { AppError, CLOSE, permissionDenied, resourceExhausted, toAppError, unauthenticated } from '../errors.js';
+import { writeError, type ResponseState } from '../http/reply.js';
+import type { Logger } from '../log.js';
+import type { AccessResolver } from '../tenant/access.js';
+import type { Workspaces } from '../tenant/workspaces.js';
+import { readClientMessage } from './protocol.js';
+import { parseSyncTarget } from './target.js';
+
+export interface SyncDeps {
+  readonly config: Pick<Config, 'wsMaxPayloadBytes' | 'wsMaxBackpressureBytes' | 'wsIdleTimeoutSeconds' | 'maxConnectionsPerDocument' | 'corsOrigin'>;
+  readonly log: Logger;
+  readonly userTokens: Pick<UserTokens, 'verify'>;
+  readonly workspaces: Pick<Workspaces, 'apiKeyRecord'>;
+  readonly access: AccessResolver;
+  readonly documents: DocumentRegistry;
+}
+
+/** When the connection must end while open: the grant's expiresAt or the token's exp, whichever comes first. */
+interface Deadline {
+  readonly at: number;
+  readonly code: number;
+  readonly reason: string;
+}
+
+/** uWS user data of one sync socket, built during the upgrade. */
+interface Session {
+  readonly key: DocumentKey;
+  readonly editorId: string;
+  readonly userId: string;
+  readonly name: string | undefined;
+  readonly email: string | undefined;
+  readonly sessionId: string;
+  readonly readOnly: boolean;
+  readonly extensions: boolean;
+  readonly hint: RootHint;
+  /** Held from the upgrade until the socket closes, so the actor cannot unload under a connection. */
+  readonly lease: Lease;
+  readonly deadline: Deadline;
+  peer?: SocketPeer;
+  timer?: NodeJS.Timeout;
+}
+
+/** setTimeout holds at most 2^31-1 ms; longer deadlines are re-armed. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+/** uWS send(): 2 = dropped because the socket is past maxBackpressure. */
+const SEND_DROPPED = 2;
+
+class SocketPeer implements Peer {
+  closed = false;
+  readonly sessionId: string;
+  readonly userId: string;
+  readonly name: string | undefined;
+  readonly email: string | undefined;
+  readonly editorId: string;
+  readonly readOnly: boolean;
+  readonly extensions: boolean;
+
+  constructor(private readonly ws: WebSocket<Session>, session: Session) {
+    this.sessionId = session.sessionId;
+    this.userId = session.userId;
+    this.name = session.name;
+    this.email = session.email;
+    this.editorId = session.editorId;
+    this.readOnly = session.readOnly;
+    this.extensions = session.extensions;
+  }
+
+  send(bytes: Uint8Array): boolean {
+    if (this.closed) return false;
+    let status = 0;
+    // Sends happen from the actor, outside any uWS callback: cork so each frame is one write.
+    this.ws.cork(() => {
+      status = this.ws.send(bytes, true);
+    });
+    if (this.closed) return false;
+    if (status === SEND_DROPPED) {
+      // A dropped Yjs frame would leave a gap in the client's document: end it so it reconnects and resyncs.
+      this.close(CLOSE.BACKPRESSURE, 'backpressure limit reached; reconnect to resync');
+      return false;
+    }
+    return true;
+  }
+
+  close(code: number, reason: string): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.ws.end(code, reason);
+  }
+}
+
+interface CopiedUpgrade {
+  readonly url: string;
+  readonly query: string;
+  readonly secKey: string;
+  readonly secProtocol: string;
+  readonly secExtensions: string;
+}
+
+export function syncBehavior(deps: SyncDeps): WebSocketBehavior<Session> {
+  const { config, log } = deps;
+
+  async function admit(request: CopiedUpgrade): Promise<Session> {
+    const target = parseSyncTarget(request.url, request.query);
+    const claims = await deps.userTokens.verify(target.token);
+    if (!apiKeyExists(deps.workspaces, claims.apiKey)) throw unauthenticated('the API key this token was issued for no longer exists');
+    const key: DocumentKey = { apiKey: claims.apiKey, organizationId: target.organizationId, documentId: target.documentId };
+    const now = Date.now();
+    const access = deps.access.documentAccess(claims, key, now);
+    if (access.role === null) throw permissionDenied(`user ${claims.userId} has no access to document ${target.documentId}`);
+    const lease = await deps.documents.acquire(key);
+    if (lease.actor.connectionCount >= config.maxConnectionsPerDocument) {
+      lease.release();
+      throw resourceExhausted(`the document has reached its limit of ${config.maxConnectionsPerDocument} connections`, 5);
+    }
+    const tokenDeadline: Deadline = { at: claims.expiresAt * 1000, code: CLOSE.TOKEN_EXPIRED, reason: 'the user token has expired' };
+    const deadline: Deadline =
+      access.expiresAt !== undefined && access.expiresAt < tokenDeadline.at
+        ? { at: access.expiresAt, code: CLOSE.PERMISSION_REVOKED, reason: 'access to this document has expired' }
+        : tokenDeadline;
+    return {
+      key,
+      editorId: target.editorId,
+      userId: claims.userId,
+      name: typeof claims.userProperties.name === 'string' ? claims.userProperties.name : undefined,
+      email: typeof claims.userProperties.email === 'string' ? claims.userProperties.email : undefined,
+      sessionId: randomUUID(),
+      readOnly: access.role === 'viewer',
+      extensions: target.extensions,
+      hint: { ...(target.type === undefined ? {} : { type: target.type }), ...(target.contentKey === undefined ? {} : { contentKey: target.contentKey }) },
+      lease,
+      deadline,
+    };
+  }
+
+  function armDeadline(session: Session, peer: SocketPeer): void {
+    const delay = session.deadline.at - Date.now();
+    if (delay <= 0) {
+      peer.close(session.deadline.code, session.deadline.reason);
+      return;
+    }
+    session.timer = setTimeout(() => armDeadline(session, peer), Math.min(delay, MAX_TIMER_MS));
+    session.timer.unref();
+  }
+
+  return {
+    maxPayloadLength: config.wsMaxPayloadBytes,
+    maxBackpressure: config.wsMaxBackpressureBytes,
+    // Typed as a number by this uWS build; the native side reads it as a flag.
+    closeOnBackpressureLimit: 1,
+    idleTimeout: config.wsIdleTimeoutSeconds,
+    sendPingsAutomatically: true,
+
+    upgrade: (res: HttpResponse, req: HttpRequest, context: us_socket_context_t) => {
+      // req dies when this function returns: copy everything first.
+      const request: CopiedUpgrade = {
+        url: req.getUrl(),
+        query: req.getQuery(),
+        secKey: req.getHeader('sec-websocket-key'),
+        secProtocol: req.getHeader('sec-websocket-protocol'),
+        secExtensions: req.getHeader('sec-websocket-extensions'),
+      };
+      const state: ResponseState = { aborted: false, requestId: randomUUID(), corsOrigin: config.corsOrigin };
+      res.onAborted(() => {
+        state.aborted = true;
+      });
+      admit(request).then(
+        (session) => {
+          if (state.aborted) {
+            session.lease.release();
+            return;
+          }
+          state.aborted = true;
+          res.cork(() => res.upgrade(session, request.secKey, request.secProtocol, request.secExtensions, context));
+          // uWS runs open() inside upgrade(); if it did not, no socket will ever release the lease.
+          if (session.peer === undefined) session.lease.release();
+        },
+        (error: unknown) => {
+          const appError = toAppError(error);
+          if (appError.status === 'INTERNAL') log.error('sync upgrade failed', { error });
+          else log.debug('sync upgrade refused', { status: appError.status, message: appError.message });
+          writeError(res, state, appError, true);
+        },
+      );
+    },
+
+    open: (ws) => {
+      const session = ws.getUserData();
+      const peer = new SocketPeer(ws, session);
+      session.peer = peer;
+      session.lease.actor.attach(peer, session.hint);
+      armDeadline(session, peer);
+    },
+
+    message: (ws, message, isBinary) => {
+      const session = ws.getUserData();
+      const peer = session.peer;
+      if (peer === undefined || peer.closed) return;
+      if (!isBinary) {
+        peer.close(CLOSE.MALFORMED_FRAME, 'text frames are not part of the protocol');
+        return;
+      }
+      // The ArrayBuffer is neutered when this callback returns and the actor may run later: copy it.
+      const parsed = readClientMessage(new Uint8Array(message.slice(0)));
+      if (parsed.kind === 'malformed') {
+        log.debug('closing a connection that sent a malformed frame', { reason: parsed.reason, sessionId: session.sessionId });
+        peer.close(CLOSE.MALFORMED_FRAME, 'malformed frame');
+        return;
+      }
+      if (!session.lease.actor.receive(peer, parsed)) peer.close(CLOSE.BACKPRESSURE, 'the document is overloaded; reconnect to resync');
+    },
+
+    close: (ws) => {
+      const session = ws.getUserData();
+      if (session.timer !== undefined) clearTimeout(session.timer);
+      const peer = session.peer;
+      if (peer === undefined) return;
+      peer.closed = true;
+      session.lease.actor.detach(peer);
+      // The lease kept the actor loaded for the life of the socket; detach is queued ahead of the idle check.
+      session.lease.release();
+    },
+  };
+}
+
+function apiKeyExists(workspaces: Pick<Workspaces, 'apiKeyRecord'>, apiKey: string): boolean {
+  try {
+    workspaces.apiKeyRecord(apiKey);
+    return true;
+  } catch (error) {
+    if (error instanceof AppError && error.status === 'NOT_FOUND') return false;
+    throw error;
+  }
+}

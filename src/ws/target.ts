@@ -1,0 +1,66 @@
+// Owns reading the sync URL: /sync/{organizationId}/{documentId}/{editorId}?token=&type=&contentKey=&ext=
+import { STORE_TYPES, type StoreType } from '../doc/crdt.js';
+import { AppError, invalidArgument, unauthenticated } from '../errors.js';
+
+export const SYNC_PREFIX = '/sync/';
+
+export interface SyncTarget {
+  readonly organizationId: string;
+  readonly documentId: string;
+  readonly editorId: string;
+  readonly token: string;
+  readonly type?: StoreType;
+  readonly contentKey?: string;
+  /** `ext=1`: the client understands Plait extension frames (types >= 100). */
+  readonly extensions: boolean;
+}
+
+const MAX_ID_LENGTH = 256;
+// Control characters would blur the LMDB key layout (ordered-binary separates array elements with byte 30).
+const CONTROL = /[\u0000-\u001f\u007f]/;
+
+function decodeSegment(segment: string): string | undefined {
+  try {
+    return decodeURIComponent(segment);
+  } catch (error) {
+    if (error instanceof URIError) return undefined;
+    throw error;
+  }
+}
+
+function checkId(value: string | undefined, name: string): string {
+  if (value === undefined) throw invalidArgument(`the ${name} path segment is not valid percent-encoding`);
+  if (value.length === 0 || value.length > MAX_ID_LENGTH) throw invalidArgument(`the ${name} path segment must be 1 to ${MAX_ID_LENGTH} characters`);
+  if (CONTROL.test(value)) throw invalidArgument(`the ${name} path segment must not contain control characters`);
+  return value;
+}
+
+/** Parses the upgrade URL; throws INVALID_ARGUMENT (400) or UNAUTHENTICATED (401) naming what is wrong. */
+export function parseSyncTarget(url: string, query: string): SyncTarget {
+  if (!url.startsWith(SYNC_PREFIX)) throw new AppError('NOT_FOUND', `no sync endpoint at ${url}`);
+  const segments = url.slice(SYNC_PREFIX.length).split('/');
+  if (segments.length !== 3) {
+    throw invalidArgument('the sync URL must be /sync/{organizationId}/{documentId}/{editorId}, each segment percent-encoded');
+  }
+  const [org, doc, editor] = segments.map(decodeSegment);
+  const params = new URLSearchParams(query);
+  const token = params.get('token') ?? '';
+  if (token === '') throw unauthenticated('the token query parameter (a user JWT from /v2/auth/generate_token) is required');
+  const type = params.get('type');
+  if (type !== null && !STORE_TYPES.includes(type as StoreType)) {
+    throw invalidArgument(`the type query parameter must be one of ${STORE_TYPES.join(', ')}, got "${type}"`);
+  }
+  const contentKey = params.get('contentKey');
+  if (contentKey !== null && (contentKey.length === 0 || contentKey.length > MAX_ID_LENGTH)) {
+    throw invalidArgument(`the contentKey query parameter must be 1 to ${MAX_ID_LENGTH} characters`);
+  }
+  return {
+    organizationId: checkId(org, 'organizationId'),
+    documentId: checkId(doc, 'documentId'),
+    editorId: checkId(editor, 'editorId'),
+    token,
+    extensions: params.get('ext') === '1',
+    ...(type === null ? {} : { type: type as StoreType }),
+    ...(contentKey === null ? {} : { contentKey }),
+  };
+}
