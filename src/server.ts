@@ -19,7 +19,10 @@ import { presenceOperations } from './http/routes/presence.js';
 import { workspaceOperations } from './http/routes/workspace.js';
 import { loadUws } from './http/uws.js';
 import { Store } from './store/env.js';
-import { CollabDocuments, LocalHosts } from './doc/collab-state.js';
+import { CollabDocuments } from './doc/collab-state.js';
+import { DocumentRegistry } from './doc/registry.js';
+import { crdtOperations } from './http/routes/crdt.js';
+import { syncBehavior } from './ws/behavior.js';
 import { Outbox } from './events/outbox.js';
 import { encodeLiveMessage } from './ws/live-messages.js';
 import { Directory, LmdbDocumentData } from './tenant/directory.js';
@@ -37,6 +40,8 @@ export interface Services {
   readonly outbox: Outbox;
   /** Comment annotations and presence per document. */
   readonly collab: CollabDocuments;
+  /** Document actors (Yjs stores, awareness, sync connections); they also host `collab`. */
+  readonly documents: DocumentRegistry;
 }
 
 export interface RunningServer {
@@ -58,16 +63,19 @@ export async function openServices(config: Config, log: Logger): Promise<Service
     dataOwners: [new LmdbDocumentData(store)],
   });
   const outbox = new Outbox(store);
+  const documents = new DocumentRegistry(config, store, log.child({ component: 'documents' }));
+  directory.addDataOwner(documents);
   const collab = new CollabDocuments({
     store,
     outbox,
     now: Date.now,
     offlineTtlMs: config.presenceOfflineTtlMs,
-    hosts: new LocalHosts(),
+    hosts: documents,
     encode: encodeLiveMessage,
     log,
   });
-  return { config, log, store, secrets, workspaces, userTokens, directory, outbox, collab };
+  documents.onConnection(collab.connectionListener());
+  return { config, log, store, secrets, workspaces, userTokens, directory, outbox, collab, documents };
 }
 
 /** Every REST operation, area by area (one file per spec area under src/http/routes). */
@@ -83,6 +91,7 @@ function allOperations(services: Services): Operation[] {
     ...userOperations(services.directory),
     ...commentOperations(services.collab, services.store),
     ...presenceOperations(services.collab),
+    ...crdtOperations(services.documents),
   ];
 }
 
@@ -114,6 +123,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
   };
   app.get('/healthz', getJson(() => ({ status: 'ok' })));
   app.get('/.well-known/jwks.json', getJson(() => services.userTokens.jwks()));
+  app.ws('/sync/*', syncBehavior({ ...services, access: services.directory.access }));
   app.options('/*', preflight(deps));
   app.any('/*', fallback(knownPaths, deps));
 
@@ -133,6 +143,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
       if (stopped) return;
       stopped = true;
       uws.us_listen_socket_close(listenSocket);
+      await services.documents.shutdown();
       services.collab.close();
       await services.store.close();
     },
