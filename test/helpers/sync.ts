@@ -43,6 +43,7 @@ export const roomName = (room: Room): string =>
 export interface Client {
   readonly doc: Y.Doc;
   readonly provider: WebsocketProvider;
+  /** The 'content' root as text (defined on first use, so a test may use the root as another type instead). */
   readonly text: Y.Text;
 }
 
@@ -58,7 +59,13 @@ export function connect(t: Test, httpUrl: string, room: Room, token: string, par
     provider.destroy();
     doc.destroy();
   });
-  return { doc, provider, text: doc.getText('content') };
+  return {
+    doc,
+    provider,
+    get text() {
+      return doc.getText('content');
+    },
+  };
 }
 
 /** Resolves once the provider has completed its first sync with the server. */

@@ -1,17 +1,78 @@
 import t from 'tap';
 import { startTestServer } from '../helpers/server.js';
-import { connect, editorOf, synced, userToken, whenDocs, type Room } from '../helpers/sync.js';
+import { connect, editorOf, synced, userToken, whenDocs, type Client, type Room } from '../helpers/sync.js';
 
-t.test('two y-websocket providers editing one text store converge', async (t) => {
+const room: Room = { organizationId: 'org-1', documentId: 'doc-1', editorId: 'editor-1' };
+
+const sameText = (clients: readonly Client[], length: number) => (): boolean =>
+  clients.every((c) => c.text.length === length && c.text.toString() === clients[0]?.text.toString());
+
+t.test('two y-websocket providers editing one text store concurrently converge', async (t) => {
   const { api, url } = await startTestServer(t);
-  const credentials = await api.createWorkspace();
-  const room: Room = { organizationId: 'org-1', documentId: 'doc-1', editorId: 'editor-1' };
-  const token = await userToken(api, credentials, [editorOf(room)]);
+  const token = await userToken(api, await api.createWorkspace(), [editorOf(room)]);
   const a = connect(t, url, room, token);
   const b = connect(t, url, room, token);
   await Promise.all([synced(a), synced(b)]);
+  // Both edit before either has seen the other's change: a real concurrent edit.
   a.text.insert(0, 'hello ');
   b.text.insert(0, 'world ');
-  await whenDocs([a.doc, b.doc], () => a.text.length === 12 && a.text.toString() === b.text.toString());
-  t.equal(a.text.toString(), b.text.toString());
+  a.text.insert(6, 'there ');
+  await whenDocs([a.doc, b.doc], sameText([a, b], 18));
+  t.equal(a.text.toString(), b.text.toString(), 'identical content');
+  t.match(a.text.toString(), /hello/);
+  t.match(a.text.toString(), /world/);
+});
+
+t.test('twenty providers converge, a late joiner receives the full state', async (t) => {
+  const { api, url } = await startTestServer(t);
+  const token = await userToken(api, await api.createWorkspace(), [editorOf(room)]);
+  const clients = Array.from({ length: 20 }, () => connect(t, url, room, token));
+  await Promise.all(clients.map(synced));
+  clients.forEach((client, i) => client.text.insert(0, String.fromCharCode(65 + i).repeat(3)));
+  await whenDocs(
+    clients.map((c) => c.doc),
+    sameText(clients, 60),
+  );
+  const final = clients[0]?.text.toString() ?? '';
+  t.ok(clients.every((c) => c.text.toString() === final), 'all twenty hold identical content');
+  for (let i = 0; i < 20; i++) t.match(final, String.fromCharCode(65 + i).repeat(3));
+
+  const late = connect(t, url, room, token);
+  await synced(late);
+  t.equal(late.text.toString(), final, 'the late joiner has everything after its first sync');
+});
+
+t.test('awareness states propagate and are removed when a client disconnects', async (t) => {
+  const { api, url } = await startTestServer(t);
+  const token = await userToken(api, await api.createWorkspace(), [editorOf(room)]);
+  const a = connect(t, url, room, token);
+  const b = connect(t, url, room, token);
+  await Promise.all([synced(a), synced(b)]);
+  const seen = (client: Client, clientId: number, present: boolean): Promise<void> =>
+    new Promise((resolve) => {
+      const check = (): void => {
+        if (client.provider.awareness.getStates().has(clientId) !== present) return;
+        client.provider.awareness.off('change', check);
+        resolve();
+      };
+      client.provider.awareness.on('change', check);
+      check();
+    });
+  a.provider.awareness.setLocalStateField('user', { name: 'Ada', cursor: 3 });
+  await seen(b, a.doc.clientID, true);
+  t.same(b.provider.awareness.getStates().get(a.doc.clientID), { user: { name: 'Ada', cursor: 3 } }, 'b sees a');
+
+  // A third client joining later is sent the states already known to the server.
+  const c = connect(t, url, room, token);
+  await seen(c, a.doc.clientID, true);
+  t.pass('a late joiner receives existing awareness');
+
+  // A disconnect without a goodbye (socket dropped): the server removes a's state for everyone.
+  const socket = a.provider.ws;
+  t.ok(socket, 'a has a socket');
+  a.provider.shouldConnect = false;
+  (socket as unknown as { terminate(): void }).terminate();
+  await Promise.all([seen(b, a.doc.clientID, false), seen(c, a.doc.clientID, false)]);
+  t.notOk(b.provider.awareness.getStates().has(a.doc.clientID), 'removed at b');
+  t.notOk(c.provider.awareness.getStates().has(a.doc.clientID), 'removed at c');
 });

@@ -1,0 +1,59 @@
+import t from 'tap';
+import { CLOSE } from '../../src/errors.js';
+import { startTestServer } from '../helpers/server.js';
+import { connect, editorOf, rawSocket, roomName, syncBase, synced, upgradeStatus, userToken, viewerOf, whenDocs, type Room } from '../helpers/sync.js';
+
+const room: Room = { organizationId: 'org-a', documentId: 'doc-a', editorId: 'main' };
+
+t.test('upgrade is refused with 401 without a token or with a bad one, 403 without permission', async (t) => {
+  const { api, url } = await startTestServer(t);
+  const credentials = await api.createWorkspace();
+  // Documents are public to every user of the API key by default; restricted ones need an explicit grant.
+  const restricted = await api.call(credentials, '/v2/workspace/apikeyconfig/update', { defaultDocumentAccessType: 'restricted' });
+  t.equal(restricted.status, 200);
+  const base = `${syncBase(url)}/${roomName(room)}`;
+  t.equal(await upgradeStatus(base), 401, 'no token');
+  t.equal(await upgradeStatus(`${base}?token=not-a-jwt`), 401, 'garbage token');
+  const token = await userToken(api, credentials, [editorOf(room)]);
+  const tampered = `${token.slice(0, -4)}${token.slice(-4) === 'AAAA' ? 'BBBB' : 'AAAA'}`;
+  t.equal(await upgradeStatus(`${base}?token=${tampered}`), 401, 'bad signature');
+  const elsewhere = await userToken(api, credentials, [{ type: 'document', id: 'other-doc', organizationId: room.organizationId }]);
+  t.equal(await upgradeStatus(`${base}?token=${elsewhere}`), 403, 'a grant on another document');
+  t.equal(await upgradeStatus(`${syncBase(url)}/only/two?token=${token}`), 400, 'a path without three segments');
+  t.equal(await upgradeStatus(`${base}?token=${token}&type=table`), 400, 'an unknown store type');
+});
+
+t.test("a viewer receives everything but its edits never reach the server or peers", async (t) => {
+  const { api, url } = await startTestServer(t);
+  const credentials = await api.createWorkspace();
+  const editor = connect(t, url, room, await userToken(api, credentials, [editorOf(room)]));
+  const viewer = connect(t, url, room, await userToken(api, credentials, [viewerOf(room)]));
+  await Promise.all([synced(editor), synced(viewer)]);
+  editor.text.insert(0, 'from the editor');
+  await whenDocs([viewer.doc], () => viewer.text.toString() === 'from the editor');
+  t.pass('the viewer receives edits');
+
+  viewer.text.insert(0, 'VIEWER ');
+  // Ordering marker: the editor's next edit is applied after the viewer's frame, so once a later
+  // observer has the marker, the server has already processed (and refused) the viewer's edit.
+  editor.text.insert(editor.text.length, '!');
+  const observer = connect(t, url, room, await userToken(api, credentials, [editorOf(room)]));
+  await synced(observer);
+  await whenDocs([observer.doc], () => observer.text.toString().endsWith('!'));
+  t.equal(observer.text.toString(), 'from the editor!', 'server state has no viewer edit');
+  await whenDocs([editor.doc], () => editor.text.toString() === 'from the editor!');
+  t.equal(editor.text.toString(), 'from the editor!', 'the editor never received it');
+  const records = await api.call<Array<{ data: unknown }>>(credentials, '/v2/crdt/get', { ...room });
+  t.same(records.body.result?.data.map((r) => r.data), ['from the editor!'], 'REST agrees');
+});
+
+t.test('the connection is closed with PERMISSION_REVOKED when the grant expires while connected', async (t) => {
+  const { api, url } = await startTestServer(t);
+  const credentials = await api.createWorkspace();
+  const expiresAt = Date.now() + 1500;
+  const token = await userToken(api, credentials, [{ ...editorOf(room), expiresAt }]);
+  const { ended } = await rawSocket(`${syncBase(url)}/${roomName(room)}?token=${token}`);
+  const end = await ended;
+  t.equal(end.code, CLOSE.PERMISSION_REVOKED);
+  t.ok(Date.now() >= expiresAt, 'not before the grant expired');
+});
