@@ -32,6 +32,7 @@ export function fanoutFigures(result: FanoutResult): Figure[] {
     throughputPhase,
     latency,
     disconnects: result.disconnects,
+    closes: result.closes,
   };
   const figures: Figure[] = [
     { bench, metric: 'updates/s (max)', unit: 'upd/s', server, value: throughputPhase?.updatesPerSec ?? Number.NaN, better: 'higher' },

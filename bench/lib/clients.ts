@@ -1,5 +1,6 @@
 // Owns the bench's sync clients: each server's own stock provider (y-websocket or Hocuspocus) on a Y.Doc, plus Plait credentials.
 import { HocuspocusProvider, HocuspocusProviderWebsocket } from '@hocuspocus/provider';
+import { performance } from 'node:perf_hooks';
 import WebSocket from 'ws';
 import { WebsocketProvider } from 'y-websocket';
 import * as Y from 'yjs';
@@ -19,6 +20,8 @@ export interface SyncClient {
   readonly synced: Promise<void>;
   /** Times the connection dropped after opening (backpressure closes, server errors). */
   readonly disconnects: () => number;
+  /** Close codes and reasons of those drops ("1006 ", "4xxx backpressure…"). */
+  readonly closes: string[];
   destroy(): void;
 }
 
@@ -54,13 +57,18 @@ export async function syncTarget(server: ServerHandle): Promise<SyncTarget> {
 /** Connects one client to `documentName`. Awareness is switched off (local state null) for every server alike. */
 export function connectClient(target: SyncTarget, documentName: string, doc = new Y.Doc()): SyncClient {
   let disconnects = 0;
+  const closes: string[] = [];
+  const closed = (event: { code?: number; reason?: string } | null | undefined): void => {
+    disconnects++;
+    if (closes.length < 20) closes.push(`${event?.code ?? '?'} ${event?.reason ?? ''} at ${(performance.now() / 1000).toFixed(1)} s`.replace('  ', ' '));
+  };
   if (target.protocol === 'hocuspocus') {
     // one socket per client, as with the other servers (Hocuspocus could multiplex documents on one)
     const socket = new HocuspocusProviderWebsocket({ url: `ws://127.0.0.1:${target.port}`, WebSocketPolyfill: WebSocket });
     const provider = new HocuspocusProvider({ websocketProvider: socket, name: documentName, document: doc });
     provider.attach();
     provider.awareness?.setLocalState(null);
-    provider.on('disconnect', () => disconnects++);
+    provider.on('disconnect', ({ event }: { event: { code?: number; reason?: string } }) => closed(event));
     const synced = new Promise<void>((resolve) => {
       if (provider.isSynced) resolve();
       provider.on('synced', ({ state }: { state: boolean }) => {
@@ -71,7 +79,7 @@ export function connectClient(target: SyncTarget, documentName: string, doc = ne
       provider.destroy();
       socket.destroy();
     };
-    return { doc, synced, disconnects: () => disconnects, destroy };
+    return { doc, synced, disconnects: () => disconnects, closes, destroy };
   }
   const polyfill = WebSocket as unknown as typeof globalThis.WebSocket;
   const provider =
@@ -83,14 +91,14 @@ export function connectClient(target: SyncTarget, documentName: string, doc = ne
         })
       : new WebsocketProvider(`ws://127.0.0.1:${target.port}`, documentName, doc, { WebSocketPolyfill: polyfill, disableBc: true });
   provider.awareness.setLocalState(null);
-  provider.on('connection-close', () => disconnects++);
+  provider.on('connection-close', (event: { code?: number; reason?: string } | null) => closed(event));
   const synced = new Promise<void>((resolve) => {
     if (provider.synced) resolve();
     provider.on('sync', (isSynced: boolean) => {
       if (isSynced) resolve();
     });
   });
-  return { doc, synced, disconnects: () => disconnects, destroy: () => provider.destroy() };
+  return { doc, synced, disconnects: () => disconnects, closes, destroy: () => provider.destroy() };
 }
 
 function plaitOf(target: SyncTarget): { organizationId: string; token: string } {

@@ -35,6 +35,8 @@ export interface PhaseFigures {
   readonly serverCpuMicrosPerDelivery: number;
   /** Server CPU use over the phase, in cores (1 = one core busy). */
   readonly serverCores: number;
+  /** Share of the server's CPU spent in the kernel. */
+  readonly serverSystemShare: number;
   readonly clientCores: number;
   /** Deliveries still missing when the phase's drain wait ended. */
   readonly missing: number;
@@ -49,6 +51,8 @@ export interface FanoutResult {
   readonly peakRss: number;
   readonly endRss: number;
   readonly disconnects: number;
+  /** Close codes/reasons of the first client drops. */
+  readonly closes: readonly string[];
 }
 
 const DRAIN_TIMEOUT_MS = 15_000;
@@ -126,6 +130,7 @@ function phase(before: ProcessStats, after: ProcessStats, clientBefore: NodeJS.C
     deliveriesPerSec: deliveries / seconds,
     serverCpuMicrosPerDelivery: cpu / Math.max(1, deliveries),
     serverCores: cpu / 1e6 / seconds,
+    serverSystemShare: (after.systemMicros - before.systemMicros) / Math.max(1, cpu),
     clientCores: (client.user + client.system) / 1e6 / seconds,
     missing,
   };
@@ -148,7 +153,7 @@ export async function runFanout(options: FanoutOptions, progress: (line: string)
     const writers = await connectMany(target, names);
     clients.push(...writers);
     const connectMs = performance.now() - connectStart;
-    progress(`${options.server}: ${clients.length} clients synced in ${Math.round(connectMs)} ms`);
+    progress(`${options.server}: ${clients.length} clients synced in ${Math.round(connectMs)} ms (at ${(performance.now() / 1000).toFixed(1)} s)`);
 
     const latencyUpdates = Math.ceil((options.rate * options.latencyMs) / 1000);
     const capacity = options.warmup + latencyUpdates + 16 + Math.ceil(THROUGHPUT_CAP / options.docs);
@@ -199,7 +204,7 @@ export async function runFanout(options: FanoutOptions, progress: (line: string)
     recordFrom = Number.POSITIVE_INFINITY;
     progress(
       `${options.server}: latency p50 ${latency.p50.toFixed(2)} ms p99 ${latency.p99.toFixed(2)} ms max ${latency.max.toFixed(1)} ms, ` +
-        `${latencyPhase.serverCpuMicrosPerDelivery.toFixed(2)} µs CPU/delivery, server ${latencyPhase.serverCores.toFixed(2)} cores, client ${latencyPhase.clientCores.toFixed(2)} cores`,
+        `${latencyPhase.serverCpuMicrosPerDelivery.toFixed(2)} µs CPU/delivery, server ${latencyPhase.serverCores.toFixed(2)} cores (${Math.round(latencyPhase.serverSystemShare * 100)}% sys), client ${latencyPhase.clientCores.toFixed(2)} cores`,
     );
 
     let throughputPhase: PhaseFigures | undefined;
@@ -235,13 +240,15 @@ export async function runFanout(options: FanoutOptions, progress: (line: string)
       throughputPhase = phase(tBefore, await server.stats(), tClient, updates, deliveries, performance.now() - tStart, missing);
       progress(
         `${options.server}: throughput ${Math.round(throughputPhase.updatesPerSec)} updates/s (${Math.round(throughputPhase.deliveriesPerSec)} deliveries/s), ` +
-          `${throughputPhase.serverCpuMicrosPerDelivery.toFixed(2)} µs CPU/delivery, server ${throughputPhase.serverCores.toFixed(2)} cores, client ${throughputPhase.clientCores.toFixed(2)} cores`,
+          `${throughputPhase.serverCpuMicrosPerDelivery.toFixed(2)} µs CPU/delivery, server ${throughputPhase.serverCores.toFixed(2)} cores (${Math.round(throughputPhase.serverSystemShare * 100)}% sys), client ${throughputPhase.clientCores.toFixed(2)} cores`,
       );
     }
     const end = await server.stats();
     const disconnects = clients.reduce((sum, client) => sum + client.disconnects(), 0);
+    const closes = clients.flatMap((client) => client.closes).slice(0, 20);
+    if (disconnects > 0) progress(`${options.server}: ${disconnects} client reconnects; first close codes: ${closes.join(' | ')}`);
     const sampled = rss.stop();
-    return { options, connectMs, latency, latencyPhase, throughputPhase, peakRss: sampled.peakRss, endRss: end.rss, disconnects };
+    return { options, connectMs, latency, latencyPhase, throughputPhase, peakRss: sampled.peakRss, endRss: end.rss, disconnects, closes };
   } finally {
     rss.stop();
     for (const client of clients) client.destroy();

@@ -7,6 +7,8 @@ export type HostRequest = { readonly id: number; readonly type: 'stats' | 'gc' |
 export interface ProcessStats {
   /** process.cpuUsage() user + system, microseconds since start. */
   readonly cpuMicros: number;
+  /** The system (kernel) part of cpuMicros: syscalls, socket writes, fsync. */
+  readonly systemMicros: number;
   readonly rss: number;
   readonly heapUsed: number;
   /** Memory outside the V8 heap held by JS objects (Buffers, ArrayBuffers, native addons that report it). */
@@ -27,7 +29,7 @@ export interface StartedServer {
 export function processStats(): ProcessStats {
   const cpu = process.cpuUsage();
   const memory = memoryUsage();
-  return { cpuMicros: cpu.user + cpu.system, rss: memory.rss, heapUsed: memory.heapUsed, external: memory.external };
+  return { cpuMicros: cpu.user + cpu.system, systemMicros: cpu.system, rss: memory.rss, heapUsed: memory.heapUsed, external: memory.external };
 }
 
 function send(message: HostMessage): void {
