@@ -36,6 +36,7 @@ interface Entry {
 export class DocumentRegistry {
   private readonly entries = new Map<string, Entry>();
   private readonly listeners: ConnectionListener[] = [];
+  private readonly unloadListeners: Array<(key: DocumentKey) => void> = [];
   private closing = false;
   readonly updateLog: UpdateLog;
 
@@ -55,6 +56,11 @@ export class DocumentRegistry {
   /** Registers a listener told (inside the mailbox) when a connection joins or leaves any document. */
   onConnection(listener: ConnectionListener): void {
     this.listeners.push(listener);
+  }
+
+  /** Registers a listener told after an idle actor wrote its final snapshot and was unloaded. */
+  onUnloaded(listener: (key: DocumentKey) => void): void {
+    this.unloadListeners.push(listener);
   }
 
   /** A loaded actor without loading or leasing it (undefined when not loaded); do not keep it across awaits. */
@@ -144,6 +150,7 @@ export class DocumentRegistry {
       await actor.finalSnapshot();
       actor.dispose();
       this.entries.delete(id);
+      for (const listener of this.unloadListeners) listener(entry.key);
     })().catch((error: unknown) => {
       // The state is still only in memory: keep the actor so nothing is lost, and try again later.
       this.log.error('final snapshot failed; the document stays loaded', { error });

@@ -1,0 +1,120 @@
+import t from 'tap';
+import * as Y from 'yjs';
+import type { Test } from 'tap';
+import { loadConfig } from '../../src/config.js';
+import type { Peer } from '../../src/doc/peer.js';
+import { DocumentRegistry } from '../../src/doc/registry.js';
+import { CLOSE } from '../../src/errors.js';
+import { createLogger } from '../../src/log.js';
+import { Store } from '../../src/store/env.js';
+
+const key = { apiKey: 'key', organizationId: 'org', documentId: 'doc' };
+
+class FakePeer implements Peer {
+  readonly frames: Uint8Array[] = [];
+  closedWith: number | undefined;
+  readonly readOnly = false;
+  readonly extensions = false;
+  constructor(readonly sessionId: string, readonly userId = 'u1', readonly editorId = 'main') {}
+  send(bytes: Uint8Array): boolean {
+    if (this.closedWith !== undefined) return false;
+    this.frames.push(bytes);
+    return true;
+  }
+  close(code: number): void {
+    this.closedWith ??= code;
+  }
+}
+
+function open(t: Test, dir: string, docIdleUnloadMs = 60_000): { store: Store; registry: DocumentRegistry } {
+  const store = Store.open(dir);
+  const config = loadConfig({}, [], { dataDir: dir, docIdleUnloadMs, groupCommitMs: 0 });
+  const registry = new DocumentRegistry(config, store, createLogger('silent'));
+  t.teardown(async () => {
+    await registry.shutdown();
+    await store.close();
+  });
+  return { store, registry };
+}
+
+function textUpdate(text: string): Uint8Array {
+  const doc = new Y.Doc();
+  doc.getText('content').insert(0, text);
+  return Y.encodeStateAsUpdate(doc);
+}
+
+t.test('concurrent first joins share one load', async (t) => {
+  const { registry } = open(t, t.testdir());
+  let loads = 0;
+  const load = registry.updateLog.snapshots.load.bind(registry.updateLog.snapshots);
+  registry.updateLog.snapshots.load = (...args) => {
+    loads++;
+    return load(...args);
+  };
+  const leases = await Promise.all([registry.acquire(key), registry.acquire(key), registry.acquire(key)]);
+  t.equal(loads, 1);
+  t.ok(leases.every((lease) => lease.actor === leases[0]?.actor), 'one actor');
+  t.equal(registry.loadedCount, 1);
+  for (const lease of leases) lease.release();
+});
+
+t.test('an idle actor writes a final snapshot, unloads, and reloads with its content', async (t) => {
+  const { store, registry } = open(t, t.testdir(), 0);
+  const unloaded = new Promise<void>((resolve) => registry.onUnloaded(() => resolve()));
+  const lease = await registry.acquire(key);
+  const peer = new FakePeer('s1');
+  lease.actor.attach(peer, { type: 'text' });
+  t.ok(lease.actor.receive(peer, { kind: 'update', update: textUpdate('kept') }));
+  lease.actor.detach(peer);
+  lease.release();
+  await unloaded;
+  t.equal(registry.loadedCount, 0, 'unloaded');
+  const [persisted] = registry.updateLog.snapshots.load('key', 'org', 'doc');
+  t.ok(persisted?.snapshot, 'a snapshot was written');
+  t.equal(persisted?.updates.length, 0, 'and the log folded into it');
+  const records = await registry.use(key, (actor) => actor.records());
+  t.same(records.map((r) => [r.id, r.data, r.lastUpdatedBy, r.sessionId]), [['main', 'kept', 'u1', 's1']]);
+  t.ok(store, 'store open');
+});
+
+t.test('shutdown closes connections with SERVICE_RESTART and keeps every change', async (t) => {
+  const dir = t.testdir();
+  const first = open(t, dir);
+  const lease = await first.registry.acquire(key);
+  const peer = new FakePeer('s2');
+  lease.actor.attach(peer);
+  lease.actor.receive(peer, { kind: 'update', update: textUpdate('survives') });
+  await first.registry.shutdown();
+  t.equal(peer.closedWith, CLOSE.SERVICE_RESTART);
+  await t.rejects(first.registry.acquire(key), { status: 'UNAVAILABLE' }, 'no new work after shutdown');
+  await first.store.close();
+  const second = open(t, dir);
+  const records = await second.registry.use(key, (actor) => actor.records());
+  t.equal(records[0]?.data, 'survives');
+});
+
+t.test('deleting the document evicts its actor without writing it back', async (t) => {
+  const { registry } = open(t, t.testdir());
+  const lease = await registry.acquire(key);
+  const peer = new FakePeer('s3');
+  lease.actor.attach(peer);
+  lease.actor.receive(peer, { kind: 'update', update: textUpdate('doomed') });
+  lease.release();
+  await registry.deleteDocumentData(key);
+  t.equal(peer.closedWith, CLOSE.DOCUMENT_DELETED);
+  t.same(registry.updateLog.snapshots.load('key', 'org', 'doc'), [], 'nothing left in LMDB');
+  t.same(await registry.use(key, (actor) => actor.records()), [], 'a fresh, empty actor');
+});
+
+t.test('a viewer gets the read-only notice and its update is not applied', async (t) => {
+  const { registry } = open(t, t.testdir());
+  const lease = await registry.acquire(key);
+  const viewer = Object.assign(new FakePeer('s4'), { readOnly: true });
+  lease.actor.attach(viewer);
+  lease.actor.receive(viewer, { kind: 'update', update: textUpdate('nope') });
+  await lease.actor.run(() => undefined);
+  t.same(await lease.actor.records(), [], 'no store content');
+  const authFrames = viewer.frames.filter((frame) => frame[0] === 2).map((frame) => frame[1]);
+  t.same(authFrames, [1, 0], 'read-only notice on join, then one permission-denied');
+  lease.release();
+});

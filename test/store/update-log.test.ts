@@ -1,0 +1,160 @@
+import fc from 'fast-check';
+import t from 'tap';
+import * as Y from 'yjs';
+import { EditorStore } from '../../src/doc/editor-store.js';
+import { createLogger } from '../../src/log.js';
+import { Store } from '../../src/store/env.js';
+import { Snapshots } from '../../src/store/snapshots.js';
+import { UpdateLog, type DurabilityOptions } from '../../src/store/update-log.js';
+
+const silent = createLogger('silent');
+const options: DurabilityOptions = { groupCommitMs: 0, compactAfterUpdates: 1000, compactAfterBytes: 1 << 20 };
+
+/** An EditorStore whose Y.Doc appends every update to `log`, as the actor wires it. */
+function logged(log: UpdateLog, editorId: string): { store: EditorStore; commits: Array<Promise<void>> } {
+  const store = new EditorStore(['key', 'org', 'doc', editorId]);
+  const commits: Array<Promise<void>> = [];
+  store.doc.on('update', (update: Uint8Array) => {
+    store.touch({ userId: 'u', sessionId: 's' }, Date.now());
+    commits.push(log.append(store, update));
+  });
+  return { store, commits };
+}
+
+function rebuild(snapshots: Snapshots, editorId: string): Y.Doc | undefined {
+  const loaded = snapshots.load('key', 'org', 'doc').find((s) => s.editorId === editorId);
+  if (loaded === undefined) return undefined;
+  return new EditorStore(['key', 'org', 'doc', editorId], loaded).doc;
+}
+
+t.test('appends of one event-loop turn commit in one transaction', async (t) => {
+  const store = Store.open(t.testdir());
+  t.teardown(() => store.close());
+  let transactions = 0;
+  const batch = store.batch.bind(store);
+  store.batch = <T>(body: () => T): Promise<T> => {
+    transactions++;
+    return batch(body);
+  };
+  const log = new UpdateLog(store, options, silent);
+  const a = logged(log, 'a');
+  const b = logged(log, 'b');
+  for (let i = 0; i < 50; i++) {
+    a.store.doc.getText('content').insert(0, 'x');
+    b.store.doc.getArray<number>('content').push([i]);
+  }
+  t.equal(transactions, 0, 'nothing is written while the turn runs');
+  await Promise.all([...a.commits, ...b.commits]);
+  t.equal(transactions, 1, '100 appends, one transaction');
+  t.equal(a.commits[0], a.commits[49], 'every append of the turn shares one commit promise');
+  const snapshots = new Snapshots(store);
+  t.equal(rebuild(snapshots, 'a')?.getText('content').toString(), 'x'.repeat(50));
+  t.equal(rebuild(snapshots, 'b')?.getArray('content').length, 50);
+});
+
+t.test('a commit window gathers appends from several turns', async (t) => {
+  const store = Store.open(t.testdir());
+  t.teardown(() => store.close());
+  let transactions = 0;
+  const batch = store.batch.bind(store);
+  store.batch = <T>(body: () => T): Promise<T> => {
+    transactions++;
+    return batch(body);
+  };
+  const log = new UpdateLog(store, { ...options, groupCommitMs: 200 }, silent);
+  const { store: editor, commits } = logged(log, 'w');
+  editor.doc.getText('content').insert(0, 'one');
+  await new Promise((resolve) => setImmediate(resolve));
+  editor.doc.getText('content').insert(3, ' two');
+  await log.flush();
+  await Promise.all(commits);
+  t.equal(transactions, 1, 'two turns, one transaction');
+});
+
+t.test('persistence off: appends resolve and nothing is written', async (t) => {
+  const store = Store.open(t.testdir());
+  t.teardown(() => store.close());
+  const log = new UpdateLog(null, options, silent);
+  const { store: editor, commits } = logged(log, 'p');
+  editor.doc.getText('content').insert(0, 'volatile');
+  await Promise.all(commits);
+  await log.flush();
+  t.same(new Snapshots(store).load('key', 'org', 'doc'), [], 'no store, no snapshot, no log entry');
+});
+
+type Op =
+  | { kind: 'insert'; client: 0 | 1; at: number; text: string }
+  | { kind: 'delete'; client: 0 | 1; at: number; length: number }
+  | { kind: 'exchange' }
+  | { kind: 'flush' };
+
+const op: fc.Arbitrary<Op> = fc.oneof(
+  fc.record({ kind: fc.constant('insert' as const), client: fc.constantFrom(0 as const, 1 as const), at: fc.nat(), text: fc.string({ minLength: 1, maxLength: 6 }) }),
+  fc.record({ kind: fc.constant('delete' as const), client: fc.constantFrom(0 as const, 1 as const), at: fc.nat(), length: fc.integer({ min: 1, max: 4 }) }),
+  fc.constant({ kind: 'exchange' as const }),
+  fc.constant({ kind: 'flush' as const }),
+);
+
+t.test('compaction: random edits give the same state before and after snapshot + truncation, and after reload', async (t) => {
+  const dir = t.testdir();
+  let store = Store.open(dir);
+  const expected = new Map<string, string>();
+  let run = 0;
+  let compactedOnTheWay = 0;
+  await fc.assert(
+    fc.asyncProperty(fc.array(op, { minLength: 8, maxLength: 40 }), fc.integer({ min: 1, max: 6 }), async (ops, compactAfterUpdates) => {
+      const editorId = `run-${run++}`;
+      const log = new UpdateLog(store, { groupCommitMs: 0, compactAfterUpdates, compactAfterBytes: 1 << 20 }, silent);
+      const server = logged(log, editorId);
+      // Two clients editing concurrently; each sends its updates to the server, which logs what it integrates.
+      const clients = [new Y.Doc(), new Y.Doc()];
+      for (const client of clients) client.on('update', (update: Uint8Array) => Y.applyUpdate(server.store.doc, update));
+      const snapshots = new Snapshots(store);
+      for (const step of ops) {
+        if (step.kind === 'flush') {
+          await log.flush();
+          const reloaded = rebuild(snapshots, editorId)?.getText('content').toString() ?? '';
+          if (reloaded !== server.store.doc.getText('content').toString()) return false;
+        } else if (step.kind === 'exchange') {
+          const [x, y] = clients as [Y.Doc, Y.Doc];
+          Y.applyUpdate(x, Y.encodeStateAsUpdate(y));
+          Y.applyUpdate(y, Y.encodeStateAsUpdate(x));
+        } else {
+          const text = (clients[step.client] as Y.Doc).getText('content');
+          if (step.kind === 'insert') text.insert(step.at % (text.length + 1), step.text);
+          else if (text.length > 0) {
+            const at = step.at % text.length;
+            text.delete(at, Math.min(step.length, text.length - at));
+          }
+        }
+      }
+      await log.flush();
+      const state = server.store.doc.getText('content').toString();
+      const before = rebuild(snapshots, editorId)?.getText('content').toString() ?? '';
+      if ((snapshots.load('key', 'org', 'doc').find((s) => s.editorId === editorId)?.meta.foldedSeq ?? 0) > 0) compactedOnTheWay++;
+      await log.requestSnapshot(server.store);
+      const after = rebuild(snapshots, editorId);
+      const tail = snapshots.load('key', 'org', 'doc').find((s) => s.editorId === editorId)?.updates.length ?? 0;
+      expected.set(editorId, state);
+      const stateVector = (doc: Y.Doc | undefined): string => (doc === undefined ? '' : Buffer.from(Y.encodeStateVector(doc)).toString('hex'));
+      return (
+        (server.commits.length === 0 || (before === state && after?.getText('content').toString() === state && tail === 0)) &&
+        (server.commits.length === 0 || stateVector(after) === stateVector(server.store.doc))
+      );
+    }),
+    { numRuns: 60 },
+  );
+  t.ok(compactedOnTheWay > 10, `${compactedOnTheWay} runs passed the threshold and compacted while editing`);
+  await store.close();
+  store = Store.open(dir);
+  t.teardown(() => store.close());
+  const snapshots = new Snapshots(store);
+  let checked = 0;
+  for (const [editorId, state] of expected) {
+    const doc = rebuild(snapshots, editorId);
+    if (doc === undefined) continue;
+    checked++;
+    if (doc.getText('content').toString() !== state) t.fail(`${editorId} differs after reload`);
+  }
+  t.ok(checked > 30, `${checked} documents identical after reopening the store`);
+});
