@@ -86,7 +86,7 @@ t.test('shutdown closes connections with SERVICE_RESTART and keeps every change'
   lease.actor.receive(peer, { kind: 'update', update: textUpdate('survives') });
   await first.registry.shutdown();
   t.equal(peer.closedWith, CLOSE.SERVICE_RESTART);
-  await t.rejects(first.registry.acquire(key), { status: 'UNAVAILABLE' }, 'no new work after shutdown');
+  await t.rejects(first.registry.acquire(key), { name: 'AppError', status: 'UNAVAILABLE' }, 'no new work after shutdown');
   await first.store.close();
   const second = open(t, dir);
   const records = await second.registry.use(key, (actor) => actor.records());
