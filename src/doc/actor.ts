@@ -54,6 +54,7 @@ export class DocumentActor implements DocumentActorView {
   /** Awareness client ids each connection announced, removed for everyone when it disconnects. */
   private readonly awarenessOwners = new Map<Peer, Set<number>>();
   private readonly deniedOnce = new WeakSet<Peer>();
+  private attaching = 0;
   /** Commit promises of the REST write running now, so it can answer only after they commit. */
   private commits: Array<Promise<void>> | undefined;
   /** Held by the registry for each pending upgrade or REST call; the actor is never unloaded while > 0. */
@@ -72,13 +73,16 @@ export class DocumentActor implements DocumentActorView {
 
   // ---- connections (called by the WebSocket edge) ----
 
+  /** Connections attached or queued to attach (the mailbox may be busy with a long task when they arrive). */
   get connectionCount(): number {
-    return this.peers.size;
+    return this.peers.size + this.attaching;
   }
 
   /** Admits a connection: sends SyncStep1, the awareness states and, for viewers, the read-only notice. */
   attach(peer: Peer, hint: RootHint = {}): void {
+    this.attaching++;
     this.mailbox.tell(() => {
+      this.attaching--;
       if (this.peers.size >= this.deps.maxConnections) {
         peer.close(CLOSE.DOCUMENT_FULL, 'the document has reached its connection limit');
         return;

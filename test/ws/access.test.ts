@@ -57,3 +57,16 @@ t.test('the connection is closed with PERMISSION_REVOKED when the grant expires 
   t.equal(end.code, CLOSE.PERMISSION_REVOKED);
   t.ok(Date.now() >= expiresAt, 'not before the grant expired');
 });
+
+t.test('a document at its connection cap refuses the next upgrade with 429', async (t) => {
+  const { api, url } = await startTestServer(t, { maxConnectionsPerDocument: 2 });
+  const token = await userToken(api, await api.createWorkspace(), [editorOf(room)]);
+  const base = `${syncBase(url)}/${roomName(room)}?token=${token}`;
+  const open = await Promise.all([rawSocket(base), rawSocket(base)]);
+  t.teardown(() => open.forEach(({ socket }) => socket.terminate()));
+  t.equal(await upgradeStatus(base), 429);
+  const other = `${syncBase(url)}/${roomName({ ...room, documentId: 'another' })}?token=${await userToken(api, await api.createWorkspace(), [editorOf({ ...room, documentId: 'another' })])}`;
+  const { socket } = await rawSocket(other);
+  t.pass('other documents are not affected');
+  socket.terminate();
+});
