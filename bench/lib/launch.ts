@@ -30,6 +30,8 @@ export interface LaunchOptions {
   readonly env?: Readonly<Record<string, string>>;
   /** Write a V8 CPU profile of the server into this directory (written at graceful stop). */
   readonly cpuProfileDir?: string;
+  /** Extra node flags for the server child (e.g. --heapsnapshot-signal=SIGUSR2 for an investigation). */
+  readonly execArgv?: readonly string[];
 }
 
 export interface ServerHandle {
@@ -98,6 +100,7 @@ export async function launchServer(kind: ServerKind, options: LaunchOptions = {}
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), `plait-bench-${kind}-`));
   const execArgv = ['--import=tsx', '--expose-gc'];
   if (options.cpuProfileDir !== undefined) execArgv.push('--cpu-prof', `--cpu-prof-dir=${options.cpuProfileDir}`);
+  execArgv.push(...(options.execArgv ?? []));
   const child = fork(hostScript(kind), [], {
     execArgv,
     env: hostEnv(kind, dataDir, options.env ?? {}),
