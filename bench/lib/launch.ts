@@ -70,7 +70,7 @@ function hostScript(kind: ServerKind): string {
   return join(HOST_DIR, `${protocol === 'http' ? 'uws-hello' : protocol}.ts`);
 }
 
-const FORWARD_LINES = 10;
+const FORWARD_LINES = Number(process.env.BENCH_FORWARD_LINES ?? 10);
 const FORWARD_CHARS = 400;
 
 /** Forwards a child's first output lines to our stderr with a prefix (truncated; the rest are counted, reported at exit). */
