@@ -75,6 +75,8 @@ export async function openServices(config: Config, log: Logger): Promise<Service
     log,
   });
   documents.onConnection(collab.connectionListener());
+  // After the registry: its eviction drains the actor, whose departing connections write presence.
+  directory.addDataOwner(collab);
   return { config, log, store, secrets, workspaces, userTokens, directory, outbox, collab, documents };
 }
 

@@ -1,7 +1,8 @@
 // Owns per-document comment and presence state behind a host seam: loaded once per host, run serially, changes published.
 import type { Logger } from '../log.js';
-import type { Outbox } from '../events/outbox.js';
+import { atomically, type Outbox } from '../events/outbox.js';
 import type { Store } from '../store/env.js';
+import { DB } from '../store/keys.js';
 import type { DocumentRef } from './annotations/model.js';
 import { AnnotationState, type LiveAnnotationChange, type Mutation } from './annotations/state.js';
 import { PresenceState, type LivePresenceChange, type PresenceView } from './presence.js';
@@ -71,10 +72,13 @@ interface Loaded extends CollabDocument {
 }
 
 const NO_PRESENCE: LivePresenceChange = { users: [], removed: [] };
+/** ordered-binary's MAXIMUM_KEY: as the last key element it sorts after every id under the prefix. */
+const KEY_END = new Uint8Array([0xff]);
 
 export class CollabDocuments {
   private readonly loaded = new WeakMap<DocumentHost, Promise<Loaded>>();
-  private readonly timers = new Set<NodeJS.Timeout>();
+  /** Armed expiry timers and the document each belongs to. */
+  private readonly timers = new Map<NodeJS.Timeout, DocumentRef>();
 
   constructor(private readonly deps: CollabDeps) {}
 
@@ -155,8 +159,36 @@ export class CollabDocuments {
 
   /** Stops expiry timers (server stop); they are not unref'd, so an expiry due still happens in a live process. */
   close(): void {
-    for (const timer of this.timers) clearTimeout(timer);
+    for (const timer of this.timers.keys()) clearTimeout(timer);
     this.timers.clear();
+  }
+
+  /**
+   * DocumentDataOwner (register after the document registry): the registry's eviction closes connections, and their
+   * presence going offline is written while the actor drains, so the ranges are removed once that is done.
+   */
+  deleteDocumentData(ref: DocumentRef): Promise<void> {
+    return this.removeData([ref.apiKey, ref.organizationId, ref.documentId]);
+  }
+
+  deleteOrganizationData(apiKey: string, organizationId: string): Promise<void> {
+    return this.removeData([apiKey, organizationId]);
+  }
+
+  private async removeData(prefix: readonly string[]): Promise<void> {
+    const within = (ref: DocumentRef): boolean => [ref.apiKey, ref.organizationId, ref.documentId].slice(0, prefix.length).every((part, i) => part === prefix[i]);
+    for (const [timer, ref] of this.timers) {
+      if (!within(ref)) continue;
+      clearTimeout(timer);
+      this.timers.delete(timer);
+    }
+    const { store } = this.deps;
+    const databases = [store.records<unknown>(DB.annotations), store.records<unknown>(DB.presence)];
+    await atomically(store, () => {
+      for (const db of databases) {
+        for (const key of Array.from(db.getKeys({ start: [...prefix], end: [...prefix, KEY_END] }))) db.removeSync(key);
+      }
+    });
   }
 
   /** Loads once per host; concurrent first callers share the promise. */
@@ -204,7 +236,7 @@ export class CollabDocuments {
         .catch((error: unknown) => this.deps.log.warn('presence expiry failed', { error, documentId: ref.documentId }));
     }, Math.max(0, at - this.deps.now()));
     doc.timer = timer;
-    this.timers.add(timer);
+    this.timers.set(timer, ref);
   }
 }
 
