@@ -19,6 +19,7 @@ import { presenceOperations } from './http/routes/presence.js';
 import { workspaceOperations } from './http/routes/workspace.js';
 import { loadUws } from './http/uws.js';
 import { Store } from './store/env.js';
+import { folderDocumentsFrom } from './doc/annotations/listing.js';
 import { CollabDocuments } from './doc/collab-state.js';
 import { DocumentRegistry } from './doc/registry.js';
 import { crdtOperations } from './http/routes/crdt.js';
@@ -91,7 +92,7 @@ function allOperations(services: Services): Operation[] {
     ...folderOperations(services.directory),
     ...userGroupOperations(services.directory),
     ...userOperations(services.directory),
-    ...commentOperations(services.collab, services.store),
+    ...commentOperations(services.collab, { store: services.store, folderDocuments: folderDocumentsFrom(services.directory.documents) }),
     ...presenceOperations(services.collab),
     ...crdtOperations(services.documents),
   ];

@@ -1,20 +1,19 @@
 // Owns the codec of the live message type (annotation and presence changes) sent on the sync socket next to y-websocket's.
 import * as decoding from 'lib0/decoding';
-import * as encoding from 'lib0/encoding';
 import type { LiveMessage } from '../doc/collab-state.js';
+import { EXTENSION_TYPE_MIN, writeExtension } from './protocol.js';
 
 /**
- * Message type number, after y-websocket's 0 sync, 1 awareness, 2 auth, 3 query-awareness and Hocuspocus's
- * 4-9; high enough that neither family will reach it. Clients that do not know it ignore it (y-websocket logs it).
+ * The first Plait extension type (protocol.ts: types >= 100 go only to connections that opened with `?ext=1`).
+ * y-websocket uses 0-3 and Hocuspocus 0-9, so neither family reaches it.
  */
-export const LIVE_MESSAGE_TYPE = 100;
+export const LIVE_MESSAGE_TYPE = EXTENSION_TYPE_MIN;
 
-/** varUint(100) then varString(JSON of LiveMessage): the same framing as y-websocket's own messages. */
+const utf8 = new TextEncoder();
+
+/** varUint(100) then the UTF-8 JSON of the LiveMessage as varUint8Array, which is what lib0's writeVarString writes. */
 export function encodeLiveMessage(message: LiveMessage): Uint8Array {
-  const encoder = encoding.createEncoder();
-  encoding.writeVarUint(encoder, LIVE_MESSAGE_TYPE);
-  encoding.writeVarString(encoder, JSON.stringify(message));
-  return encoding.toUint8Array(encoder);
+  return writeExtension(LIVE_MESSAGE_TYPE, utf8.encode(JSON.stringify(message)));
 }
 
 /** Reads a live message; undefined when the bytes are another message type. */

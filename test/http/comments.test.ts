@@ -254,3 +254,21 @@ t.test('bad input for each required field is INVALID_ARGUMENT naming the field',
     t.match(res.error?.message, message);
   }
 });
+
+t.test('get by folderId reads only the documents filed in that folder', async (t) => {
+  const { call } = await env(t);
+  const org = { organizationId: 'org-f' };
+  await call('/v2/organizations/add', { organizations: [{ organizationId: 'org-f' }] });
+  await call('/v2/organizations/folders/add', { ...org, folders: [{ folderId: 'drafts', folderName: 'Drafts' }] });
+  await call('/v2/organizations/documents/add', { ...org, folderId: 'drafts', documents: [{ documentId: 'in-1' }, { documentId: 'in-2' }] });
+  await call('/v2/organizations/documents/add', { ...org, documents: [{ documentId: 'out' }] });
+  for (const documentId of ['in-1', 'in-2', 'out']) {
+    await call('/v2/commentannotations/add', { ...org, documentId, commentAnnotations: [{ annotationId: `on-${documentId}`, commentData: [{ from: alice }] }] });
+  }
+  const inFolder = await call<Array<{ annotationId: string }>>('/v2/commentannotations/get', { ...org, folderId: 'drafts', order: 'asc' });
+  t.same(inFolder.data.map((a) => a.annotationId).sort(), ['on-in-1', 'on-in-2']);
+  const narrowed = await call<Array<{ annotationId: string }>>('/v2/commentannotations/get', { ...org, folderId: 'drafts', documentIds: ['in-2', 'out'] });
+  t.same(narrowed.data.map((a) => a.annotationId), ['on-in-2']);
+  const unknown = await call('/v2/commentannotations/get', { ...org, folderId: 'nope' });
+  t.equal(unknown.error?.status, 'NOT_FOUND');
+});

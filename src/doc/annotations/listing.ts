@@ -7,6 +7,8 @@ import { AnnotationState } from './state.js';
 
 export interface ListInput extends AnnotationFilter {
   readonly organizationId: string;
+  /** Only documents filed directly in this folder (the directory answers which). */
+  readonly folderId?: string;
   readonly documentId?: string;
   readonly documentIds?: readonly string[];
   readonly annotationIds?: readonly string[];
@@ -23,16 +25,49 @@ export interface Listing {
 
 export const DEFAULT_PAGE_SIZE = 1000;
 
-/** The documents a query covers: the ones named, or every document of the organization that has threads. */
-function documentsOf(store: Store, apiKey: string, input: ListInput): string[] {
-  const named = [...(input.documentId === undefined ? [] : [input.documentId]), ...(input.documentIds ?? [])];
-  return named.length > 0 ? [...new Set(named)] : AnnotationState.documentIds(store, apiKey, input.organizationId);
+/** Where a listing finds its documents: stored thread keys, and the directory for folders. */
+export interface DocumentSource {
+  readonly store: Store;
+  /** Ids of the documents filed directly in the folder; throws NOT_FOUND for an unknown folder. */
+  readonly folderDocuments: (apiKey: string, organizationId: string, folderId: string) => readonly string[];
 }
 
-export async function listAnnotations(docs: CollabDocuments, store: Store, apiKey: string, input: ListInput): Promise<Listing> {
+/** The directory's document listing, as far as folders need it (structurally tenant Documents.get). */
+export interface DocumentPages {
+  get(
+    apiKey: string,
+    organizationId: string,
+    query: { folderId: string; pageSize: number; pageToken?: string },
+  ): { readonly rows: ReadonlyArray<{ readonly id: string }>; readonly nextPageToken?: string };
+}
+
+/** folderDocuments over the directory's paged listing. */
+export function folderDocumentsFrom(documents: DocumentPages): DocumentSource['folderDocuments'] {
+  return (apiKey, organizationId, folderId) => {
+    const ids: string[] = [];
+    let pageToken: string | undefined;
+    do {
+      const page = documents.get(apiKey, organizationId, { folderId, pageSize: 1000, ...(pageToken === undefined ? {} : { pageToken }) });
+      ids.push(...page.rows.map((row) => row.id));
+      pageToken = page.nextPageToken;
+    } while (pageToken !== undefined);
+    return ids;
+  };
+}
+
+/** The documents a query covers: the ones named, else every document of the organization that has threads; within the folder when one is given. */
+function documentsOf(source: DocumentSource, apiKey: string, input: ListInput): string[] {
+  const named = [...(input.documentId === undefined ? [] : [input.documentId]), ...(input.documentIds ?? [])];
+  const candidates = named.length > 0 ? [...new Set(named)] : AnnotationState.documentIds(source.store, apiKey, input.organizationId);
+  if (input.folderId === undefined) return candidates;
+  const inFolder = new Set(source.folderDocuments(apiKey, input.organizationId, input.folderId));
+  return candidates.filter((id) => inFolder.has(id));
+}
+
+export async function listAnnotations(docs: CollabDocuments, source: DocumentSource, apiKey: string, input: ListInput): Promise<Listing> {
   const refOf = (documentId: string): DocumentRef => ({ apiKey, organizationId: input.organizationId, documentId });
   const rows: Row[] = [];
-  for (const documentId of documentsOf(store, apiKey, input)) {
+  for (const documentId of documentsOf(source, apiKey, input)) {
     const records = await docs.read(refOf(documentId), (doc) => [...doc.annotations.all()].filter((record) => matches(record, input)));
     for (const record of records) rows.push({ documentId, record });
   }

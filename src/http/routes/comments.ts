@@ -1,12 +1,11 @@
 // Owns the comment annotation and comment operations, v1 and v2 paths sharing one handler each (spec 4.7, 4.10).
 import type { CollabDocuments } from '../../doc/collab-state.js';
 import type { CommentUpdate } from '../../doc/annotations/comment-mutations.js';
-import { countAnnotations, listAnnotations, type CountInput, type ListInput } from '../../doc/annotations/listing.js';
+import { countAnnotations, listAnnotations, type CountInput, type DocumentSource, type ListInput } from '../../doc/annotations/listing.js';
 import type { AnnotationInput, CommentInput, DocumentRef, Status } from '../../doc/annotations/model.js';
 import type { AnnotationUpdate, UserSwap } from '../../doc/annotations/mutations.js';
 import type { Selector } from '../../doc/annotations/state.js';
 import { invalidArgument } from '../../errors.js';
-import type { Store } from '../../store/env.js';
 import type { ApiKeyIdentity } from '../../tenant/workspaces.js';
 import { ok, operation, type Operation } from '../operation.js';
 import {
@@ -49,7 +48,7 @@ function selectorOf(input: Selector): Selector {
   };
 }
 
-export function commentOperations(docs: CollabDocuments, store: Store): Operation[] {
+export function commentOperations(docs: CollabDocuments, source: DocumentSource): Operation[] {
   return [
     operation<DocumentScope & { commentAnnotations: AnnotationInput[] }, 'apiKey'>({
       paths: both('/add'),
@@ -61,13 +60,12 @@ export function commentOperations(docs: CollabDocuments, store: Store): Operatio
         return ok('Annotations added successfully.', data);
       },
     }),
-    operation<ListInput & { folderId?: string }, 'apiKey'>({
+    operation<ListInput, 'apiKey'>({
       paths: both('/get'),
       auth: 'apiKey',
       schema: getAnnotationsSchema,
       handle: async (input, ctx) => {
-        if (input.folderId !== undefined) throw invalidArgument('data.folderId is not supported yet; filter by documentIds');
-        const listing = await listAnnotations(docs, store, ctx.identity.apiKey, input);
+        const listing = await listAnnotations(docs, source, ctx.identity.apiKey, input);
         const extra = listing.nextPageToken === undefined ? undefined : { nextPageToken: listing.nextPageToken };
         return ok('Annotations fetched successfully.', listing.data, extra);
       },

@@ -85,6 +85,7 @@ export const getAnnotationsSchema = object(
     organizationId: idString,
     documentId: idString,
     documentIds: ids(),
+    folderId: idString,
     groupByDocumentId: { type: 'boolean' },
     locationIds: ids(),
     annotationIds: ids(),
