@@ -1,3 +1,4 @@
+// Tests src/doc/annotations/state.ts: one outbox event per change, and a failed commit lands neither change nor event.
 import t, { type Test } from 'tap';
 import { AnnotationState } from '../../src/doc/annotations/state.js';
 import type { AnnotationInput, Status } from '../../src/doc/annotations/model.js';

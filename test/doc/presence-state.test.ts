@@ -1,3 +1,4 @@
+// Tests src/doc/presence.ts and the expiry timer of src/doc/collab-state.ts: REST and sync presence, offline, expiry.
 import { once, EventEmitter } from 'node:events';
 import t from 'tap';
 import { CollabDocuments, type DocumentHost, type LiveMessage } from '../../src/doc/collab-state.js';

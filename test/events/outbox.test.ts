@@ -1,3 +1,4 @@
+// Tests src/events/outbox.ts: seq order, all-or-nothing transactions, claim leases and ack.
 import t from 'tap';
 import { Outbox, atomically } from '../../src/events/outbox.js';
 import type { EventDraft } from '../../src/events/types.js';

@@ -1,3 +1,4 @@
+// Tests live delivery over /sync with a real y-websocket provider: REST comments and presence reach clients, sync presence over REST.
 import * as decoding from 'lib0/decoding';
 import t, { type Test } from 'tap';
 import WebSocket from 'ws';

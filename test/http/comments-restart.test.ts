@@ -1,3 +1,4 @@
+// Tests that 1,000 threads of 10 comments survive a restart identically, with stable ordering and paging.
 import t from 'tap';
 import { env, envFor, type Env } from './comments-env.js';
 

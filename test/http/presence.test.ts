@@ -1,3 +1,4 @@
+// Tests the presence operations over real HTTP, including bad input for each required field.
 import t from 'tap';
 import { env } from './comments-env.js';
 
