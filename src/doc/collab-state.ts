@@ -239,39 +239,3 @@ export class CollabDocuments {
     this.timers.set(timer, ref);
   }
 }
-
-/**
- * Hosts used until documents have actors: one serial queue per document, loaded once and kept for the process
- * lifetime, with no sockets to broadcast to.
- */
-export class LocalHosts implements DocumentHosts {
-  private readonly hosts = new Map<string, DocumentHost>();
-
-  use<T>(ref: DocumentRef, use: (host: DocumentHost) => Promise<T>): Promise<T> {
-    const key = JSON.stringify([ref.apiKey, ref.organizationId, ref.documentId]);
-    let host = this.hosts.get(key);
-    if (host === undefined) {
-      host = new SerialHost();
-      this.hosts.set(key, host);
-    }
-    return use(host);
-  }
-}
-
-class SerialHost implements DocumentHost {
-  private tail: Promise<unknown> = Promise.resolve();
-
-  run<T>(task: () => T | Promise<T>): Promise<T> {
-    const result = this.tail.then(task);
-    // The queue continues after a failed task; the failure still reaches this task's caller.
-    this.tail = result.then(
-      () => undefined,
-      () => undefined,
-    );
-    return result;
-  }
-
-  broadcast(_bytes: Uint8Array): void {
-    // No sockets without the sync endpoint.
-  }
-}
