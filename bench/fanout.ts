@@ -14,6 +14,7 @@ const USAGE = `node --import=tsx bench/fanout.ts [flags]
   --window W          closed loop: updates in flight per document (default 20)
   --payload B         characters inserted per update (default 32)
   --warmup U          updates per document before measuring (default 50)
+  --plait-env K=V,…   extra environment for the Plait server (experiments, e.g. GROUP_COMMIT_MS=20); not used by npm run bench
   --profile           write and summarize a V8 CPU profile of the Plait server`;
 
 export function fanoutLabel(docs: number, readers: number): string {
@@ -67,6 +68,18 @@ export function fanoutOptions(values: Record<string, string | boolean | undefine
   };
 }
 
+/** `K=V,K2=V2` → env object (undefined when the flag is absent). */
+function parseEnv(raw: string | boolean | undefined): Record<string, string> | undefined {
+  if (typeof raw !== 'string') return undefined;
+  const env: Record<string, string> = {};
+  for (const pair of raw.split(',')) {
+    const eq = pair.indexOf('=');
+    if (eq <= 0) throw new Error(`--plait-env takes K=V pairs, got "${pair}"`);
+    env[pair.slice(0, eq).trim()] = pair.slice(eq + 1).trim();
+  }
+  return env;
+}
+
 if (isMain(import.meta.url)) {
   main(async () => {
     const values = flags(USAGE, {
@@ -78,13 +91,19 @@ if (isMain(import.meta.url)) {
       window: { type: 'string' },
       payload: { type: 'string' },
       warmup: { type: 'string' },
+      'plait-env': { type: 'string' },
     });
     const base = fanoutOptions(values);
+    const plaitEnv = parseEnv(values['plait-env']);
     const all: Figure[] = [];
     const prof = profileDir(values);
     for (const server of servers(values, SYNC_SERVERS)) {
       progress(`${fanoutLabel(base.docs, base.readers)}: ${server} (rate ${base.rate}/s per doc, ${base.latencyMs} ms + ${base.throughputMs} ms)`);
-      const result = await runFanout({ ...base, server, ...(prof !== undefined && server === 'plait' ? { cpuProfileDir: prof } : {}) }, progress);
+      const isPlait = server === 'plait' || server === 'plait-nopersist';
+      const result = await runFanout(
+        { ...base, server, ...(prof !== undefined && server === 'plait' ? { cpuProfileDir: prof } : {}), ...(isPlait && plaitEnv !== undefined ? { env: plaitEnv } : {}) },
+        progress,
+      );
       for (const figure of fanoutFigures(result)) {
         emit(figure);
         all.push(figure);

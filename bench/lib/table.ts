@@ -18,7 +18,8 @@ export function formatValue(value: number): string {
 }
 
 function ratio(plait: number | undefined, other: number | undefined): string {
-  if (plait === undefined || other === undefined || other === 0) return '–';
+  // ratios of deltas that came out at or below zero (noise, nothing retained) mean nothing
+  if (plait === undefined || other === undefined || !(plait > 0) || !(other > 0)) return '–';
   return `×${round(plait / other, 2)}`;
 }
 
