@@ -2,7 +2,7 @@
 import { finish, flags, main, num, profileDir, reportProfiles, servers } from './lib/cli.js';
 import { runFanout, type FanoutOptions, type FanoutResult } from './lib/fanout.js';
 import { SYNC_SERVERS } from './lib/launch.js';
-import { emit, isMain, MB, progress, type Figure } from './lib/report.js';
+import { emit, isMain, MB, medianOfRounds, progress, type Figure } from './lib/report.js';
 
 const USAGE = `node --import=tsx bench/fanout.ts [flags]
   --server plait,hocuspocus,y-websocket   servers to run, in order (default: all three)
@@ -14,6 +14,7 @@ const USAGE = `node --import=tsx bench/fanout.ts [flags]
   --window W          closed loop: updates in flight per document (default 20)
   --payload B         characters inserted per update (default 32)
   --warmup U          updates per document before measuring (default 50)
+  --rounds R          run the server list R times, interleaved; each figure is the median (default 1)
   --plait-env K=V,…   extra environment for the Plait server (experiments, e.g. GROUP_COMMIT_MS=20); not used by npm run bench
   --profile           write and summarize a V8 CPU profile of the Plait server`;
 
@@ -92,23 +93,30 @@ if (isMain(import.meta.url)) {
       payload: { type: 'string' },
       warmup: { type: 'string' },
       'plait-env': { type: 'string' },
+      rounds: { type: 'string' },
     });
     const base = fanoutOptions(values);
     const plaitEnv = parseEnv(values['plait-env']);
-    const all: Figure[] = [];
     const prof = profileDir(values);
-    for (const server of servers(values, SYNC_SERVERS)) {
-      progress(`${fanoutLabel(base.docs, base.readers)}: ${server} (rate ${base.rate}/s per doc, ${base.latencyMs} ms + ${base.throughputMs} ms)`);
-      const isPlait = server === 'plait' || server === 'plait-nopersist';
-      const result = await runFanout(
-        { ...base, server, ...(prof !== undefined && server === 'plait' ? { cpuProfileDir: prof } : {}), ...(isPlait && plaitEnv !== undefined ? { env: plaitEnv } : {}) },
-        progress,
-      );
-      for (const figure of fanoutFigures(result)) {
-        emit(figure);
-        all.push(figure);
+    const rounds: Figure[][] = [];
+    const count = num(values, 'rounds', 1, 1, 100);
+    for (let r = 0; r < count; r++) {
+      const figures: Figure[] = [];
+      for (const server of servers(values, SYNC_SERVERS)) {
+        progress(`${fanoutLabel(base.docs, base.readers)}: ${server}${count > 1 ? ` round ${r + 1}/${count}` : ''} (rate ${base.rate}/s per doc, ${base.latencyMs} ms + ${base.throughputMs} ms)`);
+        const isPlait = server === 'plait' || server === 'plait-nopersist';
+        // only the first round's Plait run is profiled
+        const profiled = prof !== undefined && server === 'plait' && r === 0;
+        const result = await runFanout(
+          { ...base, server, ...(profiled ? { cpuProfileDir: prof } : {}), ...(isPlait && plaitEnv !== undefined ? { env: plaitEnv } : {}) },
+          progress,
+        );
+        figures.push(...fanoutFigures(result));
       }
+      rounds.push(figures);
     }
+    const all = medianOfRounds(rounds);
+    for (const figure of all) emit(figure);
     reportProfiles(prof);
     finish(all);
   });

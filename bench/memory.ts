@@ -115,6 +115,7 @@ export function memoryFigures(server: ServerKind, result: MemoryResult, options:
     const detail = { docs, options, note: 'loaded = (with one client per doc − base)/docs − per-connection cost; retained = (after eviction − base)/docs' };
     figures.push(
       { bench, metric: 'memory / loaded doc', unit: 'KB', server, value: kb(phase.loaded.heap), better: 'lower', detail },
+      { bench, metric: 'memory / doc with its connection', unit: 'KB', server, value: kb(phase.loaded.heap + result.perConnection.heap), better: 'lower' },
       { bench, metric: 'RSS / loaded doc', unit: 'KB', server, value: kb(phase.loaded.rss), better: 'lower' },
       { bench, metric: 'retained after eviction', unit: 'KB/doc', server, value: kb(phase.retained.heap), better: 'lower' },
       { bench, metric: 'RSS retained after eviction', unit: 'KB/doc', server, value: kb(phase.retained.rss), better: 'lower' },
