@@ -61,7 +61,10 @@ export function verdict(figures: readonly Figure[], bench: string, metric: strin
   return { target, met, detail: parts.join(', ') };
 }
 
-/** Several rounds of the same figures → one figure per (bench, metric, server): the median, every round kept in detail. */
+/**
+ * Several rounds of the same figures → one figure per (bench, metric, server): the median (counts of failures:
+ * the worst round, so one bad round is not hidden), every round kept in detail.
+ */
 export function medianOfRounds(rounds: ReadonlyArray<readonly Figure[]>): Figure[] {
   const first = rounds[0] ?? [];
   if (rounds.length <= 1) return [...first];
@@ -69,7 +72,8 @@ export function medianOfRounds(rounds: ReadonlyArray<readonly Figure[]>): Figure
     const values = rounds.map((round) => round.find((f) => f.bench === figure.bench && f.metric === figure.metric && f.server === figure.server)?.value ?? Number.NaN);
     const sorted = values.filter((v) => !Number.isNaN(v)).sort((a, b) => a - b);
     const mid = sorted.length / 2;
-    const value = sorted.length === 0 ? Number.NaN : sorted.length % 2 === 1 ? (sorted[Math.floor(mid)] ?? Number.NaN) : ((sorted[mid - 1] ?? 0) + (sorted[mid] ?? 0)) / 2;
+    const worst = figure.unit === 'count' ? sorted[sorted.length - 1] : undefined;
+    const value = worst !== undefined ? worst : sorted.length === 0 ? Number.NaN : sorted.length % 2 === 1 ? (sorted[Math.floor(mid)] ?? Number.NaN) : ((sorted[mid - 1] ?? 0) + (sorted[mid] ?? 0)) / 2;
     return { ...figure, value, detail: { ...figure.detail, rounds: values.map((v) => round(v, 4)) } };
   });
 }
