@@ -1,0 +1,33 @@
+import t from 'tap';
+import { startTestServer } from '../helpers/server.js';
+import { connect, editorOf, rawSocket, roomName, syncBase, synced, userToken, whenDocs, type Room } from '../helpers/sync.js';
+
+const room: Room = { organizationId: 'org-b', documentId: 'doc-b', editorId: 'main' };
+
+t.test('a socket that stops reading is closed at the backpressure limit; the others carry on', async (t) => {
+  const { api, url, server } = await startTestServer(t, { wsMaxBackpressureBytes: 64 * 1024 });
+  const credentials = await api.createWorkspace();
+  const token = await userToken(api, credentials, [editorOf(room)]);
+  const slow = await rawSocket(`${syncBase(url)}/${roomName(room)}?token=${token}`);
+  // Stop reading at the TCP level: the server's buffer for this socket can only grow.
+  (slow.socket as unknown as { _socket: { pause(): void; resume(): void } })._socket.pause();
+  const writer = connect(t, url, room, token);
+  const reader = connect(t, url, room, token);
+  await Promise.all([synced(writer), synced(reader)]);
+  const chunk = 'x'.repeat(64 * 1024);
+  const connections = (): number =>
+    server.services.documents.peek({ apiKey: credentials.apiKey, organizationId: room.organizationId, documentId: room.documentId })?.connectionCount ?? 0;
+  t.equal(connections(), 3);
+  // Until the server drops the slow socket (the paused client cannot see the close until it reads again).
+  for (let i = 0; i < 1000 && connections() === 3; i++) {
+    writer.text.insert(writer.text.length, chunk);
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+  t.equal(connections(), 2, `dropped after ${writer.text.length / chunk.length} chunks of 64 KiB`);
+  (slow.socket as unknown as { _socket: { resume(): void } })._socket.resume();
+  const end = await slow.ended;
+  t.not(end.code, 1000, `the slow socket was cut off (close ${String(end.code)})`);
+  const length = writer.text.length;
+  await whenDocs([reader.doc], () => reader.text.length === length);
+  t.equal(reader.text.length, length, 'the reading client got everything');
+});
