@@ -29,7 +29,7 @@ export const DB = {
   annotations: 'annotations',
   /** [apiKey, organizationId, documentId, userId] -> PresenceRecord */
   presence: 'presence',
-  /** [seq] -> OutboxEvent (domain events awaiting delivery, written in the same transaction as their change) */
+  /** seq (a bare number: lmdb-js reads a one-element array key back as its element) -> OutboxEvent, written in the same transaction as its change */
   outbox: 'outbox',
 } as const;
 
