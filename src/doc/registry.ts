@@ -200,6 +200,8 @@ export class DocumentRegistry {
     const entries = [...this.entries.values()];
     for (const entry of entries) if (entry.timer !== undefined) clearTimeout(entry.timer);
     await Promise.all(entries.map((entry) => entry.unloading));
+    // Loads still in flight finish first, so their actors are closed and snapshotted too.
+    await Promise.allSettled(entries.map((entry) => entry.loading));
     const actors = entries.flatMap((entry) => (entry.actor === undefined || !this.entries.has(documentKeyString(entry.key)) ? [] : [entry.actor]));
     for (const actor of actors) actor.closeAll(CLOSE.SERVICE_RESTART, 'server restarting');
     await Promise.all(actors.map((actor) => actor.whenIdle()));

@@ -1,7 +1,7 @@
 // Owns the /sync/* WebSocket endpoint: upgrade (auth, access, lease), open/attach, message copy+validate, close/detach.
 import { randomUUID } from 'node:crypto';
 import type { HttpRequest, HttpResponse, WebSocket, WebSocketBehavior, us_socket_context_t } from 'uWebSockets.js';
-import type { UserTokens } from '../auth/user-tokens.js';
+import type { UserClaims, UserTokens } from '../auth/user-tokens.js';
 import type { Config } from '../config.js';
 import type { RootHint } from '../doc/actor.js';
 import type { DocumentKey, Peer } from '../doc/peer.js';
@@ -23,11 +23,11 @@ export interface SyncDeps {
   readonly documents: DocumentRegistry;
 }
 
-/** When the connection must end while open: the grant's expiresAt or the token's exp, whichever comes first. */
+/** When the connection's access must be looked at again: the grant's expiresAt or the token's exp, whichever is first. */
 interface Deadline {
   readonly at: number;
-  readonly code: number;
-  readonly reason: string;
+  /** 'grant': re-resolve access (another grant may still hold); 'token': the token is dead, close. */
+  readonly kind: 'grant' | 'token';
 }
 
 /** uWS user data of one sync socket, built during the upgrade. */
@@ -43,7 +43,8 @@ interface Session {
   readonly hint: RootHint;
   /** Held from the upgrade until the socket closes, so the actor cannot unload under a connection. */
   readonly lease: Lease;
-  readonly deadline: Deadline;
+  readonly claims: UserClaims;
+  deadline: Deadline;
   peer?: SocketPeer;
   timer?: NodeJS.Timeout;
 }
@@ -120,11 +121,6 @@ export function syncBehavior(deps: SyncDeps): WebSocketBehavior<Session> {
       lease.release();
       throw resourceExhausted(`the document has reached its limit of ${config.maxConnectionsPerDocument} connections`, 5);
     }
-    const tokenDeadline: Deadline = { at: claims.expiresAt * 1000, code: CLOSE.TOKEN_EXPIRED, reason: 'the user token has expired' };
-    const deadline: Deadline =
-      access.expiresAt !== undefined && access.expiresAt < tokenDeadline.at
-        ? { at: access.expiresAt, code: CLOSE.PERMISSION_REVOKED, reason: 'access to this document has expired' }
-        : tokenDeadline;
     return {
       key,
       editorId: target.editorId,
@@ -136,18 +132,36 @@ export function syncBehavior(deps: SyncDeps): WebSocketBehavior<Session> {
       extensions: target.extensions,
       hint: { ...(target.type === undefined ? {} : { type: target.type }), ...(target.contentKey === undefined ? {} : { contentKey: target.contentKey }) },
       lease,
-      deadline,
+      claims,
+      deadline: deadlineOf(claims, access.expiresAt),
     };
   }
 
   function armDeadline(session: Session, peer: SocketPeer): void {
-    const delay = session.deadline.at - Date.now();
-    if (delay <= 0) {
-      peer.close(session.deadline.code, session.deadline.reason);
+    const now = Date.now();
+    const delay = session.deadline.at - now;
+    if (delay > 0) {
+      session.timer = setTimeout(() => armDeadline(session, peer), Math.min(delay, MAX_TIMER_MS));
+      session.timer.unref();
       return;
     }
-    session.timer = setTimeout(() => armDeadline(session, peer), Math.min(delay, MAX_TIMER_MS));
-    session.timer.unref();
+    if (session.deadline.kind === 'token') {
+      peer.close(CLOSE.TOKEN_EXPIRED, 'the user token has expired');
+      return;
+    }
+    // The deciding grant lapsed; another one (an organization grant, a group) may still give the same role.
+    const access = deps.access.documentAccess(session.claims, session.key, now);
+    if (access.role === null || (access.role === 'viewer') !== session.readOnly) {
+      peer.close(CLOSE.PERMISSION_REVOKED, 'access to this document has expired or changed');
+      return;
+    }
+    const next = deadlineOf(session.claims, access.expiresAt);
+    if (next.at <= now) {
+      peer.close(CLOSE.PERMISSION_REVOKED, 'access to this document has expired');
+      return;
+    }
+    session.deadline = next;
+    armDeadline(session, peer);
   }
 
   return {
@@ -228,6 +242,11 @@ export function syncBehavior(deps: SyncDeps): WebSocketBehavior<Session> {
       session.lease.release();
     },
   };
+}
+
+function deadlineOf(claims: UserClaims, accessExpiresAt: number | undefined): Deadline {
+  const tokenExpiresAt = claims.expiresAt * 1000;
+  return accessExpiresAt !== undefined && accessExpiresAt < tokenExpiresAt ? { at: accessExpiresAt, kind: 'grant' } : { at: tokenExpiresAt, kind: 'token' };
 }
 
 function apiKeyExists(workspaces: Pick<Workspaces, 'apiKeyRecord'>, apiKey: string): boolean {

@@ -1,5 +1,6 @@
 import t from 'tap';
 import { CLOSE } from '../../src/errors.js';
+import type { ApiClient, Credentials } from '../helpers/api.js';
 import { startTestServer } from '../helpers/server.js';
 import { connect, editorOf, rawSocket, roomName, syncBase, synced, upgradeStatus, userToken, viewerOf, whenDocs, type Room } from '../helpers/sync.js';
 
@@ -47,9 +48,19 @@ t.test("a viewer receives everything but its edits never reach the server or pee
   t.same(records.body.result?.data.map((r) => r.data), ['from the editor!'], 'REST agrees');
 });
 
+/**
+ * Documents are public to every user of the API key by default; these tests need grants to decide. Under
+ * organizationPrivate an organization grant counts (restricted would skip it), a document grant overrides it.
+ */
+async function privateWorkspace(api: ApiClient): Promise<Credentials> {
+  const credentials = await api.createWorkspace();
+  await api.call(credentials, '/v2/workspace/apikeyconfig/update', { defaultDocumentAccessType: 'organizationPrivate' });
+  return credentials;
+}
+
 t.test('the connection is closed with PERMISSION_REVOKED when the grant expires while connected', async (t) => {
   const { api, url } = await startTestServer(t);
-  const credentials = await api.createWorkspace();
+  const credentials = await privateWorkspace(api);
   const expiresAt = Date.now() + 1500;
   const token = await userToken(api, credentials, [{ ...editorOf(room), expiresAt }]);
   const { ended } = await rawSocket(`${syncBase(url)}/${roomName(room)}?token=${token}`);
@@ -69,4 +80,22 @@ t.test('a document at its connection cap refuses the next upgrade with 429', asy
   const { socket } = await rawSocket(other);
   t.pass('other documents are not affected');
   socket.terminate();
+});
+
+t.test('when the deciding grant expires but another still grants the same role, the connection stays', async (t) => {
+  const { api, url } = await startTestServer(t);
+  const credentials = await privateWorkspace(api);
+  const expiresAt = Date.now() + 1200;
+  const organization = { type: 'organization' as const, id: room.organizationId, accessRole: 'editor' as const };
+  const covered = await userToken(api, credentials, [organization, { ...editorOf(room), expiresAt: expiresAt - 200 }]);
+  const bare = await userToken(api, credentials, [{ ...editorOf(room), expiresAt }]);
+  const stays = connect(t, url, room, covered);
+  await synced(stays);
+  const { ended } = await rawSocket(`${syncBase(url)}/${roomName(room)}?token=${bare}`);
+  t.equal((await ended).code, CLOSE.PERMISSION_REVOKED, 'the connection without another grant closes');
+  t.ok(stays.provider.wsconnected, 'the one with an organization grant is still connected');
+  stays.text.insert(0, 'still editing');
+  const observer = connect(t, url, room, covered);
+  await whenDocs([observer.doc], () => observer.text.toString() === 'still editing');
+  t.pass('and its edits still land');
 });
