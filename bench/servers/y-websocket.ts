@@ -5,8 +5,9 @@ import { serveHost } from '../lib/host.js';
 
 serveHost(async () => {
   // imported after env is in place: utils.js reads YPERSISTENCE and GC at module load
-  const { setupWSConnection } = (await import('@y/websocket-server/utils')) as {
+  const { setupWSConnection, getPersistence } = (await import('@y/websocket-server/utils')) as {
     setupWSConnection: (conn: WebSocket, req: import('node:http').IncomingMessage) => void;
+    getPersistence: () => { provider?: { destroy?: () => Promise<void> } } | null;
   };
   const wss = new WebSocketServer({ noServer: true });
   const server = createServer((_request, response) => {
@@ -22,11 +23,14 @@ serveHost(async () => {
   if (address === null || typeof address === 'string') throw new Error('y-websocket server has no TCP address');
   return {
     port: address.port,
-    stop: () =>
-      new Promise<void>((resolve) => {
+    stop: async () => {
+      await new Promise<void>((resolve) => {
         for (const client of wss.clients) client.terminate();
         wss.close();
         server.close(() => resolve());
-      }),
+      });
+      // the stock bin has no graceful stop; ours lets LevelDB finish its queued writes (YPERSISTENCE) before exit
+      await getPersistence()?.provider?.destroy?.();
+    },
   };
 });
