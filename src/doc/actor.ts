@@ -57,7 +57,7 @@ export class DocumentActor implements DocumentActorView {
   private attaching = 0;
   /** Commit promises of the REST write running now, so it can answer only after they commit. */
   private commits: Array<Promise<void>> | undefined;
-  /** Held by the registry for each pending upgrade or REST call; the actor is never unloaded while > 0. */
+  /** Leases from the registry (each open socket holds one, each REST or collab use one); never unloaded while > 0. */
   leases = 0;
 
   constructor(readonly key: DocumentKey, loaded: readonly LoadedStore[], private readonly deps: ActorDeps) {
