@@ -1,3 +1,4 @@
+// Tests store type conversions (src/doc/crdt.ts, src/doc/xml.ts): minimal replacements, XML, type inference.
 import t from 'tap';
 import * as Y from 'yjs';
 import { inferType, readData, replaceData as replaceOutside, type StoreType } from '../../src/doc/crdt.js';

@@ -1,3 +1,4 @@
+// Tests the actor mailbox: one task at a time in order, bounded capacity with RESOURCE_EXHAUSTED.
 import t from 'tap';
 import { AppError } from '../../src/errors.js';
 import { Mailbox } from '../../src/doc/mailbox.js';

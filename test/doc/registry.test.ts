@@ -1,3 +1,4 @@
+// Tests the document registry: shared first load, idle unload with final snapshot, shutdown, delete, viewers.
 import t from 'tap';
 import * as Y from 'yjs';
 import type { Test } from 'tap';

@@ -1,3 +1,4 @@
+// Tests /v2/crdt/get, add and update end to end: all four types, errors, live delivery to a connected client.
 import t from 'tap';
 import { startTestServer } from '../helpers/server.js';
 import { connect, editorOf, synced, userToken, whenDocs, type Room } from '../helpers/sync.js';

@@ -1,3 +1,4 @@
+// Tests durability end to end: graceful restart, and kill -9 mid-stream with the client restoring the rest.
 import t from 'tap';
 import WebSocket from 'ws';
 import { WebsocketProvider } from 'y-websocket';

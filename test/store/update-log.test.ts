@@ -1,3 +1,4 @@
+// Tests the update log: group commit, persistence off, and compaction as a fast-check property with reload.
 import fc from 'fast-check';
 import t from 'tap';
 import * as Y from 'yjs';

@@ -1,3 +1,4 @@
+// Tests who may open /sync: refused upgrades (400/401/403/429), viewer read-only, grant expiry while connected.
 import t from 'tap';
 import { CLOSE } from '../../src/errors.js';
 import type { ApiClient, Credentials } from '../helpers/api.js';

@@ -1,3 +1,4 @@
+// Tests the backpressure limit: a socket that stops reading is dropped, the others are unaffected.
 import t from 'tap';
 import { startTestServer } from '../helpers/server.js';
 import { connect, editorOf, rawSocket, roomName, syncBase, synced, userToken, whenDocs, type Room } from '../helpers/sync.js';

@@ -1,3 +1,4 @@
+// Tests stock y-websocket providers over /sync: 2 and 20 clients converge, late joiner, awareness lifecycle.
 import t from 'tap';
 import { startTestServer } from '../helpers/server.js';
 import { connect, editorOf, synced, userToken, whenDocs, type Client, type Room } from '../helpers/sync.js';

@@ -1,3 +1,4 @@
+// Tests the sync codec (src/ws/protocol.ts): round trips, and malformed frames reported, never thrown.
 import fc from 'fast-check';
 import t from 'tap';
 import * as awarenessProtocol from 'y-protocols/awareness';
