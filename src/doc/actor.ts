@@ -14,11 +14,12 @@ import {
   writeReadOnly,
   writeSyncStep1,
   writeSyncStep2,
-  writeUpdate,
   type ClientMessage,
 } from '../ws/protocol.js';
+import { createAwareness, releaseAwareness } from './awareness-sweep.js';
 import { defineRoot, replaceData, type StoreType } from './crdt.js';
 import { EditorStore, LOADING, type CrdtRecord } from './editor-store.js';
+import { publishToAll, topics, UpdateFanout } from './fanout.js';
 import { Mailbox } from './mailbox.js';
 import { REST_ORIGIN, type ChangeOrigin, type ConnectionListener, type DocumentActorView, type DocumentKey, type Peer, type PeerInfo } from './peer.js';
 
@@ -49,8 +50,14 @@ const DISCONNECTED = 'disconnect';
 export class DocumentActor implements DocumentActorView {
   private readonly stores = new Map<string, EditorStore>();
   private readonly peers = new Set<Peer>();
+  /** The `ext=1` connections: the subscribers of the live topic. */
+  private readonly livePeers = new Set<Peer>();
   private readonly mailbox: Mailbox;
-  private readonly awareness: awarenessProtocol.Awareness;
+  /** Created when a client first speaks awareness: most idle documents never need one. */
+  private awareness: awarenessProtocol.Awareness | undefined;
+  private readonly fanout = new UpdateFanout();
+  private readonly documentTopic: string;
+  private readonly liveTopic: string;
   /** Awareness client ids each connection announced, removed for everyone when it disconnects. */
   private readonly awarenessOwners = new Map<Peer, Set<number>>();
   private readonly deniedOnce = new WeakSet<Peer>();
@@ -62,13 +69,17 @@ export class DocumentActor implements DocumentActorView {
 
   constructor(readonly key: DocumentKey, loaded: readonly LoadedStore[], private readonly deps: ActorDeps) {
     this.mailbox = new Mailbox(deps.mailboxCapacity, (error) => deps.log.error('document task failed', { error }));
+    this.documentTopic = topics.document(key);
+    this.liveTopic = topics.live(key);
     for (const record of loaded) this.addStore(record.editorId, record);
-    // y-protocols ties awareness to a Y.Doc for its own client id; the server has no state of its own.
-    this.awareness = new awarenessProtocol.Awareness(new Y.Doc());
-    this.awareness.setLocalState(null);
-    this.awareness.on('update', (change: { added: number[]; updated: number[]; removed: number[] }, origin: unknown) =>
-      this.onAwareness(change, origin),
-    );
+  }
+
+  private awarenessNow(): awarenessProtocol.Awareness {
+    if (this.awareness !== undefined) return this.awareness;
+    const awareness = createAwareness();
+    awareness.on('update', (change: { added: number[]; updated: number[]; removed: number[] }, origin: unknown) => this.onAwareness(change, origin));
+    this.awareness = awareness;
+    return awareness;
   }
 
   // ---- connections (called by the WebSocket edge) ----
@@ -95,11 +106,19 @@ export class DocumentActor implements DocumentActorView {
           store.contentKey = contentKey;
         }
       }
+      // Subscribed in the mailbox, so the connection hears every update applied after its SyncStep1's state vector
+      // (and, harmlessly, the not yet published updates of this turn, which that state vector already covers).
       this.peers.add(peer);
       store.peers.add(peer);
+      peer.subscribe(this.documentTopic);
+      peer.subscribe(store.topic);
+      if (peer.extensions) {
+        this.livePeers.add(peer);
+        peer.subscribe(this.liveTopic);
+      }
       peer.send(writeSyncStep1(Y.encodeStateVector(store.doc)));
-      const states = [...this.awareness.getStates().keys()];
-      if (states.length > 0) peer.send(writeAwareness(awarenessProtocol.encodeAwarenessUpdate(this.awareness, states)));
+      const states = this.awareness === undefined ? [] : [...this.awareness.getStates().keys()];
+      if (this.awareness !== undefined && states.length > 0) peer.send(writeAwareness(awarenessProtocol.encodeAwarenessUpdate(this.awareness, states)));
       if (peer.readOnly) peer.send(writeReadOnly('viewer access: this connection is read-only'));
       this.notify('joined', peer);
     }, true);
@@ -109,12 +128,15 @@ export class DocumentActor implements DocumentActorView {
   detach(peer: Peer): void {
     this.mailbox.tell(() => {
       if (!this.peers.delete(peer)) return;
+      this.livePeers.delete(peer);
       const store = this.stores.get(peer.editorId);
       store?.peers.delete(peer);
       if (store !== undefined && !store.exists && store.peers.size === 0) this.stores.delete(peer.editorId);
       const owned = this.awarenessOwners.get(peer);
       this.awarenessOwners.delete(peer);
-      if (owned !== undefined && owned.size > 0) awarenessProtocol.removeAwarenessStates(this.awareness, [...owned], DISCONNECTED);
+      if (owned !== undefined && owned.size > 0 && this.awareness !== undefined) {
+        awarenessProtocol.removeAwarenessStates(this.awareness, [...owned], DISCONNECTED);
+      }
       this.notify('left', peer);
       this.checkIdle();
     }, true);
@@ -143,11 +165,13 @@ export class DocumentActor implements DocumentActorView {
         }
         return;
       case 'awareness':
-        awarenessProtocol.applyAwarenessUpdate(this.awareness, message.update, peer);
+        awarenessProtocol.applyAwarenessUpdate(this.awarenessNow(), message.update, peer);
         return;
-      case 'query-awareness':
-        peer.send(writeAwareness(awarenessProtocol.encodeAwarenessUpdate(this.awareness, [...this.awareness.getStates().keys()])));
+      case 'query-awareness': {
+        const awareness = this.awarenessNow();
+        peer.send(writeAwareness(awarenessProtocol.encodeAwarenessUpdate(awareness, [...awareness.getStates().keys()])));
         return;
+      }
       case 'auth':
         return;
       case 'malformed':
@@ -161,9 +185,9 @@ export class DocumentActor implements DocumentActorView {
     store.touch(isChangeOrigin(origin) ? origin : REST_ORIGIN, Date.now());
     const commit = this.deps.updateLog.append(store, update);
     this.commits?.push(commit);
-    // Peers get the update now, before the disk: a crash loses at most what clients still hold and resend.
-    const frame = writeUpdate(update);
-    for (const peer of store.peers) if (peer !== origin) peer.send(frame);
+    // Peers get the update at the end of this turn, before the disk: a crash loses at most what clients still hold
+    // and resend. Updates of one sender in one turn go out as one merged frame, not back to that sender.
+    this.fanout.queue(store.topic, store.peers, update, isConnected(origin, this.peers) ? origin : undefined);
   }
 
   private onAwareness(change: { added: number[]; updated: number[]; removed: number[] }, origin: unknown): void {
@@ -174,15 +198,17 @@ export class DocumentActor implements DocumentActorView {
       for (const id of change.added) owned.add(id);
       for (const id of change.removed) owned.delete(id);
     }
+    if (this.awareness === undefined) return;
     const changed = [...change.added, ...change.updated, ...change.removed];
     const frame = writeAwareness(awarenessProtocol.encodeAwarenessUpdate(this.awareness, changed));
     // Echoed to the sender too: y-websocket drops a connection that hears nothing for 30 s, and a lone
-    // client's own awareness renewals are what it hears.
-    for (const each of this.peers) each.send(frame);
+    // client's own awareness renewals are what it hears. Queued updates go first: cursors refer to them.
+    this.fanout.flush();
+    publishToAll(this.documentTopic, frame, this.peers);
   }
 
   private addStore(editorId: string, loaded?: LoadedStore): EditorStore {
-    const store = new EditorStore([this.key.apiKey, this.key.organizationId, this.key.documentId, editorId], loaded);
+    const store = new EditorStore([this.key.apiKey, this.key.organizationId, this.key.documentId, editorId], topics.store(this.key, editorId), loaded);
     store.doc.on('update', (update: Uint8Array, origin: unknown) => this.onStoreUpdate(store, update, origin));
     this.stores.set(editorId, store);
     return store;
@@ -200,14 +226,16 @@ export class DocumentActor implements DocumentActorView {
    * that asked for them with `?ext=1`. Returns how many connections it was queued for.
    */
   broadcast(bytes: Uint8Array): number {
-    const extension = (messageType(bytes) ?? 0) >= EXTENSION_TYPE_MIN;
-    let sent = 0;
-    for (const peer of this.peers) if ((!extension || peer.extensions) && peer.send(bytes)) sent++;
-    return sent;
+    const live = (messageType(bytes) ?? 0) >= EXTENSION_TYPE_MIN;
+    const members = live ? this.livePeers : this.peers;
+    // Queued updates go first, so a frame about a change never overtakes the change.
+    this.fanout.flush();
+    return publishToAll(live ? this.liveTopic : this.documentTopic, bytes, members) ? members.size : 0;
   }
 
   /** Sends one frame to one connection; false when it is not connected here. */
   sendTo(sessionId: string, bytes: Uint8Array): boolean {
+    this.fanout.flush();
     for (const peer of this.peers) if (peer.sessionId === sessionId) return peer.send(bytes);
     return false;
   }
@@ -306,7 +334,9 @@ export class DocumentActor implements DocumentActorView {
   }
 
   dispose(): void {
-    this.awareness.destroy();
+    this.fanout.cancel();
+    if (this.awareness !== undefined) releaseAwareness(this.awareness);
+    this.awareness = undefined;
     for (const store of this.stores.values()) store.doc.destroy();
     this.stores.clear();
   }
@@ -314,6 +344,10 @@ export class DocumentActor implements DocumentActorView {
 
 function info({ sessionId, userId, name, email, editorId, readOnly, extensions }: Peer): PeerInfo {
   return { sessionId, userId, name, email, editorId, readOnly, extensions };
+}
+
+function isConnected(origin: unknown, peers: ReadonlySet<Peer>): origin is Peer {
+  return peers.has(origin as Peer);
 }
 
 function isChangeOrigin(value: unknown): value is ChangeOrigin {

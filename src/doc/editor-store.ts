@@ -19,6 +19,7 @@ export const LOADING = Symbol('loading');
 
 export class EditorStore implements LogStream {
   readonly doc = new Y.Doc();
+  /** The connections of this editor id: the subscribers of `topic`. */
   readonly peers = new Set<Peer>();
   nextSeq = 0;
   logCount = 0;
@@ -33,7 +34,8 @@ export class EditorStore implements LogStream {
   sessionId: string | null = null;
   private foldedSeq = 0;
 
-  constructor(readonly id: StoreId, loaded?: LoadedStore) {
+  /** `topic`: the pub/sub topic its updates are published on (src/doc/fanout.ts names it). */
+  constructor(readonly id: StoreId, readonly topic: string, loaded?: LoadedStore) {
     if (loaded === undefined) return;
     if (loaded.snapshot !== undefined) Y.applyUpdate(this.doc, loaded.snapshot, LOADING);
     for (const update of loaded.updates) Y.applyUpdate(this.doc, update, LOADING);

@@ -26,6 +26,13 @@ export interface Peer extends ChangeOrigin {
   readonly extensions: boolean;
   /** Queues one frame; false when the socket is gone or was just closed for exceeding its backpressure limit. */
   send(bytes: Uint8Array): boolean;
+  /** Joins a pub/sub topic (src/doc/fanout.ts names them); a socket leaves all its topics when it closes. */
+  subscribe(topic: string): void;
+  /**
+   * Queues one frame for every other subscriber of `topic` (uWS ws.publish skips the publishing socket; slow
+   * subscribers are closed at their backpressure limit); false when this socket is gone, so nothing was published.
+   */
+  publish(topic: string, bytes: Uint8Array): boolean;
   /** Ends the connection with a close code from CLOSE (src/errors.ts). Idempotent. */
   close(code: number, reason: string): void;
 }

@@ -90,6 +90,19 @@ class SocketPeer implements Peer {
     return true;
   }
 
+  subscribe(topic: string): void {
+    if (!this.closed) this.ws.subscribe(topic);
+  }
+
+  publish(topic: string, bytes: Uint8Array): boolean {
+    // A closed socket would throw; the caller then publishes through another member.
+    if (this.closed) return false;
+    // uWS excludes this socket, applies maxBackpressure / closeOnBackpressureLimit to every subscriber (a dropped
+    // Yjs frame leaves a gap, so a slow reader is closed and resyncs on reconnect) and keeps each socket's order.
+    this.ws.cork(() => this.ws.publish(topic, bytes, true));
+    return true;
+  }
+
   close(code: number, reason: string): void {
     if (this.closed) return;
     this.closed = true;

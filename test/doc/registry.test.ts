@@ -3,29 +3,13 @@ import t from 'tap';
 import * as Y from 'yjs';
 import type { Test } from 'tap';
 import { loadConfig } from '../../src/config.js';
-import type { Peer } from '../../src/doc/peer.js';
 import { DocumentRegistry } from '../../src/doc/registry.js';
 import { CLOSE } from '../../src/errors.js';
 import { createLogger } from '../../src/log.js';
 import { Store } from '../../src/store/env.js';
+import { FakePeer } from '../helpers/fake-peer.js';
 
 const key = { apiKey: 'key', organizationId: 'org', documentId: 'doc' };
-
-class FakePeer implements Peer {
-  readonly frames: Uint8Array[] = [];
-  closedWith: number | undefined;
-  readonly readOnly = false;
-  readonly extensions = false;
-  constructor(readonly sessionId: string, readonly userId = 'u1', readonly editorId = 'main') {}
-  send(bytes: Uint8Array): boolean {
-    if (this.closedWith !== undefined) return false;
-    this.frames.push(bytes);
-    return true;
-  }
-  close(code: number): void {
-    this.closedWith ??= code;
-  }
-}
 
 function open(t: Test, dir: string, docIdleUnloadMs = 60_000): { store: Store; registry: DocumentRegistry } {
   const store = Store.open(dir);
@@ -110,7 +94,8 @@ t.test('deleting the document evicts its actor without writing it back', async (
 t.test('a viewer gets the read-only notice and its update is not applied', async (t) => {
   const { registry } = open(t, t.testdir());
   const lease = await registry.acquire(key);
-  const viewer = Object.assign(new FakePeer('s4'), { readOnly: true });
+  const viewer = new FakePeer('s4');
+  viewer.readOnly = true;
   lease.actor.attach(viewer);
   lease.actor.receive(viewer, { kind: 'update', update: textUpdate('nope') });
   await lease.actor.run(() => undefined);

@@ -13,7 +13,7 @@ const options: DurabilityOptions = { groupCommitMs: 0, compactAfterUpdates: 1000
 
 /** An EditorStore whose Y.Doc appends every update to `log`, as the actor wires it. */
 function logged(log: UpdateLog, editorId: string): { store: EditorStore; commits: Array<Promise<void>> } {
-  const store = new EditorStore(['key', 'org', 'doc', editorId]);
+  const store = new EditorStore(['key', 'org', 'doc', editorId], 'test-topic');
   const commits: Array<Promise<void>> = [];
   store.doc.on('update', (update: Uint8Array) => {
     store.touch({ userId: 'u', sessionId: 's' }, Date.now());
@@ -25,7 +25,7 @@ function logged(log: UpdateLog, editorId: string): { store: EditorStore; commits
 function rebuild(snapshots: Snapshots, editorId: string): Y.Doc | undefined {
   const loaded = snapshots.load('key', 'org', 'doc').find((s) => s.editorId === editorId);
   if (loaded === undefined) return undefined;
-  return new EditorStore(['key', 'org', 'doc', editorId], loaded).doc;
+  return new EditorStore(['key', 'org', 'doc', editorId], 'test-topic', loaded).doc;
 }
 
 t.test('appends of one event-loop turn commit in one transaction', async (t) => {

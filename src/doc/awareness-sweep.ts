@@ -1,0 +1,51 @@
+// Owns the expiry of silent awareness states for every loaded document: one process-wide timer, not one per document.
+import * as awarenessProtocol from 'y-protocols/awareness';
+import * as Y from 'yjs';
+
+/** y-protocols checks every outdatedTimeout / 10 (3 s) and drops states not renewed for outdatedTimeout (30 s). */
+const SWEEP_MS = Math.floor(awarenessProtocol.outdatedTimeout / 10);
+
+const tracked = new Set<awarenessProtocol.Awareness>();
+let timer: NodeJS.Timeout | undefined;
+
+/**
+ * A server-side awareness (no state of its own) whose expiry runs in the shared sweep. y-protocols gives each
+ * Awareness its own 3 s interval; thousands of loaded documents would mean thousands of timers.
+ */
+export function createAwareness(): awarenessProtocol.Awareness {
+  // y-protocols ties awareness to a Y.Doc for its own client id; the server announces no state.
+  const awareness = new awarenessProtocol.Awareness(new Y.Doc());
+  clearInterval(awareness._checkInterval as NodeJS.Timeout);
+  awareness.setLocalState(null);
+  tracked.add(awareness);
+  if (timer === undefined) {
+    timer = setInterval(sweep, SWEEP_MS);
+    // Expiry must not keep the process alive.
+    timer.unref();
+  }
+  return awareness;
+}
+
+/** Stops sweeping `awareness` and destroys it (the document is unloaded). */
+export function releaseAwareness(awareness: awarenessProtocol.Awareness): void {
+  tracked.delete(awareness);
+  awareness.destroy();
+  awareness.doc.destroy();
+  if (tracked.size === 0 && timer !== undefined) {
+    clearInterval(timer);
+    timer = undefined;
+  }
+}
+
+/** What y-protocols' own interval does for remote states: remove those not renewed within outdatedTimeout. */
+export function sweep(now = Date.now()): void {
+  for (const awareness of tracked) {
+    const expired: number[] = [];
+    awareness.meta.forEach((meta, clientId) => {
+      if (clientId !== awareness.clientID && awarenessProtocol.outdatedTimeout <= now - meta.lastUpdated && awareness.states.has(clientId)) {
+        expired.push(clientId);
+      }
+    });
+    if (expired.length > 0) awarenessProtocol.removeAwarenessStates(awareness, expired, 'timeout');
+  }
+}

@@ -1,0 +1,141 @@
+// Tests the actor's fan-out (src/doc/fanout.ts): per-turn merged frames, the sender left out, REST and live frames, awareness expiry.
+import t from 'tap';
+import type { Test } from 'tap';
+import * as awarenessProtocol from 'y-protocols/awareness';
+import * as Y from 'yjs';
+import { sweep } from '../../src/doc/awareness-sweep.js';
+import type { DocumentActor } from '../../src/doc/actor.js';
+import { loadConfig } from '../../src/config.js';
+import { DocumentRegistry } from '../../src/doc/registry.js';
+import { createLogger } from '../../src/log.js';
+import { Store } from '../../src/store/env.js';
+import { readClientMessage, writeExtension } from '../../src/ws/protocol.js';
+import { FakeHub, FakePeer } from '../helpers/fake-peer.js';
+
+const key = { apiKey: 'key', organizationId: 'org', documentId: 'doc' };
+
+async function actorOf(t: Test): Promise<DocumentActor> {
+  const dir = t.testdir();
+  const store = Store.open(dir);
+  const registry = new DocumentRegistry(loadConfig({}, [], { dataDir: dir, groupCommitMs: 0 }), store, createLogger('silent'));
+  t.teardown(async () => {
+    await registry.shutdown();
+    await store.close();
+  });
+  const lease = await registry.acquire(key);
+  t.teardown(() => lease.release());
+  return lease.actor;
+}
+
+/** Attaches peers on one hub and waits until their join frames went out; then forgets those frames. */
+async function join(actor: DocumentActor, ...peers: FakePeer[]): Promise<void> {
+  for (const peer of peers) actor.attach(peer);
+  await actor.run(() => undefined);
+  for (const peer of peers) peer.frames.length = 0;
+}
+
+/** The end of the current event-loop turn, when queued updates are published (an event, not a delay). */
+const endOfTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+const updatesIn = (peer: FakePeer): Uint8Array[] =>
+  peer.frames.flatMap((frame) => {
+    const message = readClientMessage(frame);
+    return message.kind === 'update' ? [message.update] : [];
+  });
+
+function edit(doc: Y.Doc, text: string): Uint8Array {
+  let update: Uint8Array | undefined;
+  const capture = (bytes: Uint8Array): void => {
+    update = bytes;
+  };
+  doc.on('update', capture);
+  doc.getText('content').insert(doc.getText('content').length, text);
+  doc.off('update', capture);
+  if (update === undefined) throw new Error('the edit produced no update');
+  return update;
+}
+
+t.test("one sender's updates of one turn reach the others as one merged frame, never the sender", async (t) => {
+  const actor = await actorOf(t);
+  const hub = new FakeHub();
+  const [writer, reader, viewer] = ['w', 'r', 'v'].map((id) => new FakePeer(id, 'u1', 'main', hub)) as [FakePeer, FakePeer, FakePeer];
+  viewer.readOnly = true;
+  await join(actor, writer, reader, viewer);
+  const source = new Y.Doc();
+  for (const text of ['a', 'b', 'c']) actor.receive(writer, { kind: 'update', update: edit(source, text) });
+  await actor.run(() => undefined);
+  t.same(updatesIn(reader), [], 'nothing before the end of the turn');
+  await endOfTurn();
+  t.equal(updatesIn(reader).length, 1, 'one frame for three updates');
+  t.equal(updatesIn(viewer).length, 1, 'viewers receive updates too');
+  t.same(updatesIn(writer), [], 'the sender does not hear its own updates');
+  const replica = new Y.Doc();
+  for (const update of updatesIn(reader)) Y.applyUpdate(replica, update);
+  t.equal(replica.getText('content').toString(), 'abc');
+});
+
+t.test('two senders in one turn: each hears the other, a third hears both, all converge', async (t) => {
+  const actor = await actorOf(t);
+  const hub = new FakeHub();
+  const [a, b, c] = ['a', 'b', 'c'].map((id) => new FakePeer(id, 'u1', 'main', hub)) as [FakePeer, FakePeer, FakePeer];
+  await join(actor, a, b, c);
+  const docs = new Map([a, b, c].map((peer) => [peer, new Y.Doc()]));
+  const docA = docs.get(a) as Y.Doc;
+  const docB = docs.get(b) as Y.Doc;
+  for (let i = 0; i < 5; i++) {
+    actor.receive(a, { kind: 'update', update: edit(docA, `A${i}`) });
+    actor.receive(b, { kind: 'update', update: edit(docB, `B${i}`) });
+  }
+  await actor.run(() => undefined);
+  await endOfTurn();
+  t.equal(updatesIn(a).length, 1, 'a hears one frame: b');
+  t.equal(updatesIn(b).length, 1, 'b hears one frame: a');
+  t.equal(updatesIn(c).length, 2, 'c hears one frame per sender');
+  for (const [peer, doc] of docs) for (const update of updatesIn(peer)) Y.applyUpdate(doc, update);
+  const [record] = await actor.records();
+  const texts = [...docs.values()].map((doc) => doc.getText('content').toString());
+  t.equal(new Set(texts).size, 1, `every replica is identical: ${texts.join(' | ')}`);
+  t.equal(texts[0], record?.data, 'and equal to the server');
+  t.equal(texts[0]?.length, 20);
+});
+
+t.test('a REST write reaches every connection; live frames reach only ext=1 connections', async (t) => {
+  const actor = await actorOf(t);
+  const hub = new FakeHub();
+  const [plain, ext] = ['p', 'e'].map((id) => new FakePeer(id, 'u1', 'main', hub)) as [FakePeer, FakePeer];
+  ext.extensions = true;
+  await join(actor, plain, ext);
+  await actor.add('main', { type: 'text', data: 'from rest' });
+  await endOfTurn();
+  t.equal(updatesIn(plain).length, 1, 'the plain connection got the REST update');
+  t.equal(updatesIn(ext).length, 1, 'the ext connection got it');
+  plain.frames.length = 0;
+  ext.frames.length = 0;
+  const live = writeExtension(100, new TextEncoder().encode('"x"'));
+  t.equal(await actor.run(() => actor.broadcast(live)), 1, 'queued for the one ext connection');
+  t.same(plain.frames, [], 'not to the plain connection');
+  t.same(ext.frames, [live]);
+  const generic = Uint8Array.of(2, 1, 0);
+  t.equal(await actor.run(() => actor.broadcast(generic)), 2, 'a core frame goes to both');
+  t.same(plain.frames, [generic]);
+});
+
+t.test('awareness is echoed to everyone and a silent state expires in the shared sweep', async (t) => {
+  const actor = await actorOf(t);
+  const hub = new FakeHub();
+  const [a, b] = ['a', 'b'].map((id) => new FakePeer(id, 'u1', 'main', hub)) as [FakePeer, FakePeer];
+  await join(actor, a, b);
+  const client = new awarenessProtocol.Awareness(new Y.Doc());
+  t.teardown(() => client.destroy());
+  client.setLocalState({ cursor: 1 });
+  const update = awarenessProtocol.encodeAwarenessUpdate(client, [client.clientID]);
+  actor.receive(a, { kind: 'awareness', update, entries: [] });
+  await actor.run(() => undefined);
+  t.equal(a.frames.length, 1, 'the sender hears its own state');
+  t.equal(b.frames.length, 1, 'the other connection hears it');
+  b.frames.length = 0;
+  sweep(Date.now() + awarenessProtocol.outdatedTimeout + 1);
+  const removal = b.frames.map((frame) => readClientMessage(frame));
+  t.equal(removal[0]?.kind, 'awareness', 'the expired state is removed for everyone');
+  t.same(removal[0]?.kind === 'awareness' ? removal[0].entries.map((entry) => entry.state) : [], [null]);
+});
