@@ -271,7 +271,7 @@ export class DocumentActor implements DocumentActorView {
       if (existing?.exists === true) throw alreadyExists('CRDT data already exists for this editor ID.');
       return this.write(existing ?? this.addStore(editorId), write);
     });
-    await Promise.all(commits);
+    await this.committed(commits);
   }
 
   /** Replaces a store's content with real Yjs operations (NOT_FOUND when absent); resolves once committed. */
@@ -281,6 +281,13 @@ export class DocumentActor implements DocumentActorView {
       if (store?.exists !== true) throw notFound('No CRDT data found for this editor ID.');
       return this.write(store, write);
     });
+    await this.committed(commits);
+  }
+
+  /** A REST caller waits for the disk, so its batch commits now instead of at the end of the group-commit window. */
+  private async committed(commits: ReadonlyArray<Promise<void>>): Promise<void> {
+    // flush() never rejects (a failed commit rejects the batch's promises, which are in `commits`).
+    void this.deps.updateLog.flush();
     await Promise.all(commits);
   }
 
