@@ -25,6 +25,7 @@ import { REST_ORIGIN, type ChangeOrigin, type ConnectionListener, type DocumentA
 
 export interface ActorDeps {
   readonly updateLog: UpdateLog;
+  /** Shared by every actor; the actor adds its document to each line (a child logger per document costs memory). */
   readonly log: Logger;
   readonly mailboxCapacity: number;
   readonly maxConnections: number;
@@ -68,10 +69,14 @@ export class DocumentActor implements DocumentActorView {
   leases = 0;
 
   constructor(readonly key: DocumentKey, loaded: readonly LoadedStore[], private readonly deps: ActorDeps) {
-    this.mailbox = new Mailbox(deps.mailboxCapacity, (error) => deps.log.error('document task failed', { error }));
+    this.mailbox = new Mailbox(deps.mailboxCapacity, (error) => deps.log.error('document task failed', { error, ...this.logFields() }));
     this.documentTopic = topics.document(key);
     this.liveTopic = topics.live(key);
     for (const record of loaded) this.addStore(record.editorId, record);
+  }
+
+  private logFields(): { organizationId: string; documentId: string } {
+    return { organizationId: this.key.organizationId, documentId: this.key.documentId };
   }
 
   private awarenessNow(): awarenessProtocol.Awareness {
@@ -250,7 +255,7 @@ export class DocumentActor implements DocumentActorView {
         listener[event](info(peer), this);
       } catch (error) {
         // A listener's failure is its own; the connection and the document carry on.
-        this.deps.log.error(`connection listener failed on ${event}`, { error });
+        this.deps.log.error(`connection listener failed on ${event}`, { error, ...this.logFields() });
       }
     }
   }

@@ -114,7 +114,7 @@ export class DocumentRegistry {
       const loaded = this.updateLog.snapshots.load(key.apiKey, key.organizationId, key.documentId);
       const actor = new DocumentActor(key, loaded, {
         updateLog: this.updateLog,
-        log: this.log.child({ organizationId: key.organizationId, documentId: key.documentId }),
+        log: this.log,
         mailboxCapacity: this.config.mailboxCapacity,
         maxConnections: this.config.maxConnectionsPerDocument,
         onIdle: () => this.scheduleUnload(id),
