@@ -2,6 +2,8 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { open, type Database, type Key, type RootDatabase } from 'lmdb';
+import type { Logger } from '../log.js';
+import { GroupCommit } from './group-commit.js';
 import { DB, SCHEMA_VERSION, type DbName } from './keys.js';
 
 export class StoreError extends Error {
@@ -10,15 +12,19 @@ export class StoreError extends Error {
 
 export class Store {
   private readonly opened = new Map<string, Database<unknown, Key>>();
+  /** The group commit of REST writes (src/store/group-commit.ts); reach it through `atomicallyGrouped` (src/events/outbox.ts). */
+  readonly group: GroupCommit;
 
-  private constructor(readonly root: RootDatabase, readonly path: string) {}
+  private constructor(readonly root: RootDatabase, readonly path: string, log: Pick<Logger, 'error'> | undefined) {
+    this.group = new GroupCommit(root, (error) => (log === undefined ? process.emitWarning(String(error)) : log.error('group commit bookkeeping failed', { error })));
+  }
 
   /** Opens (creating if needed) the environment in `path` and checks the schema stamp. */
-  static open(path: string): Store {
+  static open(path: string, log?: Pick<Logger, 'error'>): Store {
     mkdirSync(path, { recursive: true });
     // A subfolder with no extension: lmdb-js treats a path with an extension as a single file.
     const root = open({ path: join(path, 'db'), maxDbs: 64 });
-    const store = new Store(root, path);
+    const store = new Store(root, path, log);
     store.checkSchema();
     return store;
   }
@@ -78,7 +84,10 @@ export class Store {
     return this.root.flushed;
   }
 
+  /** Lets grouped writes already submitted commit, refuses new ones, then flushes and closes. */
   async close(): Promise<void> {
+    this.group.close(new StoreError('the store is closed'));
+    await this.group.settled();
     await this.root.flushed;
     await this.root.close();
   }

@@ -1,0 +1,142 @@
+// Owns the group commit of REST writes: every change of a turn in one LMDB transaction, each in its own child transaction.
+
+/** The two lmdb-js calls the group commit needs (a RootDatabase; tests pass one whose commit fails). */
+export interface TransactionRoot {
+  /** lmdb-js batched write: the callbacks of one turn share one transaction; resolves once it committed. */
+  transaction<T>(body: () => T): Promise<T>;
+  /** Inside a write transaction: runs `body` synchronously in a nested transaction that aborts if it throws. */
+  childTransaction<T>(body: () => T): Promise<T>;
+}
+
+export interface GroupedChange {
+  /**
+   * Synchronous LMDB writes. They run in their own child transaction: throwing aborts exactly these writes. A change
+   * of one put or remove (`single`) runs without one: that write lands whole or not at all by itself.
+   */
+  write(): void;
+  /** Exactly one put or remove: no child transaction is needed (it saves a nested begin and commit per change). */
+  readonly single?: boolean;
+  /**
+   * Told exactly once, in submission order: `undefined` once the transaction holding the writes has committed, else
+   * why they did not land. A `write` that throws is told at once, inside the batch, before any later change's
+   * `write` runs, so a change that depends on it can refuse to run.
+   */
+  settle(error: unknown): void;
+}
+
+/**
+ * Gathers changes until the end of the turn (setImmediate: uWS delivers every request read in one poll phase before
+ * the check phase), then writes them in one LMDB transaction. At most one batch is in flight: a batch's changes run
+ * only after the previous batch has settled, so a change never commits on top of an earlier one whose commit failed
+ * and nobody knew yet. Changes submitted meanwhile wait and form the next batch (its size follows the load).
+ */
+export class GroupCommit {
+  private queued: GroupedChange[] = [];
+  private inFlight = false;
+  private scheduled: NodeJS.Immediate | undefined;
+  private idleWaiters: Array<() => void> = [];
+  private closed: Error | undefined;
+
+  constructor(private readonly root: TransactionRoot, private readonly onSettleError: (error: unknown) => void) {}
+
+  /** Changes submitted and not yet settled. */
+  get pending(): number {
+    return this.queued.length + (this.inFlight ? 1 : 0);
+  }
+
+  submit(change: GroupedChange): void {
+    if (this.closed !== undefined) {
+      const error = this.closed;
+      queueMicrotask(() => this.tell(change, error));
+      return;
+    }
+    this.queued.push(change);
+    if (!this.inFlight) this.scheduled ??= setImmediate(() => this.issue());
+  }
+
+  /** Resolves once every change submitted so far has settled (and whatever was submitted while waiting). */
+  settled(): Promise<void> {
+    if (this.pending === 0) return Promise.resolve();
+    return new Promise((resolve) => this.idleWaiters.push(resolve));
+  }
+
+  /** Resolves once every change submitted before this call has settled; later ones are not waited for. */
+  barrier(): Promise<void> {
+    if (this.pending === 0) return Promise.resolve();
+    // Changes settle in submission order, so an empty change submitted now settles right after the last of them.
+    return new Promise((resolve) => this.submit({ write: nothing, single: true, settle: () => resolve() }));
+  }
+
+  /** Refuses changes submitted from now on (the store is closing); those queued still commit. */
+  close(reason: Error): void {
+    this.closed = reason;
+  }
+
+  private issue(): void {
+    this.scheduled = undefined;
+    if (this.queued.length === 0) return this.wakeIdle();
+    this.inFlight = true;
+    let batch: GroupedChange[] | undefined;
+    /** Changes whose write threw: told already, so left out when the batch settles. */
+    const refused = new Set<GroupedChange>();
+    // The batch is taken when lmdb-js runs the callback, not now: what arrives until the transaction starts joins it.
+    const run = (): void => {
+      batch = this.take();
+      for (const change of batch) {
+        try {
+          if (change.single === true) change.write();
+          else this.root.childTransaction(() => change.write());
+        } catch (error) {
+          refused.add(change);
+          this.tell(change, error);
+        }
+      }
+    };
+    let committing: Promise<unknown>;
+    try {
+      committing = this.root.transaction(run);
+    } catch (error) {
+      // lmdb-js throws synchronously when the environment is closed.
+      committing = Promise.reject(error);
+    }
+    committing.then(
+      () => this.finish(batch ?? [], refused, undefined),
+      // A transaction that failed before running the callback fails what it would have carried.
+      (error: unknown) => this.finish(batch ?? this.take(), refused, error ?? new Error('commit failed')),
+    );
+  }
+
+  private take(): GroupedChange[] {
+    const taken = this.queued;
+    this.queued = [];
+    return taken;
+  }
+
+  private finish(batch: readonly GroupedChange[], refused: ReadonlySet<GroupedChange>, error: unknown): void {
+    for (const change of batch) if (!refused.has(change)) this.tell(change, error);
+    this.inFlight = false;
+    // What arrived during the commit has waited long enough: it goes now, with whatever this turn still adds to it.
+    if (this.queued.length > 0) this.issue();
+    else this.wakeIdle();
+  }
+
+  private tell(change: GroupedChange, error: unknown): void {
+    try {
+      change.settle(error);
+    } catch (failure) {
+      // One change's bookkeeping must not stop the others from being told.
+      this.onSettleError(failure);
+    }
+  }
+
+  private wakeIdle(): void {
+    if (this.pending > 0) return;
+    const waiters = this.idleWaiters;
+    this.idleWaiters = [];
+    for (const wake of waiters) wake();
+  }
+}
+
+function nothing(): void {
+  // A barrier writes nothing; it only takes its place in the order.
+}
