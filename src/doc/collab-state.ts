@@ -1,10 +1,12 @@
 // Owns per-document comment and presence state behind a host seam: loaded once per host, run serially, changes published.
+import { unavailable } from '../errors.js';
 import type { Logger } from '../log.js';
 import { atomically, type Outbox } from '../events/outbox.js';
 import type { Store } from '../store/env.js';
 import { DB } from '../store/keys.js';
 import type { DocumentRef } from './annotations/model.js';
 import { AnnotationState, type LiveAnnotationChange, type Mutation } from './annotations/state.js';
+import { DocumentWrites } from './document-writes.js';
 import { PresenceState, type LivePresenceChange, type PresenceView } from './presence.js';
 
 /**
@@ -19,6 +21,8 @@ export interface DocumentHost {
 /** Loads the document's host and keeps it loaded while `use` runs (DocumentRegistry.use). */
 export interface DocumentHosts {
   use<T>(ref: DocumentRef, use: (host: DocumentHost) => Promise<T>): Promise<T>;
+  /** Tells `listener` after a host was unloaded (DocumentRegistry.onUnloaded), so nothing here keeps it reachable. */
+  onUnloaded?(listener: (ref: DocumentRef) => void): void;
 }
 
 /** The body of the live WebSocket message (docs/comments-and-presence.md). */
@@ -68,58 +72,78 @@ export interface CollabDocument {
 }
 
 interface Loaded extends CollabDocument {
-  timer?: NodeJS.Timeout;
+  /** The document's changes on their way to disk, shared by annotations and presence so they commit in one order. */
+  readonly writes: DocumentWrites;
+  /** Connections that take live messages (`ext=1`), counted from the connection events; with none, none is built. */
+  listeners: number;
+  timer?: NodeJS.Timeout | undefined;
+  /** When the armed timer fires (ms since epoch). */
+  timerAt?: number | undefined;
 }
 
 const NO_PRESENCE: LivePresenceChange = { users: [], removed: [] };
 /** ordered-binary's MAXIMUM_KEY: as the last key element it sorts after every id under the prefix. */
 const KEY_END = new Uint8Array([0xff]);
+/** Times a read or a join snapshot is built again when a change it held failed to commit before it went out. */
+const ATTEMPTS = 3;
 
+const refKey = (ref: DocumentRef): string => JSON.stringify([ref.apiKey, ref.organizationId, ref.documentId]);
+
+/**
+ * Changes follow src/doc/document-writes.ts: a task changes memory inside the host's mailbox and submits its writes;
+ * the mailbox goes on with its next task while the REST caller waits for the commit. Nothing leaves before it is
+ * committed: live messages go out from the commit, in commit order; reads and join snapshots wait until what they saw
+ * has committed, and are built again if some of it failed.
+ */
 export class CollabDocuments {
-  private readonly loaded = new WeakMap<DocumentHost, Promise<Loaded>>();
-  /** Armed expiry timers and the document each belongs to. */
-  private readonly timers = new Map<NodeJS.Timeout, DocumentRef>();
+  /** Each host's state (or its first load); the state goes when its host goes. */
+  private readonly loaded = new WeakMap<DocumentHost, Loaded | Promise<Loaded>>();
+  /** Documents with an armed expiry timer: disarmed when the document unloads, is deleted, or the server stops. */
+  private readonly armed = new Map<string, { readonly ref: DocumentRef; readonly doc: Loaded }>();
 
-  constructor(private readonly deps: CollabDeps) {}
+  constructor(private readonly deps: CollabDeps) {
+    // The timer's callback holds the host: left armed, it would keep an unloaded document in memory until it fired.
+    deps.hosts.onUnloaded?.((ref) => this.disarm(refKey(ref)));
+  }
 
-  /** Runs `task` in the document's host with its state loaded; reads and writes go through here. */
+  /** Documents with an armed presence expiry timer (tests, metrics). */
+  get armedTimers(): number {
+    return this.armed.size;
+  }
+
+  /** Runs `task` in the document's host with its state loaded; answers once everything `task` saw has committed. */
   read<T>(ref: DocumentRef, task: (doc: CollabDocument) => T): Promise<T> {
-    return this.deps.hosts.use(ref, (host) => host.run(async () => task(await this.state(host, ref))));
+    return this.deps.hosts.use(ref, (host) => this.readIn(host, ref, task, 1));
   }
 
-  /** Runs an annotation change and publishes what it changed to the document's sockets, in mailbox order. */
+  private async readIn<T>(host: DocumentHost, ref: DocumentRef, task: (doc: CollabDocument) => T, attempt: number): Promise<T> {
+    const seen = await host.run(() => this.inState(host, ref, (doc) => ({ value: task(doc), committed: whenCommitted(doc.writes) })));
+    if (seen.committed === undefined || (await seen.committed)) return seen.value;
+    if (attempt >= ATTEMPTS) throw unavailable('recent changes to this document failed to commit; retry shortly');
+    return this.readIn(host, ref, task, attempt + 1);
+  }
+
+  /** Runs an annotation change in the document's mailbox; resolves with its answer once it has committed. */
   annotations<T>(ref: DocumentRef, change: (state: AnnotationState) => Promise<Mutation<T>>): Promise<T> {
-    return this.deps.hosts.use(ref, (host) =>
-      host.run(async () => {
-        const doc = await this.state(host, ref);
-        const result = await change(doc.annotations);
-        this.publish(host, ref, result.live, NO_PRESENCE);
-        return result.data;
-      }),
-    );
+    return this.deps.hosts.use(ref, async (host) => {
+      // The task returns the commit boxed (a bare promise would make the mailbox wait for it): the actor goes on.
+      const staged = await host.run(() => this.inState(host, ref, (doc) => ({ result: change(doc.annotations) })));
+      return (await staged.result).data;
+    });
   }
 
-  /** Runs a presence change, publishes it and re-arms the offline expiry timer. */
-  presence(ref: DocumentRef, change: (state: PresenceState) => Promise<LivePresenceChange>): Promise<PresenceView[]> {
-    return this.deps.hosts.use(ref, (host) => host.run(() => this.changePresence(host, ref, change)));
+  /** Runs a presence change in the document's mailbox and re-arms the offline expiry; resolves once committed. */
+  presence(ref: DocumentRef, change: (state: PresenceState) => Promise<LivePresenceChange>): Promise<readonly PresenceView[]> {
+    return this.inHost(ref, (host, doc) => this.changePresence(host, ref, doc, change));
   }
 
-  /** Inside the host's mailbox: applies a presence change, publishes it and re-arms the expiry timer. */
-  private async changePresence(host: DocumentHost, ref: DocumentRef, change: (state: PresenceState) => Promise<LivePresenceChange>): Promise<PresenceView[]> {
-    const doc = await this.state(host, ref);
-    const live = await change(doc.presence);
-    this.publish(host, ref, [], live);
-    this.arm(host, ref, doc);
-    return live.users;
+  /** A sync connection joined / left, for callers outside the mailbox (the server uses `connectionListener`). */
+  connect(ref: DocumentRef, peer: ConnectionPeer): Promise<readonly PresenceView[]> {
+    return this.inHost(ref, (host, doc) => this.joined(host, ref, doc, peer));
   }
 
-  /** A user's sync connection opened / closed, for callers outside the document's mailbox. */
-  connect(ref: DocumentRef, connectionId: string, user: { userId: string; name?: string; email?: string }): Promise<PresenceView[]> {
-    return this.presence(ref, (state) => state.connect(connectionId, user));
-  }
-
-  disconnect(ref: DocumentRef, connectionId: string): Promise<PresenceView[]> {
-    return this.presence(ref, (state) => state.disconnect(connectionId));
+  disconnect(ref: DocumentRef, peer: ConnectionPeer): Promise<readonly PresenceView[]> {
+    return this.inHost(ref, (host, doc) => this.left(host, ref, doc, peer));
   }
 
   /**
@@ -131,36 +155,17 @@ export class CollabDocuments {
     const failed = (error: unknown): void => this.deps.log.error('presence of a sync connection failed', { error });
     return {
       joined: (peer, actor) => {
-        const user = { userId: peer.userId, ...(peer.name === undefined ? {} : { name: peer.name }), ...(peer.email === undefined ? {} : { email: peer.email }) };
-        actor
-          .run(async () => {
-            if (peer.extensions) actor.sendTo(peer.sessionId, await this.snapshot(actor, actor.key));
-            await this.changePresence(actor, actor.key, (state) => state.connect(peer.sessionId, user));
-          })
-          .catch(failed);
+        actor.run(() => this.inState(actor, actor.key, (doc) => void this.joined(actor, actor.key, doc, peer, actor).catch(failed))).catch(failed);
       },
       left: (peer, actor) => {
-        actor.run(() => this.changePresence(actor, actor.key, (state) => state.disconnect(peer.sessionId))).catch(failed);
+        actor.run(() => this.inState(actor, actor.key, (doc) => void this.left(actor, actor.key, doc, peer).catch(failed))).catch(failed);
       },
     };
   }
 
-  /** The complete lists as one live message, for a socket that just joined. Call from inside the host's mailbox. */
-  async snapshot(host: DocumentHost, ref: DocumentRef): Promise<Uint8Array> {
-    const doc = await this.state(host, ref);
-    return this.deps.encode({
-      organizationId: ref.organizationId,
-      documentId: ref.documentId,
-      snapshot: true,
-      annotations: [...doc.annotations.all()].map((record) => ({ op: 'upsert', annotation: doc.annotations.view(record) })),
-      presence: { users: doc.presence.list(), removed: [] },
-    });
-  }
-
   /** Stops expiry timers (server stop); they are not unref'd, so an expiry due still happens in a live process. */
   close(): void {
-    for (const timer of this.timers.keys()) clearTimeout(timer);
-    this.timers.clear();
+    for (const key of [...this.armed.keys()]) this.disarm(key);
   }
 
   /**
@@ -177,12 +182,10 @@ export class CollabDocuments {
 
   private async removeData(prefix: readonly string[]): Promise<void> {
     const within = (ref: DocumentRef): boolean => [ref.apiKey, ref.organizationId, ref.documentId].slice(0, prefix.length).every((part, i) => part === prefix[i]);
-    for (const [timer, ref] of this.timers) {
-      if (!within(ref)) continue;
-      clearTimeout(timer);
-      this.timers.delete(timer);
-    }
+    for (const [key, { ref }] of [...this.armed]) if (within(ref)) this.disarm(key);
     const { store } = this.deps;
+    // Writes of the drained actors may still be in the group commit; removed before they land, they would come back.
+    await store.group.barrier();
     const databases = [store.records<unknown>(DB.annotations), store.records<unknown>(DB.presence)];
     await atomically(store, () => {
       for (const db of databases) {
@@ -191,51 +194,125 @@ export class CollabDocuments {
     });
   }
 
-  /** Loads once per host; concurrent first callers share the promise. */
-  private state(host: DocumentHost, ref: DocumentRef): Promise<Loaded> {
-    let loading = this.loaded.get(host);
-    if (loading === undefined) {
-      loading = this.load(host, ref);
-      this.loaded.set(host, loading);
-      loading.catch(() => this.loaded.delete(host));
+  /** Runs a presence-changing task in the document's mailbox; resolves with the changed users once committed. */
+  private inHost(ref: DocumentRef, change: (host: DocumentHost, doc: Loaded) => Promise<LivePresenceChange>): Promise<readonly PresenceView[]> {
+    return this.deps.hosts.use(ref, async (host) => {
+      const staged = await host.run(() => this.inState(host, ref, (doc) => ({ result: change(host, doc) })));
+      return (await staged.result).users;
+    });
+  }
+
+  private changePresence(host: DocumentHost, ref: DocumentRef, doc: Loaded, change: (state: PresenceState) => Promise<LivePresenceChange>): Promise<LivePresenceChange> {
+    const result = change(doc.presence);
+    this.arm(host, ref, doc);
+    return result;
+  }
+
+  private joined(host: DocumentHost, ref: DocumentRef, doc: Loaded, peer: ConnectionPeer, actor?: ListenedActor): Promise<LivePresenceChange> {
+    if (peer.extensions) {
+      doc.listeners++;
+      if (actor !== undefined) this.sendSnapshot(actor, doc, peer.sessionId, 1);
     }
+    const user = { userId: peer.userId, ...(peer.name === undefined ? {} : { name: peer.name }), ...(peer.email === undefined ? {} : { email: peer.email }) };
+    return this.changePresence(host, ref, doc, (state) => state.connect(peer.sessionId, user));
+  }
+
+  private left(host: DocumentHost, ref: DocumentRef, doc: Loaded, peer: ConnectionPeer): Promise<LivePresenceChange> {
+    if (peer.extensions) doc.listeners--;
+    return this.changePresence(host, ref, doc, (state) => state.disconnect(peer.sessionId));
+  }
+
+  /** The complete lists, built now inside the mailbox and sent to the joining socket once all they hold has committed. */
+  private sendSnapshot(actor: ListenedActor, doc: Loaded, sessionId: string, attempt: number): void {
+    const bytes = this.deps.encode({
+      organizationId: actor.key.organizationId,
+      documentId: actor.key.documentId,
+      snapshot: true,
+      annotations: [...doc.annotations.all()].map((record) => ({ op: 'upsert', annotation: doc.annotations.view(record) })),
+      presence: { users: doc.presence.list(), removed: [] },
+    });
+    doc.writes.afterPending((ok) => {
+      if (ok) actor.sendTo(sessionId, bytes);
+      // Something it held failed and memory was put back: build it again from memory as it now is.
+      else if (attempt < ATTEMPTS) actor.run(() => this.sendSnapshot(actor, doc, sessionId, attempt + 1)).catch((error: unknown) => this.deps.log.error('join snapshot failed', { error }));
+      else this.deps.log.warn('join snapshot not sent: recent changes failed to commit', { documentId: actor.key.documentId });
+    });
+  }
+
+  /** Runs `use` with the host's state: at once when loaded (the mailbox goes straight on), else after the first load. */
+  private inState<R>(host: DocumentHost, ref: DocumentRef, use: (doc: Loaded) => R): R | Promise<R> {
+    const doc = this.loaded.get(host);
+    if (doc !== undefined && !(doc instanceof Promise)) return use(doc);
+    return (doc ?? this.load(host, ref)).then(use);
+  }
+
+  private load(host: DocumentHost, ref: DocumentRef): Promise<Loaded> {
+    const loading = (async (): Promise<Loaded> => {
+      const { store, outbox, now, offlineTtlMs } = this.deps;
+      // The document may have been unloaded a moment ago with writes still in the group commit: read after they land.
+      await store.group.barrier();
+      const writes = new DocumentWrites(store);
+      let doc: Loaded | undefined;
+      const annotations = AnnotationState.load({ store, outbox, now, writes, published: (live) => this.publish(host, ref, doc, live, NO_PRESENCE) }, ref);
+      const presence = await PresenceState.load({ store, now, offlineTtlMs, writes, published: (live) => this.publish(host, ref, doc, [], live) }, ref);
+      doc = { writes, listeners: 0, annotations, presence };
+      this.loaded.set(host, doc);
+      this.arm(host, ref, doc);
+      return doc;
+    })();
+    this.loaded.set(host, loading);
+    loading.catch(() => {
+      if (this.loaded.get(host) === loading) this.loaded.delete(host);
+    });
     return loading;
   }
 
-  private async load(host: DocumentHost, ref: DocumentRef): Promise<Loaded> {
-    const { store, outbox, now, offlineTtlMs } = this.deps;
-    const annotations = AnnotationState.load({ store, outbox, now }, ref);
-    const presence = await PresenceState.load({ store, now, offlineTtlMs }, ref);
-    const doc: Loaded = { annotations, presence };
-    this.arm(host, ref, doc);
-    return doc;
-  }
-
-  private publish(host: DocumentHost, ref: DocumentRef, annotations: readonly LiveAnnotationChange[], presence: LivePresenceChange): void {
+  /** Called once a change has committed, in commit order. */
+  private publish(host: DocumentHost, ref: DocumentRef, doc: Loaded | undefined, annotations: readonly LiveAnnotationChange[], presence: LivePresenceChange): void {
+    // No socket takes live messages: none is built (the REST hot path pays nothing for the feature).
+    if (doc === undefined || doc.listeners <= 0) return;
     if (annotations.length === 0 && presence.users.length === 0 && presence.removed.length === 0) return;
-    host.broadcast(this.deps.encode({ organizationId: ref.organizationId, documentId: ref.documentId, snapshot: false, annotations, presence }));
+    // A plain copy of `presence`: it may be a change object whose `users` is a getter, which JSON would not see.
+    const { users, removed } = presence;
+    host.broadcast(this.deps.encode({ organizationId: ref.organizationId, documentId: ref.documentId, snapshot: false, annotations, presence: { users, removed } }));
   }
 
   /** One timer per document, set for the earliest offline user's expiry; it runs the expiry in the host's mailbox. */
   private arm(host: DocumentHost, ref: DocumentRef, doc: Loaded): void {
-    if (doc.timer !== undefined) {
-      clearTimeout(doc.timer);
-      this.timers.delete(doc.timer);
-      delete doc.timer;
-    }
     const at = doc.presence.nextExpiry();
+    if (at === doc.timerAt) return;
+    const key = refKey(ref);
+    this.disarm(key);
     if (at === undefined) return;
-    const timer = setTimeout(() => {
-      this.timers.delete(timer);
-      if (doc.timer === timer) delete doc.timer;
+    doc.timerAt = at;
+    doc.timer = setTimeout(() => {
+      this.armed.delete(key);
+      doc.timer = undefined;
+      doc.timerAt = undefined;
       host
-        .run(async () => {
-          this.publish(host, ref, [], await doc.presence.expire());
+        .run(() => {
+          const expired = doc.presence.expire();
           this.arm(host, ref, doc);
+          return { expired };
         })
+        .then(({ expired }) => expired)
         .catch((error: unknown) => this.deps.log.warn('presence expiry failed', { error, documentId: ref.documentId }));
     }, Math.max(0, at - this.deps.now()));
-    doc.timer = timer;
-    this.timers.set(timer, ref);
+    this.armed.set(key, { ref, doc });
   }
+
+  private disarm(key: string): void {
+    const armed = this.armed.get(key);
+    if (armed === undefined) return;
+    this.armed.delete(key);
+    clearTimeout(armed.doc.timer);
+    armed.doc.timer = undefined;
+    armed.doc.timerAt = undefined;
+  }
+}
+
+/** undefined when nothing is pending (the common case: no promise is made), else whether it all committed. */
+function whenCommitted(writes: DocumentWrites): Promise<boolean> | undefined {
+  if (writes.pending === 0) return undefined;
+  return new Promise((resolve) => writes.afterPending(resolve));
 }

@@ -1,9 +1,9 @@
 // Owns one document's presence list: users set over REST and users connected for sync, their status and offline expiry.
 import type { Database, Key } from 'lmdb';
-import { atomically } from '../events/outbox.js';
 import type { Store } from '../store/env.js';
 import { DB } from '../store/keys.js';
 import type { DocumentRef } from './annotations/model.js';
+import { DocumentWrites, type DocumentChange } from './document-writes.js';
 
 const KEY_END = new Uint8Array([0xff]);
 
@@ -36,23 +36,34 @@ export interface PresenceView extends PresenceRecord {
 
 /** What connected clients are told after a change: users as they now are, and users who left the list. */
 export interface LivePresenceChange {
-  readonly users: PresenceView[];
-  readonly removed: string[];
+  readonly users: readonly PresenceView[];
+  readonly removed: readonly string[];
 }
 
 export interface PresenceDeps {
   readonly store: Store;
   readonly now: () => number;
   readonly offlineTtlMs: number;
+  /** The document's ordered writes, shared with its annotations (a state of its own when not given). */
+  readonly writes?: DocumentWrites;
+  /** Told each change once it has committed, in commit order (the live message to the document's sockets). */
+  readonly published?: (live: LivePresenceChange) => void;
 }
 
+/**
+ * Every change alters memory before its first await and resolves once committed through the document's writes
+ * (src/doc/document-writes.ts); a failed commit rejects and puts the records back. Which connections are open is not
+ * stored and is never undone: a connection is open whether or not its presence record was written.
+ */
 export class PresenceState {
   private readonly db: Database<PresenceRecord, Key>;
+  private readonly writes: DocumentWrites;
   /** connectionId -> userId */
   private readonly connections = new Map<string, string>();
 
   private constructor(readonly ref: DocumentRef, private readonly deps: PresenceDeps, private readonly users: Map<string, PresenceRecord>) {
     this.db = deps.store.records<PresenceRecord>(DB.presence);
+    this.writes = deps.writes ?? new DocumentWrites(deps.store);
   }
 
   /**
@@ -83,7 +94,7 @@ export class PresenceState {
   }
 
   /** Add or Update Presence: sets the given fields; a user not yet listed is added (status online unless given). */
-  async upsert(inputs: readonly PresenceInput[]): Promise<LivePresenceChange> {
+  upsert(inputs: readonly PresenceInput[]): Promise<LivePresenceChange> {
     const now = this.deps.now();
     const changed = new Map<string, PresenceRecord>();
     for (const { userId, name, email, status } of inputs) {
@@ -94,12 +105,12 @@ export class PresenceState {
     return this.write([...changed.values()], []);
   }
 
-  async remove(userIds: readonly string[]): Promise<LivePresenceChange> {
+  remove(userIds: readonly string[]): Promise<LivePresenceChange> {
     return this.write([], userIds.filter((id) => this.users.has(id)));
   }
 
   /** A sync connection of `user` opened: the user is online. */
-  async connect(connectionId: string, user: { readonly userId: string; readonly name?: string; readonly email?: string }): Promise<LivePresenceChange> {
+  connect(connectionId: string, user: { readonly userId: string; readonly name?: string; readonly email?: string }): Promise<LivePresenceChange> {
     this.connections.set(connectionId, user.userId);
     const now = this.deps.now();
     const current = this.users.get(user.userId);
@@ -108,12 +119,12 @@ export class PresenceState {
   }
 
   /** A sync connection closed: when it was the user's last, the user goes offline (and expires later). */
-  async disconnect(connectionId: string): Promise<LivePresenceChange> {
+  disconnect(connectionId: string): Promise<LivePresenceChange> {
     const userId = this.connections.get(connectionId);
     this.connections.delete(connectionId);
-    if (userId === undefined || this.connectionCount(userId) > 0) return { users: [], removed: [] };
+    if (userId === undefined || this.connectionCount(userId) > 0) return this.write([], []);
     const current = this.users.get(userId);
-    if (current === undefined) return { users: [], removed: [] };
+    if (current === undefined) return this.write([], []);
     const now = this.deps.now();
     return this.write([withStatus({ ...current, source: 'sync', lastUpdated: now }, 'offline', now)], []);
   }
@@ -130,7 +141,7 @@ export class PresenceState {
   }
 
   /** Drops offline users whose delay has passed. */
-  async expire(): Promise<LivePresenceChange> {
+  expire(): Promise<LivePresenceChange> {
     const now = this.deps.now();
     const due = [...this.users.values()]
       .filter((u) => u.offlineSince !== undefined && u.offlineSince + this.deps.offlineTtlMs <= now && this.connectionCount(u.userId) === 0)
@@ -144,20 +155,65 @@ export class PresenceState {
     return count;
   }
 
-  private view(record: PresenceRecord): PresenceView {
+  private write(put: readonly PresenceRecord[], removed: readonly string[]): Promise<LivePresenceChange> {
+    if (put.length === 0 && removed.length === 0) return Promise.resolve({ users: [], removed: [] });
+    return this.writes.submit(new PresenceChange(this, this.users, this.db, put, removed));
+  }
+
+  /** @internal For PresenceChange: a record as Get Presence and live messages show it. */
+  view(record: PresenceRecord): PresenceView {
     return { ...record, connections: this.connectionCount(record.userId) };
   }
 
-  private async write(put: readonly PresenceRecord[], removed: readonly string[]): Promise<LivePresenceChange> {
-    if (put.length === 0 && removed.length === 0) return { users: [], removed: [] };
-    const prefix = [this.ref.apiKey, this.ref.organizationId, this.ref.documentId];
-    await atomically(this.deps.store, () => {
-      for (const record of put) this.db.putSync([...prefix, record.userId], record);
-      for (const userId of removed) this.db.removeSync([...prefix, userId]);
-    });
-    for (const record of put) this.users.set(record.userId, record);
-    for (const userId of removed) this.users.delete(userId);
-    return { users: put.map((r) => this.view(r)), removed: [...removed] };
+  /** @internal For PresenceChange: what a change publishes once committed. */
+  published(live: LivePresenceChange): void {
+    this.deps.published?.(live);
+  }
+}
+
+/**
+ * One presence change: memory changes when it is made, the rows are written by the group commit, and a failed commit
+ * puts the records back. It is also what the caller gets once committed; `users` is built only when asked for
+ * (the REST reply does not need it, a live message does).
+ */
+class PresenceChange implements DocumentChange, LivePresenceChange {
+  readonly single: boolean;
+  private readonly before = new Map<string, PresenceRecord | undefined>();
+  private views: PresenceView[] | undefined;
+
+  constructor(
+    private readonly state: PresenceState,
+    private readonly records: Map<string, PresenceRecord>,
+    private readonly db: Database<PresenceRecord, Key>,
+    private readonly put: readonly PresenceRecord[],
+    readonly removed: readonly string[],
+  ) {
+    this.single = put.length + removed.length === 1;
+    for (const record of put) if (!this.before.has(record.userId)) this.before.set(record.userId, records.get(record.userId));
+    for (const userId of removed) if (!this.before.has(userId)) this.before.set(userId, records.get(userId));
+    for (const record of put) records.set(record.userId, record);
+    for (const userId of removed) records.delete(userId);
+  }
+
+  get users(): PresenceView[] {
+    return (this.views ??= this.put.map((record) => this.state.view(record)));
+  }
+
+  write(): void {
+    const { apiKey, organizationId, documentId } = this.state.ref;
+    for (const record of this.put) this.db.putSync([apiKey, organizationId, documentId, record.userId], record);
+    for (const userId of this.removed) this.db.removeSync([apiKey, organizationId, documentId, userId]);
+  }
+
+  undo(): void {
+    for (const [userId, record] of this.before) {
+      if (record === undefined) this.records.delete(userId);
+      else this.records.set(userId, record);
+    }
+  }
+
+  committed(): void {
+    this.state.published(this);
   }
 }
 

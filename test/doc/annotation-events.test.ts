@@ -125,3 +125,38 @@ t.test('a write that fails mid-batch (key too large for LMDB) leaves the earlier
   t.equal(state.size, 0);
   t.same(outbox.read(), []);
 });
+
+/** Fails the append of events about one thread only. */
+class SelectiveOutbox extends Outbox {
+  failFor: string | undefined;
+  override append(tx: WriteTx, draft: EventDraft, now: number) {
+    const event = super.append(tx, draft, now);
+    if (draft.data.commentAnnotation.annotationId === this.failFor) throw new Error('disk said no');
+    return event;
+  }
+}
+
+t.test('changes made without waiting for commits: one that fails takes the later ones with it, and memory is as committed', async (t) => {
+  const selective: { outbox?: SelectiveOutbox } = {};
+  const { store, state } = open(t, (s) => (selective.outbox = new SelectiveOutbox(s)));
+  const outbox = selective.outbox as SelectiveOutbox;
+  outbox.failFor = 'a2';
+  // The actor runs these back to back: each sees the ones before it in memory, none has committed yet.
+  const results = await Promise.allSettled([
+    state.add([thread('a1')]),
+    state.add([thread('a2')]),
+    state.addComments('a2', [{ commentText: 'reply to a thread that will not exist', from: { userId: 'bob' } }]),
+    state.add([thread('a3')]),
+  ]);
+  t.same(results.map((r) => r.status), ['fulfilled', 'rejected', 'rejected', 'rejected']);
+  t.match(results[1], { reason: { message: 'disk said no' } });
+  t.match(results[2], { reason: { status: 'ABORTED' } }, 'made on top of the failed change');
+  t.match(results[3], { reason: { status: 'ABORTED' } }, 'later changes of the document fail too: memory they saw held a2');
+  t.same([...state.all()].map((r) => r.annotationId), ['a1'], 'memory holds only what committed');
+  const reloaded = AnnotationState.load({ store, outbox, now: Date.now }, ref);
+  t.same([...reloaded.all()], [...state.all()], 'what is stored equals what is in memory');
+  t.same(outbox.read().map((e) => [e.seq, e.type, e.data.commentAnnotation.annotationId]), [[1, 'comment_annotation.add', 'a1']]);
+  outbox.failFor = undefined;
+  await state.add([thread('a4')]);
+  t.equal(state.find('a4')?.annotationNumber, 2, 'the annotation number taken by the failed adds is given back');
+});

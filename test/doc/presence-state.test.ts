@@ -94,12 +94,15 @@ t.test('the expiry timer removes an offline user and tells the document sockets'
     log: createLogger('silent'),
   });
   t.teardown(() => docs.close());
-  await docs.connect(ref, 'c1', { userId: 'u1' });
+  // Live messages are built only while a connection takes them: the watcher stays, u1 comes and goes.
+  await docs.connect(ref, { sessionId: 'w1', userId: 'watcher', extensions: true });
+  const peer = { sessionId: 'c1', userId: 'u1', extensions: false };
+  await docs.connect(ref, peer);
   const offline = once(host, 'message');
-  await docs.disconnect(ref, 'c1');
+  await docs.disconnect(ref, peer);
   const [wentOffline] = (await offline) as [LiveMessage];
   t.match(wentOffline.presence.users, [{ userId: 'u1', status: 'offline' }]);
   const [expired] = (await once(host, 'message')) as [LiveMessage];
   t.same(expired.presence.removed, ['u1']);
-  t.same(await docs.read(ref, (doc) => doc.presence.list()), []);
+  t.same(await docs.read(ref, (doc) => doc.presence.list({ userIds: ['u1'] })), []);
 });

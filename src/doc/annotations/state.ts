@@ -1,19 +1,20 @@
 // Owns one document's comment annotations in memory: load from LMDB, and every change committed with its events.
 import type { Database, Key } from 'lmdb';
 import { invalidArgument, notFound } from '../../errors.js';
-import { atomically, type Outbox } from '../../events/outbox.js';
+import type { Outbox } from '../../events/outbox.js';
 import type { Store } from '../../store/env.js';
 import { DB } from '../../store/keys.js';
+import { DocumentWrites } from '../document-writes.js';
 import { deleteComments, updateComments, type CommentChange, type CommentUpdate } from './comment-mutations.js';
-import { eventDraft } from './events.js';
 import { annotationView, commentView, type AnnotationInput, type AnnotationRecord, type AnnotationView, type CommentInput, type CommentRecord, type CommentView, type DocumentRef } from './model.js';
 import { appendComments, applyUpdate, buildAnnotation, swapUsers, type AnnotationUpdate, type RaisedEvent, type UserSwap } from './mutations.js';
 import { matches } from './query.js';
+import { ThreadChanges, type Change, type LiveAnnotationChange } from './thread-changes.js';
 
 /** ordered-binary's MAXIMUM_KEY: as the last key element it sorts after every annotationId of the document. */
 const KEY_END = new Uint8Array([0xff]);
 
-export type LiveAnnotationChange = { readonly op: 'upsert'; readonly annotation: AnnotationView } | { readonly op: 'delete'; readonly annotationId: string };
+export type { LiveAnnotationChange };
 
 /** What a change returns: the operation's answer and what connected clients must be told. */
 export interface Mutation<T> {
@@ -41,21 +42,20 @@ export interface Selector {
   readonly userIds?: readonly string[];
 }
 
-interface Change {
-  readonly before: AnnotationRecord | undefined;
-  /** undefined = the thread is deleted. */
-  readonly after: AnnotationRecord | undefined;
-  readonly events: readonly RaisedEvent[];
-}
 
 export interface AnnotationDeps {
   readonly store: Store;
   readonly outbox: Outbox;
   readonly now: () => number;
+  /** The document's ordered writes, shared with its presence (a state of its own when not given). */
+  readonly writes?: DocumentWrites;
+  /** Told each change once it has committed, in commit order (the live message to the document's sockets). */
+  readonly published?: (live: readonly LiveAnnotationChange[]) => void;
 }
 
 export class AnnotationState {
   private readonly db: Database<AnnotationRecord, Key>;
+  private readonly writes: DocumentWrites;
 
   private constructor(
     readonly ref: DocumentRef,
@@ -64,6 +64,7 @@ export class AnnotationState {
     private nextNumber: number,
   ) {
     this.db = deps.store.records<AnnotationRecord>(DB.annotations);
+    this.writes = deps.writes ?? new DocumentWrites(deps.store);
   }
 
   /** Reads every thread of the document (one range scan). */
@@ -110,7 +111,11 @@ export class AnnotationState {
     return annotationView(this.ref, record);
   }
 
-  /** Add Comment Annotations: per-item results; an item that fails leaves the others untouched. */
+  /**
+   * Add Comment Annotations: per-item results; an item that fails leaves the others untouched.
+   * Every change below alters memory before its first await (the document's next operation sees it) and resolves
+   * once committed; a failed commit rejects and leaves memory as it was (src/doc/document-writes.ts).
+   */
   async add(inputs: readonly AnnotationInput[]): Promise<Mutation<Record<string, AddResult>>> {
     const now = this.deps.now();
     const results: Record<string, AddResult> = {};
@@ -131,8 +136,9 @@ export class AnnotationState {
       changes.push({ before: undefined, after: built.value, events: [{ type: 'comment_annotation.add', actionUser: built.value.from, ...first(built.value) }] });
       results[key] = { success: true, annotationId, commentIds: built.value.comments.map((c) => c.commentId), message: 'Annotation added successfully.' };
     });
-    const live = await this.commit(changes, now);
+    const previousNumber = this.nextNumber;
     this.nextNumber = number;
+    const live = await this.commit(changes, now, () => (this.nextNumber = previousNumber));
     return { data: results, live };
   }
 
@@ -252,30 +258,16 @@ export class AnnotationState {
   }
 
   /**
-   * Writes the changed threads and one outbox row per raised event in a single transaction, then updates memory.
-   * Memory changes only after the commit, so a failed commit leaves the state exactly as it was.
+   * Changes memory now, then writes the changed threads and one outbox row per raised event in one all-or-nothing
+   * transaction of the group commit; resolves once committed. A failed commit undoes the memory change (`restore`
+   * undoes what the caller changed besides the threads).
    */
-  private async commit(changes: readonly Change[], now: number): Promise<LiveAnnotationChange[]> {
+  private async commit(changes: readonly Change[], now: number, restore?: () => void): Promise<LiveAnnotationChange[]> {
     if (changes.length === 0) return [];
-    const prefix = [this.ref.apiKey, this.ref.organizationId, this.ref.documentId];
-    const views = changes.map((change) => this.view((change.after ?? change.before) as AnnotationRecord));
-    await atomically(this.deps.store, (tx) => {
-      changes.forEach((change, i) => {
-        const view = views[i] as AnnotationView;
-        if (change.after === undefined) this.db.removeSync([...prefix, view.annotationId]);
-        else this.db.putSync([...prefix, change.after.annotationId], change.after);
-        for (const raised of change.events) this.deps.outbox.append(tx, eventDraft(this.ref, view, raised), now);
-      });
-    });
-    return changes.map((change, i): LiveAnnotationChange => {
-      const view = views[i] as AnnotationView;
-      if (change.after === undefined) {
-        this.records.delete(view.annotationId);
-        return { op: 'delete', annotationId: view.annotationId };
-      }
-      this.records.set(change.after.annotationId, change.after);
-      return { op: 'upsert', annotation: view };
-    });
+    const { outbox, published } = this.deps;
+    const deps = { ref: this.ref, db: this.db, outbox, records: this.records, published };
+    const committed = await this.writes.submit(new ThreadChanges(deps, changes, now, (record) => this.view(record), restore));
+    return committed.live;
   }
 }
 

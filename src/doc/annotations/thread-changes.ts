@@ -1,0 +1,80 @@
+// Owns one set of thread changes on its way to disk: memory changed when made, rows and outbox events written together, undone on failure.
+import type { Database, Key } from 'lmdb';
+import type { Outbox, WriteTx } from '../../events/outbox.js';
+import type { DocumentChange } from '../document-writes.js';
+import { eventDraft } from './events.js';
+import type { AnnotationRecord, AnnotationView, DocumentRef } from './model.js';
+import type { RaisedEvent } from './mutations.js';
+
+/** One thread's change, with the events it raises. */
+export interface Change {
+  readonly before: AnnotationRecord | undefined;
+  /** undefined = the thread is deleted. */
+  readonly after: AnnotationRecord | undefined;
+  readonly events: readonly RaisedEvent[];
+}
+
+export type LiveAnnotationChange = { readonly op: 'upsert'; readonly annotation: AnnotationView } | { readonly op: 'delete'; readonly annotationId: string };
+
+export interface ThreadChangeDeps {
+  readonly ref: DocumentRef;
+  readonly db: Database<AnnotationRecord, Key>;
+  readonly outbox: Outbox;
+  /** The document's threads in memory. */
+  readonly records: Map<string, AnnotationRecord>;
+  readonly published: ((live: readonly LiveAnnotationChange[]) => void) | undefined;
+}
+
+/**
+ * The threads a change set touches appear once each (ids are unique within an add; selections are sets), so `before`
+ * is what each thread was and undoing is putting it back.
+ */
+export class ThreadChanges implements DocumentChange {
+  readonly live: LiveAnnotationChange[];
+  /** The threads as events carry them (after the change; the last state for a delete). */
+  private readonly views: AnnotationView[];
+
+  constructor(
+    private readonly deps: ThreadChangeDeps,
+    private readonly changes: readonly Change[],
+    private readonly now: number,
+    views: (record: AnnotationRecord) => AnnotationView,
+    /** Undoes what the caller changed besides the threads (the next annotation number). */
+    private readonly restore: (() => void) | undefined,
+  ) {
+    this.views = changes.map((change) => views((change.after ?? change.before) as AnnotationRecord));
+    this.live = changes.map((change, i): LiveAnnotationChange => {
+      const view = this.views[i] as AnnotationView;
+      if (change.after === undefined) {
+        deps.records.delete(view.annotationId);
+        return { op: 'delete', annotationId: view.annotationId };
+      }
+      deps.records.set(view.annotationId, change.after);
+      return { op: 'upsert', annotation: view };
+    });
+  }
+
+  write(tx: WriteTx): void {
+    const { ref, db, outbox } = this.deps;
+    this.changes.forEach((change, i) => {
+      const view = this.views[i] as AnnotationView;
+      const key = [ref.apiKey, ref.organizationId, ref.documentId, view.annotationId];
+      if (change.after === undefined) db.removeSync(key);
+      else db.putSync(key, change.after);
+      for (const raised of change.events) outbox.append(tx, eventDraft(ref, view, raised), this.now);
+    });
+  }
+
+  undo(): void {
+    this.changes.forEach((change, i) => {
+      const id = (this.views[i] as AnnotationView).annotationId;
+      if (change.before === undefined) this.deps.records.delete(id);
+      else this.deps.records.set(id, change.before);
+    });
+    this.restore?.();
+  }
+
+  committed(): void {
+    this.deps.published?.(this.live);
+  }
+}
