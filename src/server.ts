@@ -4,6 +4,7 @@ import { Secrets } from './auth/secrets.js';
 import { UserTokens } from './auth/user-tokens.js';
 import type { Config } from './config.js';
 import type { Logger } from './log.js';
+import { RequestGate } from './http/gate.js';
 import { writeJson } from './http/reply.js';
 import { fallback, preflight, route, type RouteDeps } from './http/route.js';
 import type { Operation } from './http/operation.js';
@@ -54,7 +55,7 @@ export interface RunningServer {
 }
 
 export async function openServices(config: Config, log: Logger): Promise<Services> {
-  const store = Store.open(config.dataDir);
+  const store = Store.open(config.dataDir, log.child({ component: 'store' }));
   const secrets = Secrets.load(config.dataDir, config.secretKey);
   const workspaces = new Workspaces(store, secrets);
   const userTokens = await UserTokens.open(store, secrets);
@@ -98,6 +99,9 @@ function allOperations(services: Services): Operation[] {
   ];
 }
 
+/** How long a graceful stop waits for REST requests in flight before it closes the store anyway. */
+const STOP_DRAIN_MS = 10_000;
+
 export async function startServer(config: Config, log: Logger): Promise<RunningServer> {
   const uws = loadUws();
   const services = await openServices(config, log);
@@ -111,14 +115,15 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     maxBodyBytes: config.maxBodyBytes,
     corsOrigin: config.corsOrigin,
     publicLimiter: new RateLimiter(config.publicRateLimitPerMinute),
+    gate: new RequestGate(),
   };
   const knownPaths = new Set<string>();
   for (const op of allOperations(services)) {
-    const handler = route(op, deps);
+    const handlerFor = route(op, deps);
     for (const path of op.paths) {
       if (knownPaths.has(path)) throw new Error(`two operations claim ${path}`);
       knownPaths.add(path);
-      app.post(path, handler);
+      app.post(path, handlerFor(path));
     }
   }
   const getJson = (body: () => unknown) => (res: Parameters<Parameters<typeof app.get>[1]>[0]) => {
@@ -137,18 +142,22 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     });
   });
   const port = uws.us_socket_local_port(listenSocket);
-  let stopped = false;
+  let stopping: Promise<void> | undefined;
+  const stop = async (): Promise<void> => {
+    // No new connections; requests on open connections are answered UNAVAILABLE from now on.
+    uws.us_listen_socket_close(listenSocket);
+    // Requests in flight finish against an open store (their replies promise a commit).
+    if (!(await deps.gate.close(STOP_DRAIN_MS))) {
+      log.warn('stopping with requests still in flight', { requests: deps.gate.size, waitedMs: STOP_DRAIN_MS });
+    }
+    await services.documents.shutdown();
+    services.collab.close();
+    await services.store.close();
+  };
   return {
     port,
     services,
     paths: [...knownPaths].sort(),
-    stop: async () => {
-      if (stopped) return;
-      stopped = true;
-      uws.us_listen_socket_close(listenSocket);
-      await services.documents.shutdown();
-      services.collab.close();
-      await services.store.close();
-    },
+    stop: () => (stopping ??= stop()),
   };
 }

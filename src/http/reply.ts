@@ -24,6 +24,10 @@ export interface ResponseState {
   readonly corsOrigin: string;
 }
 
+const JSON_TYPE = 'application/json; charset=utf-8';
+const EXPOSED = 'x-request-id, retry-after';
+const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({});
+
 /** Writes a JSON response inside one cork; a no-op once the client has gone. */
 export function writeJson(
   res: HttpResponse,
@@ -34,14 +38,16 @@ export function writeJson(
 ): void {
   if (state.aborted) return;
   const payload = JSON.stringify(body);
+  const status = STATUS_LINES[httpStatus] ?? `${httpStatus} Unknown`;
+  const headers = options.headers ?? NO_HEADERS;
   res.cork(() => {
-    res.writeStatus(STATUS_LINES[httpStatus] ?? `${httpStatus} Unknown`);
-    res.writeHeader('content-type', 'application/json; charset=utf-8');
+    res.writeStatus(status);
+    res.writeHeader('content-type', JSON_TYPE);
     res.writeHeader('x-request-id', state.requestId);
     res.writeHeader('access-control-allow-origin', state.corsOrigin);
-    res.writeHeader('access-control-expose-headers', 'x-request-id, retry-after');
+    res.writeHeader('access-control-expose-headers', EXPOSED);
     if (state.corsOrigin !== '*') res.writeHeader('vary', 'origin');
-    for (const [name, value] of Object.entries(options.headers ?? {})) res.writeHeader(name, value);
+    for (const name in headers) res.writeHeader(name, headers[name] as string);
     res.end(payload, options.closeConnection ?? false);
   });
   state.aborted = true;
@@ -58,7 +64,6 @@ export function errorEnvelope(error: AppError): unknown {
 }
 
 export function writeError(res: HttpResponse, state: ResponseState, error: AppError, closeConnection = false): void {
-  const headers: Record<string, string> = {};
-  if (error.retryAfterSeconds !== undefined) headers['retry-after'] = String(Math.max(1, Math.ceil(error.retryAfterSeconds)));
+  const headers = error.retryAfterSeconds === undefined ? NO_HEADERS : { 'retry-after': String(Math.max(1, Math.ceil(error.retryAfterSeconds))) };
   writeJson(res, state, error.httpStatus, errorEnvelope(error), { closeConnection, headers });
 }

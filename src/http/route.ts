@@ -1,10 +1,11 @@
 // Owns the per-request wrapper: abort tracking, header copy, body cap, auth, envelope, validation, reply and error mapping.
 import { randomUUID } from 'node:crypto';
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
-import { AppError, permissionDenied, toAppError, unsupportedMediaType } from '../errors.js';
+import { AppError, bodyTooLarge, permissionDenied, toAppError, unavailable, unsupportedMediaType } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { ApiKeyIdentity, WorkspaceIdentity } from '../tenant/workspaces.js';
 import { isJsonContentType, parseEnvelope, readBody } from './body.js';
+import type { RequestGate } from './gate.js';
 import type { Operation, RequestContext } from './operation.js';
 import type { RateLimiter } from './rate-limit.js';
 import { errorEnvelope, successEnvelope, writeError, writeJson, type ResponseState } from './reply.js';
@@ -22,105 +23,155 @@ export interface RouteDeps {
   readonly maxBodyBytes: number;
   readonly corsOrigin: string;
   readonly publicLimiter: RateLimiter;
+  /** Counts requests in flight; closed by a graceful stop, after which requests are answered UNAVAILABLE. */
+  readonly gate: RequestGate;
 }
 
-/** Headers copied from `req` before the first await (uWS invalidates `req` when the handler returns). */
-interface CopiedRequest {
-  readonly path: string;
-  readonly contentType: string;
-  readonly contentLength: number | undefined;
-  readonly apiKey: string;
-  readonly authToken: string;
-  readonly workspaceId: string;
-  readonly workspaceToken: string;
-  readonly requestId: string;
-  readonly ip: string;
+/** UUID-shaped ids: a random per-process prefix and a counter (a random UUID per request costs more than the rest of the id work). */
+const ID_PREFIX = randomUUID().slice(0, 24);
+let lastRequestId = 0;
+
+export function nextRequestId(): string {
+  lastRequestId++;
+  return ID_PREFIX + lastRequestId.toString(16).padStart(12, '0');
 }
 
-function copyRequest(res: HttpResponse, req: HttpRequest): CopiedRequest {
-  const length = req.getHeader('content-length');
-  const incomingId = req.getHeader('x-request-id');
-  return {
-    path: req.getUrl(),
-    contentType: req.getHeader('content-type'),
-    contentLength: length === '' ? undefined : Number(length),
-    apiKey: req.getHeader('x-svc-api-key'),
-    authToken: req.getHeader('x-svc-auth-token'),
-    workspaceId: req.getHeader('x-svc-workspace-id'),
-    workspaceToken: req.getHeader('x-svc-workspace-auth-token'),
-    requestId: /^[\w.:-]{1,128}$/.test(incomingId) ? incomingId : randomUUID(),
-    ip: Buffer.from(res.getRemoteAddressAsText()).toString(),
-  };
+const CALLER_ID = /^[\w.:-]{1,128}$/;
+
+/**
+ * One request from its first byte to its reply: the ResponseState of reply.ts, the RequestContext a handler gets, and
+ * its place in the gate. One object per request, with what is rarely used (the child logger, the client address)
+ * made only when asked for.
+ */
+class Exchange implements ResponseState, RequestContext {
+  aborted = false;
+  identity: RequestContext['identity'] = null;
+  /** The operation has started: a client leaving now does not finish the request, the operation's end does. */
+  handling = false;
+  private finished = false;
+  private logger: Logger | undefined;
+
+  constructor(
+    readonly res: HttpResponse,
+    private readonly deps: RouteDeps,
+    private readonly path: string,
+    readonly requestId: string,
+    readonly corsOrigin: string,
+    private address: string | undefined,
+  ) {}
+
+  get log(): Logger {
+    return (this.logger ??= this.deps.log.child({ requestId: this.requestId, path: this.path }));
+  }
+
+  /** The client's address; read from the socket on first use (before the reply: afterwards `res` is gone). */
+  get ip(): string {
+    this.address ??= this.aborted ? '' : Buffer.from(this.res.getRemoteAddressAsText()).toString();
+    return this.address;
+  }
+
+  /** Leaves the gate, once. */
+  finish(): void {
+    if (this.finished) return;
+    this.finished = true;
+    this.deps.gate.leave();
+  }
 }
 
-/** Builds the uWS handler for one operation; its schema is compiled here, once. */
-export function route(op: Operation, deps: RouteDeps): (res: HttpResponse, req: HttpRequest) => void {
+/** Builds the uWS handlers of one operation, one per path; its schema is compiled here, once. */
+export function route(op: Operation, deps: RouteDeps): (path: string) => (res: HttpResponse, req: HttpRequest) => void {
   const validate: Validator<unknown> = compileValidator(op.schema);
-  return (res, req) => {
-    const request = copyRequest(res, req);
-    const state: ResponseState = { aborted: false, requestId: request.requestId, corsOrigin: deps.corsOrigin };
-    res.onAborted(() => {
-      state.aborted = true;
-    });
-    const log = deps.log.child({ requestId: request.requestId, path: request.path });
-    if (request.contentLength !== undefined && request.contentLength > deps.maxBodyBytes) {
-      writeError(res, state, new AppError('INVALID_ARGUMENT', `request body exceeds the limit of ${deps.maxBodyBytes} bytes`, { httpStatus: 413 }), true);
+  return (path) => (res, req) => {
+    if (!deps.gate.enter()) {
+      const state: ResponseState = { aborted: false, requestId: nextRequestId(), corsOrigin: deps.corsOrigin };
+      writeError(res, state, unavailable('the server is shutting down; retry shortly'), true);
       return;
     }
+    // Everything needed from `req` is copied now: uWS invalidates it when this function returns.
+    const incomingId = req.getHeader('x-request-id');
+    const requestId = incomingId !== '' && CALLER_ID.test(incomingId) ? incomingId : nextRequestId();
+    const ip = op.rateLimited ? Buffer.from(res.getRemoteAddressAsText()).toString() : undefined;
+    const exchange = new Exchange(res, deps, path, requestId, deps.corsOrigin, ip);
+    res.onAborted(() => {
+      exchange.aborted = true;
+      if (!exchange.handling) exchange.finish();
+    });
+    const length = req.getHeader('content-length');
+    if (length !== '' && Number(length) > deps.maxBodyBytes) {
+      writeError(res, exchange, bodyTooLarge(deps.maxBodyBytes), true);
+      exchange.finish();
+      return;
+    }
+    const contentType = req.getHeader('content-type');
+    const presented = credentials(op, req);
     readBody(res, deps.maxBodyBytes).then(
-      (raw) => serve(op, deps, validate, request, state, res, log, raw),
-      (error: unknown) => finish(res, state, log, toAppError(error), true),
+      (raw) => serve(op, deps, validate, exchange, contentType, presented, raw),
+      (error: unknown) => fail(exchange, toAppError(error), true),
     );
   };
+}
+
+/** The credentials the operation's auth level reads (other headers are not copied). */
+function credentials(op: Operation, req: HttpRequest): readonly [string, string] | undefined {
+  switch (op.auth) {
+    case 'public':
+      return undefined;
+    case 'workspace':
+      return [req.getHeader('x-svc-workspace-id'), req.getHeader('x-svc-workspace-auth-token')];
+    case 'apiKey':
+      return [req.getHeader('x-svc-api-key'), req.getHeader('x-svc-auth-token')];
+  }
 }
 
 async function serve(
   op: Operation,
   deps: RouteDeps,
   validate: Validator<unknown>,
-  request: CopiedRequest,
-  state: ResponseState,
-  res: HttpResponse,
-  log: Logger,
+  exchange: Exchange,
+  contentType: string,
+  presented: readonly [string, string] | undefined,
   raw: Buffer,
 ): Promise<void> {
-  if (state.aborted) return;
+  if (exchange.aborted) return exchange.finish();
+  exchange.handling = true;
   try {
-    const identity = authenticate(op, deps.auth, request);
-    if (op.rateLimited) deps.publicLimiter.take(request.ip);
-    if (!isJsonContentType(request.contentType)) throw unsupportedMediaType(request.contentType);
+    exchange.identity = authenticate(op, deps.auth, presented);
+    if (op.rateLimited) deps.publicLimiter.take(exchange.ip);
+    if (!isJsonContentType(contentType)) throw unsupportedMediaType(contentType);
     const input = validate(parseEnvelope(raw));
-    const ctx: RequestContext = { requestId: request.requestId, ip: request.ip, log, identity };
-    const reply = await op.handle(input, ctx);
-    if (state.aborted) {
-      log.debug('client went away before the reply; the operation completed');
+    const reply = await op.handle(input, exchange);
+    if (exchange.aborted) {
+      exchange.log.debug('client went away before the reply; the operation completed');
       return;
     }
-    const body = reply.kind === 'bare' ? { result: reply.result } : successEnvelope(reply.message, reply.data, reply.extra);
-    writeJson(res, state, 200, body);
+    writeJson(exchange.res, exchange, 200, reply.kind === 'bare' ? { result: reply.result } : successEnvelope(reply.message, reply.data, reply.extra));
   } catch (error) {
-    finish(res, state, log, toAppError(error), false);
+    fail(exchange, toAppError(error), false);
+  } finally {
+    exchange.finish();
   }
 }
 
-function finish(res: HttpResponse, state: ResponseState, log: Logger, error: AppError, closeConnection: boolean): void {
-  if (error.status === 'INTERNAL') log.error('operation failed', { error: error.cause ?? error });
-  else log.debug('request rejected', { status: error.status, message: error.message });
-  writeError(res, state, error, closeConnection);
+function fail(exchange: Exchange, error: AppError, closeConnection: boolean): void {
+  if (error.status === 'INTERNAL') exchange.log.error('operation failed', { error: error.cause ?? error });
+  else exchange.log.debug('request rejected', { status: error.status, message: error.message });
+  writeError(exchange.res, exchange, error, closeConnection);
+  exchange.finish();
 }
 
-function authenticate(op: Operation, auth: Authenticator, request: CopiedRequest): RequestContext['identity'] {
+function authenticate(op: Operation, auth: Authenticator, presented: readonly [string, string] | undefined): RequestContext['identity'] {
+  const [id, token] = presented ?? ['', ''];
   switch (op.auth) {
     case 'public':
       return null;
     case 'workspace':
-      if (request.workspaceId === '') throw permissionDenied('the x-svc-workspace-id header is required');
-      if (request.workspaceToken === '') throw permissionDenied('the x-svc-workspace-auth-token header is required');
-      return auth.workspace(request.workspaceId, request.workspaceToken);
+      if (id === '') throw permissionDenied('the x-svc-workspace-id header is required');
+      if (token === '') throw permissionDenied('the x-svc-workspace-auth-token header is required');
+      return auth.workspace(id, token);
     case 'apiKey':
-      if (request.apiKey === '') throw permissionDenied('the x-svc-api-key header is required');
-      if (request.authToken === '') throw permissionDenied('the x-svc-auth-token header is required');
-      return auth.apiKey(request.apiKey, request.authToken);
+      if (id === '') throw permissionDenied('the x-svc-api-key header is required');
+      if (token === '') throw permissionDenied('the x-svc-auth-token header is required');
+      return auth.apiKey(id, token);
   }
 }
 
@@ -132,7 +183,7 @@ export function fallback(
   return (res, req) => {
     const path = req.getUrl();
     const method = req.getMethod().toUpperCase();
-    const state: ResponseState = { aborted: false, requestId: randomUUID(), corsOrigin: deps.corsOrigin };
+    const state: ResponseState = { aborted: false, requestId: nextRequestId(), corsOrigin: deps.corsOrigin };
     res.onAborted(() => {
       state.aborted = true;
     });
