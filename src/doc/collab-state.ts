@@ -7,7 +7,7 @@ import { DB } from '../store/keys.js';
 import type { DocumentRef } from './annotations/model.js';
 import { AnnotationState, type LiveAnnotationChange, type Mutation } from './annotations/state.js';
 import { DocumentWrites } from './document-writes.js';
-import { PresenceState, type LivePresenceChange, type PresenceView } from './presence.js';
+import { PresenceState, type LivePresenceChange } from './presence.js';
 
 /**
  * What the state needs from whoever owns a document (its DocumentActor): serial execution and a way to reach
@@ -132,17 +132,20 @@ export class CollabDocuments {
     });
   }
 
-  /** Runs a presence change in the document's mailbox and re-arms the offline expiry; resolves once committed. */
-  presence(ref: DocumentRef, change: (state: PresenceState) => Promise<LivePresenceChange>): Promise<readonly PresenceView[]> {
+  /**
+   * Runs a presence change in the document's mailbox and re-arms the offline expiry; resolves once committed with
+   * the change (its `users` views are built only when read).
+   */
+  presence(ref: DocumentRef, change: (state: PresenceState) => Promise<LivePresenceChange>): Promise<LivePresenceChange> {
     return this.inHost(ref, (host, doc) => this.changePresence(host, ref, doc, change));
   }
 
   /** A sync connection joined / left, for callers outside the mailbox (the server uses `connectionListener`). */
-  connect(ref: DocumentRef, peer: ConnectionPeer): Promise<readonly PresenceView[]> {
+  connect(ref: DocumentRef, peer: ConnectionPeer): Promise<LivePresenceChange> {
     return this.inHost(ref, (host, doc) => this.joined(host, ref, doc, peer));
   }
 
-  disconnect(ref: DocumentRef, peer: ConnectionPeer): Promise<readonly PresenceView[]> {
+  disconnect(ref: DocumentRef, peer: ConnectionPeer): Promise<LivePresenceChange> {
     return this.inHost(ref, (host, doc) => this.left(host, ref, doc, peer));
   }
 
@@ -194,11 +197,11 @@ export class CollabDocuments {
     });
   }
 
-  /** Runs a presence-changing task in the document's mailbox; resolves with the changed users once committed. */
-  private inHost(ref: DocumentRef, change: (host: DocumentHost, doc: Loaded) => Promise<LivePresenceChange>): Promise<readonly PresenceView[]> {
+  /** Runs a presence-changing task in the document's mailbox; resolves with the change once committed. */
+  private inHost(ref: DocumentRef, change: (host: DocumentHost, doc: Loaded) => Promise<LivePresenceChange>): Promise<LivePresenceChange> {
     return this.deps.hosts.use(ref, async (host) => {
       const staged = await host.run(() => this.inState(host, ref, (doc) => ({ result: change(host, doc) })));
-      return (await staged.result).users;
+      return staged.result;
     });
   }
 

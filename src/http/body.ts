@@ -8,7 +8,7 @@ import { bodyTooLarge, invalidArgument, type AppError } from '../errors.js';
  */
 export function readBody(res: HttpResponse, maxBytes: number): Promise<Buffer> {
   return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
+    let chunks: Buffer[] | undefined;
     let total = 0;
     let failed = false;
     res.onData((chunk, isLast) => {
@@ -19,8 +19,12 @@ export function readBody(res: HttpResponse, maxBytes: number): Promise<Buffer> {
         reject(bodyTooLarge(maxBytes));
         return;
       }
-      chunks.push(Buffer.from(chunk.slice(0)));
-      if (isLast) resolve(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, total));
+      // One copy, into Node's buffer pool for small bodies (cheaper than a fresh ArrayBuffer per chunk).
+      const copy = Buffer.from(new Uint8Array(chunk));
+      // Most bodies arrive in one chunk: no list, no concat.
+      if (isLast && chunks === undefined) return resolve(copy);
+      (chunks ??= []).push(copy);
+      if (isLast) resolve(Buffer.concat(chunks, total));
     });
   });
 }
@@ -46,6 +50,7 @@ export function isPlainObject(value: unknown): value is Record<string, unknown> 
 }
 
 export function isJsonContentType(contentType: string): boolean {
+  if (contentType === 'application/json') return true;
   const mediaType = contentType.split(';', 1)[0]?.trim().toLowerCase() ?? '';
   return mediaType === 'application/json' || (mediaType.startsWith('application/') && mediaType.endsWith('+json'));
 }
