@@ -14,7 +14,11 @@ export interface GroupedChange {
    * of one put or remove (`single`) runs without one: that write lands whole or not at all by itself.
    */
   write(): void;
-  /** Exactly one put or remove: no child transaction is needed (it saves a nested begin and commit per change). */
+  /**
+   * Exactly one put or remove: no child transaction is needed (it saves a nested begin and commit per change). A
+   * write lmdb-js refuses before touching LMDB (a key too large) leaves the batch intact; one that fails inside LMDB
+   * fails the whole transaction, and then every change of the batch is told so — wider, still all-or-nothing.
+   */
   readonly single?: boolean;
   /**
    * Told exactly once, in submission order: `undefined` once the transaction holding the writes has committed, else
@@ -39,7 +43,7 @@ export class GroupCommit {
 
   constructor(private readonly root: TransactionRoot, private readonly onSettleError: (error: unknown) => void) {}
 
-  /** Changes submitted and not yet settled. */
+  /** Changes queued, plus one while a batch is in flight: 0 means everything submitted has settled. */
   get pending(): number {
     return this.queued.length + (this.inFlight ? 1 : 0);
   }
