@@ -47,21 +47,25 @@ export interface RootHint {
 }
 
 const DISCONNECTED = 'disconnect';
+const NO_PEERS: ReadonlySet<Peer> = new Set();
 
 export class DocumentActor implements DocumentActorView {
   private readonly stores = new Map<string, EditorStore>();
   private readonly peers = new Set<Peer>();
+  // The optional structures below (livePeers, fanoutState, awarenessOwners, deniedOnce) are made on first use: most
+  // loaded documents never need some of them, and each empty Map or Set costs ~150-200 bytes per document.
   /** The `ext=1` connections: the subscribers of the live topic. */
-  private readonly livePeers = new Set<Peer>();
+  private livePeers: Set<Peer> | undefined;
   private readonly mailbox: Mailbox;
   /** Created when a client first speaks awareness: most idle documents never need one. */
   private awareness: awarenessProtocol.Awareness | undefined;
-  private readonly fanout = new UpdateFanout();
+  /** Read through `fanout`, which makes it. */
+  private fanoutState: UpdateFanout | undefined;
   private readonly documentTopic: string;
   private readonly liveTopic: string;
   /** Awareness client ids each connection announced, removed for everyone when it disconnects. */
-  private readonly awarenessOwners = new Map<Peer, Set<number>>();
-  private readonly deniedOnce = new WeakSet<Peer>();
+  private awarenessOwners: Map<Peer, Set<number>> | undefined;
+  private deniedOnce: WeakSet<Peer> | undefined;
   private attaching = 0;
   /** Commit promises of the REST write running now, so it can answer only after they commit. */
   private commits: Array<Promise<void>> | undefined;
@@ -77,6 +81,10 @@ export class DocumentActor implements DocumentActorView {
 
   private logFields(): { organizationId: string; documentId: string } {
     return { organizationId: this.key.organizationId, documentId: this.key.documentId };
+  }
+
+  private get fanout(): UpdateFanout {
+    return (this.fanoutState ??= new UpdateFanout());
   }
 
   private awarenessNow(): awarenessProtocol.Awareness {
@@ -118,7 +126,7 @@ export class DocumentActor implements DocumentActorView {
       peer.subscribe(this.documentTopic);
       peer.subscribe(store.topic);
       if (peer.extensions) {
-        this.livePeers.add(peer);
+        (this.livePeers ??= new Set()).add(peer);
         peer.subscribe(this.liveTopic);
       }
       peer.send(writeSyncStep1(Y.encodeStateVector(store.doc)));
@@ -133,12 +141,12 @@ export class DocumentActor implements DocumentActorView {
   detach(peer: Peer): void {
     this.mailbox.tell(() => {
       if (!this.peers.delete(peer)) return;
-      this.livePeers.delete(peer);
+      this.livePeers?.delete(peer);
       const store = this.stores.get(peer.editorId);
       store?.peers.delete(peer);
       if (store !== undefined && !store.exists && store.peers.size === 0) this.stores.delete(peer.editorId);
-      const owned = this.awarenessOwners.get(peer);
-      this.awarenessOwners.delete(peer);
+      const owned = this.awarenessOwners?.get(peer);
+      this.awarenessOwners?.delete(peer);
       if (owned !== undefined && owned.size > 0 && this.awareness !== undefined) {
         awarenessProtocol.removeAwarenessStates(this.awareness, [...owned], DISCONNECTED);
       }
@@ -164,8 +172,8 @@ export class DocumentActor implements DocumentActorView {
       case 'sync-step2':
       case 'update':
         if (!peer.readOnly) Y.applyUpdate(store.doc, message.update, peer);
-        else if (!isEmptyUpdate(message.update) && !this.deniedOnce.has(peer)) {
-          this.deniedOnce.add(peer);
+        else if (!isEmptyUpdate(message.update) && this.deniedOnce?.has(peer) !== true) {
+          (this.deniedOnce ??= new WeakSet()).add(peer);
           peer.send(writePermissionDenied('viewer access: your edits are not saved or shared'));
         }
         return;
@@ -198,8 +206,9 @@ export class DocumentActor implements DocumentActorView {
   private onAwareness(change: { added: number[]; updated: number[]; removed: number[] }, origin: unknown): void {
     const peer = origin as Peer;
     if (this.peers.has(peer)) {
-      let owned = this.awarenessOwners.get(peer);
-      if (owned === undefined) this.awarenessOwners.set(peer, (owned = new Set()));
+      const owners = (this.awarenessOwners ??= new Map());
+      let owned = owners.get(peer);
+      if (owned === undefined) owners.set(peer, (owned = new Set()));
       for (const id of change.added) owned.add(id);
       for (const id of change.removed) owned.delete(id);
     }
@@ -208,7 +217,7 @@ export class DocumentActor implements DocumentActorView {
     const frame = writeAwareness(awarenessProtocol.encodeAwarenessUpdate(this.awareness, changed));
     // Echoed to the sender too: y-websocket drops a connection that hears nothing for 30 s, and a lone
     // client's own awareness renewals are what it hears. Queued updates go first: cursors refer to them.
-    this.fanout.flush();
+    this.fanoutState?.flush();
     publishToAll(this.documentTopic, frame, this.peers);
   }
 
@@ -232,15 +241,15 @@ export class DocumentActor implements DocumentActorView {
    */
   broadcast(bytes: Uint8Array): number {
     const live = (messageType(bytes) ?? 0) >= EXTENSION_TYPE_MIN;
-    const members = live ? this.livePeers : this.peers;
+    const members: ReadonlySet<Peer> = live ? (this.livePeers ?? NO_PEERS) : this.peers;
     // Queued updates go first, so a frame about a change never overtakes the change.
-    this.fanout.flush();
+    this.fanoutState?.flush();
     return publishToAll(live ? this.liveTopic : this.documentTopic, bytes, members) ? members.size : 0;
   }
 
   /** Sends one frame to one connection; false when it is not connected here. */
   sendTo(sessionId: string, bytes: Uint8Array): boolean {
-    this.fanout.flush();
+    this.fanoutState?.flush();
     for (const peer of this.peers) if (peer.sessionId === sessionId) return peer.send(bytes);
     return false;
   }
@@ -346,7 +355,7 @@ export class DocumentActor implements DocumentActorView {
   }
 
   dispose(): void {
-    this.fanout.cancel();
+    this.fanoutState?.cancel();
     if (this.awareness !== undefined) releaseAwareness(this.awareness);
     this.awareness = undefined;
     for (const store of this.stores.values()) store.doc.destroy();

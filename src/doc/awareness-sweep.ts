@@ -5,6 +5,13 @@ import * as Y from 'yjs';
 /** y-protocols checks every outdatedTimeout / 10 (3 s) and drops states not renewed for outdatedTimeout (30 s). */
 const SWEEP_MS = Math.floor(awarenessProtocol.outdatedTimeout / 10);
 
+/**
+ * What an Awareness reads of its Y.Doc: `clientID` (the server's own id; the server announces no state) and
+ * `on('destroy')`, which releaseAwareness makes unnecessary. A Y.Doc per document's awareness cost ~2 KB each, and a
+ * single shared Y.Doc would keep every awareness reachable through its destroy listeners; this stand-in is both.
+ */
+const SERVER_DOC = { clientID: new Y.Doc().clientID, on: (): void => undefined } as unknown as Y.Doc;
+
 const tracked = new Set<awarenessProtocol.Awareness>();
 let timer: NodeJS.Timeout | undefined;
 
@@ -13,8 +20,7 @@ let timer: NodeJS.Timeout | undefined;
  * Awareness its own 3 s interval; thousands of loaded documents would mean thousands of timers.
  */
 export function createAwareness(): awarenessProtocol.Awareness {
-  // y-protocols ties awareness to a Y.Doc for its own client id; the server announces no state.
-  const awareness = new awarenessProtocol.Awareness(new Y.Doc());
+  const awareness = new awarenessProtocol.Awareness(SERVER_DOC);
   clearInterval(awareness._checkInterval as NodeJS.Timeout);
   awareness.setLocalState(null);
   tracked.add(awareness);
@@ -30,7 +36,6 @@ export function createAwareness(): awarenessProtocol.Awareness {
 export function releaseAwareness(awareness: awarenessProtocol.Awareness): void {
   tracked.delete(awareness);
   awareness.destroy();
-  awareness.doc.destroy();
   if (tracked.size === 0 && timer !== undefined) {
     clearInterval(timer);
     timer = undefined;
