@@ -197,7 +197,7 @@ export function fallback(
   };
 }
 
-/** CORS preflight: any origin allowed by config may POST JSON with the x-svc-* headers. */
+/** CORS preflight: the origins allowed by config may POST JSON with the x-svc-* headers. */
 export function preflight(deps: Pick<RouteDeps, 'corsOrigin'>): (res: HttpResponse, req: HttpRequest) => void {
   return (res) => {
     res.cork(() => {

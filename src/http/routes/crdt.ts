@@ -1,6 +1,7 @@
 // Owns the CRDT operations: Get CRDT Data (spec 4.19), Add and Update CRDT Data (upstream notes 2.20).
 import type { StoreWrite } from '../../doc/actor.js';
 import { dataMismatch, type StoreType } from '../../doc/crdt.js';
+import type { DocumentKey } from '../../doc/peer.js';
 import type { DocumentRegistry } from '../../doc/registry.js';
 import { invalidArgument } from '../../errors.js';
 import { ok, operation, type Operation } from '../operation.js';
@@ -27,6 +28,10 @@ function storeWrite(input: WriteCrdtInput): StoreWrite {
   return { type: input.type, data: input.data, ...(input.contentKey === undefined ? {} : { contentKey: input.contentKey }) };
 }
 
+function documentKey(apiKey: string, input: { organizationId: string; documentId: string }): DocumentKey {
+  return { apiKey, organizationId: input.organizationId, documentId: input.documentId };
+}
+
 export function crdtOperations(documents: DocumentRegistry): Operation[] {
   return [
     operation<GetCrdtInput, 'apiKey'>({
@@ -34,8 +39,7 @@ export function crdtOperations(documents: DocumentRegistry): Operation[] {
       auth: 'apiKey',
       schema: getCrdtSchema,
       handle: async (input, ctx) => {
-        const key = { apiKey: ctx.identity.apiKey, organizationId: input.organizationId, documentId: input.documentId };
-        const records = await documents.use(key, (actor) => actor.records(input.editorId));
+        const records = await documents.use(documentKey(ctx.identity.apiKey, input), (actor) => actor.records(input.editorId));
         return ok('CRDT data retrieved successfully.', records);
       },
     }),
@@ -45,8 +49,7 @@ export function crdtOperations(documents: DocumentRegistry): Operation[] {
       schema: writeCrdtSchema,
       handle: async (input, ctx) => {
         const write = storeWrite(input);
-        const key = { apiKey: ctx.identity.apiKey, organizationId: input.organizationId, documentId: input.documentId };
-        await documents.use(key, (actor) => actor.add(input.editorId, write));
+        await documents.use(documentKey(ctx.identity.apiKey, input), (actor) => actor.add(input.editorId, write));
         return ok('CRDT data added successfully.');
       },
     }),
@@ -56,8 +59,7 @@ export function crdtOperations(documents: DocumentRegistry): Operation[] {
       schema: writeCrdtSchema,
       handle: async (input, ctx) => {
         const write = storeWrite(input);
-        const key = { apiKey: ctx.identity.apiKey, organizationId: input.organizationId, documentId: input.documentId };
-        await documents.use(key, (actor) => actor.update(input.editorId, write));
+        await documents.use(documentKey(ctx.identity.apiKey, input), (actor) => actor.update(input.editorId, write));
         return ok('CRDT data updated successfully.');
       },
     }),
