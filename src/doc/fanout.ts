@@ -42,13 +42,15 @@ interface PendingTopic {
  * does not matter for convergence; within one sender the merge keeps everything.
  */
 export class UpdateFanout {
-  private readonly pending = new Map<string, PendingTopic>();
+  /** Made when an update is queued and dropped when flushed: an idle document keeps no table (~200 bytes) for it. */
+  private pending: Map<string, PendingTopic> | undefined;
   private scheduled: NodeJS.Immediate | undefined;
 
   /** Queues `update` for the subscribers of `topic` except `sender`; `members` are that topic's connections. */
   queue(topic: string, members: ReadonlySet<Peer>, update: Uint8Array, sender: Peer | undefined): void {
-    let entry = this.pending.get(topic);
-    if (entry === undefined) this.pending.set(topic, (entry = { members, bySender: new Map() }));
+    const pending = (this.pending ??= new Map());
+    let entry = pending.get(topic);
+    if (entry === undefined) pending.set(topic, (entry = { members, bySender: new Map() }));
     const updates = entry.bySender.get(sender);
     if (updates === undefined) entry.bySender.set(sender, [update]);
     else updates.push(update);
@@ -61,21 +63,22 @@ export class UpdateFanout {
   flush(): void {
     if (this.scheduled !== undefined) clearImmediate(this.scheduled);
     this.scheduled = undefined;
-    if (this.pending.size === 0) return;
-    for (const [topic, { members, bySender }] of this.pending) {
+    const pending = this.pending;
+    if (pending === undefined) return;
+    for (const [topic, { members, bySender }] of pending) {
       for (const [sender, updates] of bySender) {
         const frame = writeUpdate(updates.length === 1 ? (updates[0] as Uint8Array) : Y.mergeUpdates(updates));
         // A sender that has gone is unsubscribed already, so publishing to all reaches exactly the others.
         if (sender === undefined || !sender.publish(topic, frame)) publishToAll(topic, frame, members);
       }
     }
-    this.pending.clear();
+    this.pending = undefined;
   }
 
   /** Drops what is queued (the actor is being disposed; its connections are gone). */
   cancel(): void {
     if (this.scheduled !== undefined) clearImmediate(this.scheduled);
     this.scheduled = undefined;
-    this.pending.clear();
+    this.pending = undefined;
   }
 }
