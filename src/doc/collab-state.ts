@@ -5,6 +5,7 @@ import { atomically, type Outbox } from '../events/outbox.js';
 import type { Store } from '../store/env.js';
 import { DB } from '../store/keys.js';
 import type { DocumentRef } from './annotations/model.js';
+import type { ConnectionListener, DocumentActorView, PeerInfo } from './peer.js';
 import { AnnotationState, type LiveAnnotationChange, type Mutation } from './annotations/state.js';
 import { DocumentWrites } from './document-writes.js';
 import { PresenceState, type LivePresenceChange } from './presence.js';
@@ -35,26 +36,8 @@ export interface LiveMessage {
   readonly presence: LivePresenceChange;
 }
 
-/** A sync connection as the registry's connection listeners see it (structurally src/doc/peer.ts PeerInfo). */
-export interface ConnectionPeer {
-  readonly sessionId: string;
-  readonly userId: string;
-  readonly name?: string | undefined;
-  readonly email?: string | undefined;
-  readonly extensions: boolean;
-}
-
-/** The actor as a connection listener sees it (structurally DocumentActorView). */
-export interface ListenedActor extends DocumentHost {
-  readonly key: DocumentRef;
-  sendTo(sessionId: string, bytes: Uint8Array): boolean;
-}
-
-/** Structurally the registry's ConnectionListener. */
-export interface ConnectionEvents {
-  joined(peer: ConnectionPeer, actor: ListenedActor): void;
-  left(peer: ConnectionPeer, actor: ListenedActor): void;
-}
+/** What presence needs of a sync connection: the part of PeerInfo a REST caller or a test can also supply. */
+export type ConnectionPeer = Pick<PeerInfo, 'sessionId' | 'userId' | 'name' | 'email' | 'extensions'>;
 
 export interface CollabDeps {
   readonly store: Store;
@@ -154,7 +137,7 @@ export class CollabDocuments {
    * or leaves: the user's presence follows its connections, and a joining client that takes extension frames gets
    * the complete annotation and presence lists first.
    */
-  connectionListener(): ConnectionEvents {
+  connectionListener(): ConnectionListener {
     const failed = (error: unknown): void => this.deps.log.error('presence of a sync connection failed', { error });
     return {
       joined: (peer, actor) => {
@@ -211,7 +194,7 @@ export class CollabDocuments {
     return result;
   }
 
-  private joined(host: DocumentHost, ref: DocumentRef, doc: Loaded, peer: ConnectionPeer, actor?: ListenedActor): Promise<LivePresenceChange> {
+  private joined(host: DocumentHost, ref: DocumentRef, doc: Loaded, peer: ConnectionPeer, actor?: DocumentActorView): Promise<LivePresenceChange> {
     if (peer.extensions) {
       doc.listeners++;
       if (actor !== undefined) this.sendSnapshot(actor, doc, peer.sessionId, 1);
@@ -226,7 +209,7 @@ export class CollabDocuments {
   }
 
   /** The complete lists, built now inside the mailbox and sent to the joining socket once all they hold has committed. */
-  private sendSnapshot(actor: ListenedActor, doc: Loaded, sessionId: string, attempt: number): void {
+  private sendSnapshot(actor: DocumentActorView, doc: Loaded, sessionId: string, attempt: number): void {
     const bytes = this.deps.encode({
       organizationId: actor.key.organizationId,
       documentId: actor.key.documentId,
