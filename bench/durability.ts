@@ -1,6 +1,6 @@
 // Owns the durability-cost benchmark: the same fan-out workload with Plait's update log on versus PERSISTENCE=false.
 import { finish, flags, main, num, servers } from './lib/cli.js';
-import { runFanout, type FanoutOptions } from './lib/fanout.js';
+import { FANOUT_WORKLOAD_FLAGS, runFanout, type FanoutOptions } from './lib/fanout.js';
 import type { ServerKind } from './lib/launch.js';
 import { emit, isMain, progress, type Figure } from './lib/report.js';
 
@@ -45,12 +45,7 @@ export function durabilityOptions(values: Record<string, string | boolean | unde
 if (isMain(import.meta.url)) {
   main(async () => {
     const values = flags(USAGE, {
-      docs: { type: 'string' },
-      readers: { type: 'string' },
-      rate: { type: 'string' },
-      'latency-ms': { type: 'string' },
-      'throughput-ms': { type: 'string' },
-      window: { type: 'string' },
+      ...FANOUT_WORKLOAD_FLAGS,
     });
     const figures = await runDurability(servers(values, ['plait', 'plait-nopersist']), durabilityOptions(values));
     for (const figure of figures) emit(figure);

@@ -1,6 +1,6 @@
 // Owns the sync fan-out benchmark script: runs the workload against each server and emits its figures.
 import { finish, flags, main, num, profileDir, reportProfiles, servers } from './lib/cli.js';
-import { runFanout, type FanoutOptions, type FanoutResult } from './lib/fanout.js';
+import { FANOUT_WORKLOAD_FLAGS, runFanout, type FanoutOptions, type FanoutResult } from './lib/fanout.js';
 import { SYNC_SERVERS } from './lib/launch.js';
 import { emit, isMain, MB, medianOfRounds, progress, type Figure } from './lib/report.js';
 
@@ -84,12 +84,7 @@ function parseEnv(raw: string | boolean | undefined): Record<string, string> | u
 if (isMain(import.meta.url)) {
   main(async () => {
     const values = flags(USAGE, {
-      docs: { type: 'string' },
-      readers: { type: 'string' },
-      rate: { type: 'string' },
-      'latency-ms': { type: 'string' },
-      'throughput-ms': { type: 'string' },
-      window: { type: 'string' },
+      ...FANOUT_WORKLOAD_FLAGS,
       payload: { type: 'string' },
       warmup: { type: 'string' },
       'plait-env': { type: 'string' },

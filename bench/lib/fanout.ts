@@ -255,3 +255,13 @@ export async function runFanout(options: FanoutOptions, progress: (line: string)
     await server.stop();
   }
 }
+
+/** The command-line flags of the fan-out workload, shared by every script built on runFanout. */
+export const FANOUT_WORKLOAD_FLAGS = {
+  docs: { type: 'string' },
+  readers: { type: 'string' },
+  rate: { type: 'string' },
+  'latency-ms': { type: 'string' },
+  'throughput-ms': { type: 'string' },
+  window: { type: 'string' },
+} as const;
