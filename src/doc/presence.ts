@@ -1,11 +1,13 @@
 // Owns one document's presence list: users set over REST and users connected for sync, their status and offline expiry.
 import type { Database, Key } from 'lmdb';
+import { AppError } from '../errors.js';
 import type { Store } from '../store/env.js';
 import { DB } from '../store/keys.js';
 import type { DocumentRef } from './annotations/model.js';
 import { DocumentWrites, type DocumentChange } from './document-writes.js';
 
 const KEY_END = new Uint8Array([0xff]);
+const NO_CHANGE: LivePresenceChange = Object.freeze({ users: Object.freeze([]), removed: Object.freeze([]) });
 
 /** Presence user input (spec 2.19). */
 export interface PresenceInput {
@@ -93,15 +95,21 @@ export class PresenceState {
       .map((u) => this.view(u));
   }
 
-  /** Add or Update Presence: sets the given fields; a user not yet listed is added (status online unless given). */
+  /**
+   * Add or Update Presence: sets the given fields; a user not yet listed is added (status online unless given).
+   * A user whose record would not change (a heartbeat repeating the same status) is left as it is, `lastUpdated`
+   * included: nothing is written or sent for it, and a request that changes no one writes nothing at all.
+   */
   upsert(inputs: readonly PresenceInput[]): Promise<LivePresenceChange> {
     const now = this.deps.now();
     const changed = new Map<string, PresenceRecord>();
     for (const { userId, name, email, status } of inputs) {
       const current = changed.get(userId) ?? this.users.get(userId);
       const fields = { userId, ...(name === undefined ? {} : { name }), ...(email === undefined ? {} : { email }) };
-      changed.set(userId, withStatus({ ...current, ...fields, source: 'rest', lastUpdated: now }, status ?? current?.status ?? 'online', now));
+      const next = withStatus({ ...current, ...fields, source: 'rest', lastUpdated: now }, status ?? current?.status ?? 'online', now);
+      if (current === undefined || !sameRecord(current, next)) changed.set(userId, next);
     }
+    if (changed.size === 0) return this.unchanged();
     return this.write([...changed.values()], []);
   }
 
@@ -155,8 +163,19 @@ export class PresenceState {
     return count;
   }
 
+  /**
+   * A request that changes nothing still must not be answered before what it saw is committed: it resolves once the
+   * document's pending changes have, and fails as they would (ABORTED, retry) when one of them did not commit.
+   */
+  private unchanged(): Promise<LivePresenceChange> {
+    if (this.writes.pending === 0) return Promise.resolve(NO_CHANGE);
+    return new Promise((resolve, reject) => {
+      this.writes.afterPending((ok) => (ok ? resolve(NO_CHANGE) : reject(new AppError('ABORTED', 'an earlier change to this document failed to commit; retry'))));
+    });
+  }
+
   private write(put: readonly PresenceRecord[], removed: readonly string[]): Promise<LivePresenceChange> {
-    if (put.length === 0 && removed.length === 0) return Promise.resolve({ users: [], removed: [] });
+    if (put.length === 0 && removed.length === 0) return Promise.resolve(NO_CHANGE);
     return this.writes.submit(new PresenceChange(this, this.users, this.db, put, removed));
   }
 
@@ -215,6 +234,11 @@ class PresenceChange implements DocumentChange, LivePresenceChange {
   committed(): void {
     this.state.published(this);
   }
+}
+
+/** Whether two records of one user say the same thing; `lastUpdated` is when that last changed, so it is not compared. */
+function sameRecord(a: PresenceRecord, b: PresenceRecord): boolean {
+  return a.status === b.status && a.source === b.source && a.name === b.name && a.email === b.email && a.offlineSince === b.offlineSince;
 }
 
 /** Sets status, keeping offlineSince only while offline (and stamping it when the user goes offline). */

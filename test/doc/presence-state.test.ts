@@ -2,10 +2,12 @@
 import { once, EventEmitter } from 'node:events';
 import t from 'tap';
 import { CollabDocuments, type DocumentHost, type LiveMessage } from '../../src/doc/collab-state.js';
-import { PresenceState } from '../../src/doc/presence.js';
+import { DocumentWrites } from '../../src/doc/document-writes.js';
+import { PresenceState, type LivePresenceChange } from '../../src/doc/presence.js';
 import { Outbox } from '../../src/events/outbox.js';
 import { createLogger } from '../../src/log.js';
 import { Store } from '../../src/store/env.js';
+import { DB } from '../../src/store/keys.js';
 import { decodeLiveMessage, encodeLiveMessage } from '../../src/ws/live-messages.js';
 
 const ref = { apiKey: 'k1', organizationId: 'org', documentId: 'doc' };
@@ -28,6 +30,47 @@ t.test('REST presence: add defaults to online, update merges, delete removes', a
   t.same(live.removed, ['u2']);
   const reloaded = await PresenceState.load({ store, now: () => 6, offlineTtlMs: 100 }, ref);
   t.same(reloaded.list().map((u) => [u.userId, u.status]), [['u1', 'away']], 'REST presence survives a reload');
+});
+
+t.test('an update that changes nothing writes nothing, keeps lastUpdated and publishes nothing', async (t) => {
+  const store = Store.open(t.testdir());
+  t.teardown(() => store.close());
+  let now = 10;
+  const published: LivePresenceChange[] = [];
+  const state = await PresenceState.load({ store, now: () => now, offlineTtlMs: 100, published: (live) => published.push(live) }, ref);
+  const stored = (): unknown => store.records<{ lastUpdated: number }>(DB.presence).get([ref.apiKey, ref.organizationId, ref.documentId, 'u1'])?.lastUpdated;
+  await state.upsert([{ userId: 'u1', name: 'Ann', status: 'online' }]);
+  t.equal(stored(), 10);
+  now = 20;
+  const heartbeat = await state.upsert([{ userId: 'u1', status: 'online' }, { userId: 'u1', name: 'Ann' }]);
+  t.same([heartbeat.users, heartbeat.removed], [[], []], 'the same status and name again is no change');
+  t.equal(stored(), 10, 'nothing written');
+  t.match(state.list(), [{ userId: 'u1', lastUpdated: 10 }], 'lastUpdated is when the record last changed');
+  t.equal(published.length, 1, 'no live message for it');
+  const changed = await state.upsert([{ userId: 'u1', status: 'away' }]);
+  t.match(changed.users, [{ userId: 'u1', status: 'away', lastUpdated: 20 }]);
+  t.equal(stored(), 20);
+  t.equal(published.length, 2);
+  now = 30;
+  await state.upsert([{ userId: 'u1', email: 'ann@example.com' }]);
+  t.equal(stored(), 30, 'a new field is a change');
+});
+
+t.test('an update that changes nothing is answered only once what it saw has committed, and fails with it', async (t) => {
+  const store = Store.open(t.testdir());
+  t.teardown(() => store.close());
+  const writes = new DocumentWrites(store);
+  const state = await PresenceState.load({ store, now: () => 1, offlineTtlMs: 100, writes }, ref);
+  await state.upsert([{ userId: 'u1', status: 'online' }]);
+  const order: string[] = [];
+  const pending = state.upsert([{ userId: 'u1', status: 'away' }]).then(() => order.push('change'));
+  const repeat = state.upsert([{ userId: 'u1', status: 'away' }]).then(() => order.push('repeat'));
+  await Promise.all([pending, repeat]);
+  t.same(order, ['change', 'repeat'], 'the repeat waited for the change it repeats');
+  const failing = writes.submit({ write: () => { throw new Error('disk full'); }, undo: () => undefined });
+  const refused = state.upsert([{ userId: 'u1', status: 'away' }]);
+  await t.rejects(failing, /disk full/);
+  await t.rejects(refused, { name: 'AppError', status: 'ABORTED' }, 'a repeat of state that did not commit is not acknowledged');
 });
 
 t.test('a sync user goes offline on their last disconnect and disappears after the delay (injected clock)', async (t) => {
