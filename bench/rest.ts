@@ -11,6 +11,7 @@ const USAGE = `node --import=tsx bench/rest.ts [flags]
   --duration S        measured seconds per operation (default 5)
   --warmup S          unmeasured seconds before each (default 1)
   --spread-docs D     also run Update Presence rotating over D documents, 1 to skip (default 100)
+  --ops LIST          which operations: presence,comments (default both)
   --profile           write and summarize a V8 CPU profile of the Plait server`;
 
 interface Load {
@@ -23,32 +24,46 @@ interface Load {
 interface Operation {
   readonly bench: string;
   readonly path: string;
-  /** Requests rotate over this many documents (1 = every request on the same document). */
-  readonly documents: number;
-  readonly body: (organizationId: string, documentId: string) => unknown;
+  /** Requests rotate over this many distinct bodies (1 = the same request every time). */
+  readonly variants: number;
+  readonly body: (organizationId: string, variant: number) => unknown;
 }
 
-const presence = (organizationId: string, documentId: string): unknown => ({ organizationId, documentId, users: [{ userId: 'u1', status: 'online' }] });
+const OPS = ['presence', 'comments'] as const;
 
-function operations(spread: number): Operation[] {
-  return [
-    { bench: 'REST Update Presence', path: '/v2/presence/update', documents: 1, body: presence },
-    ...(spread > 1 ? [{ bench: `REST Update Presence, ${spread} docs`, path: '/v2/presence/update', documents: spread, body: presence }] : []),
+const presence =
+  (documents: number, statuses: readonly string[]) =>
+  (organizationId: string, variant: number): unknown => ({
+    organizationId,
+    documentId: `rest-doc-${variant % documents}`,
+    users: [{ userId: 'u1', status: statuses[variant % statuses.length] }],
+  });
+
+function operations(spread: number, only: ReadonlySet<string>): Operation[] {
+  const presenceOps: Operation[] = [
+    // the same status again and again: a heartbeat, which changes nothing and writes nothing (docs/comments-and-presence.md)
+    { bench: 'REST Update Presence', path: '/v2/presence/update', variants: 1, body: presence(1, ['online']) },
+    ...(spread > 1 ? [{ bench: `REST Update Presence, ${spread} docs`, path: '/v2/presence/update', variants: spread, body: presence(spread, ['online']) }] : []),
+    // the status alternates, so (nearly) every request is a change written to LMDB before its reply
+    { bench: 'REST Update Presence, status changes', path: '/v2/presence/update', variants: 2, body: presence(1, ['online', 'away']) },
+  ];
+  const commentOps: Operation[] = [
     {
       bench: 'REST Add Comment Annotations',
       path: '/v1/commentannotations/add',
-      documents: 1,
-      body: (organizationId, documentId) => ({
+      variants: 1,
+      body: (organizationId) => ({
         organizationId,
-        documentId,
+        documentId: 'rest-doc-0',
         commentAnnotations: [{ commentData: [{ commentText: 'x', from: { userId: 'u1' } }] }],
       }),
     },
   ];
+  return [...(only.has('presence') ? presenceOps : []), ...(only.has('comments') ? commentOps : [])];
 }
 
 function bodies(op: Operation, organizationId: string): string[] {
-  return Array.from({ length: op.documents }, (_, i) => JSON.stringify({ data: op.body(organizationId, `rest-doc-${i}`) }));
+  return Array.from({ length: op.variants }, (_, i) => JSON.stringify({ data: op.body(organizationId, i) }));
 }
 
 /** One autocannon run (after a warm-up run), with the server's CPU over the measured run. */
@@ -97,9 +112,10 @@ async function hammer(server: ServerHandle, bench: string, path: string, headers
   ];
 }
 
-export async function runRest(load: Load, spread: number, cpuProfileDir?: string): Promise<Figure[]> {
+export async function runRest(load: Load, spread: number, cpuProfileDir?: string, only: ReadonlySet<string> = new Set(OPS)): Promise<Figure[]> {
   const figures: Figure[] = [];
-  const ops = operations(spread);
+  const ops = operations(spread, only);
+  if (ops.length === 0) throw new Error(`--ops names none of ${OPS.join(', ')}`);
   const hello = await launchServer('uws-hello');
   try {
     // one ceiling run (the presence request); the same figures stand as the reference of every REST row
@@ -135,6 +151,7 @@ if (isMain(import.meta.url)) {
       duration: { type: 'string' },
       warmup: { type: 'string' },
       'spread-docs': { type: 'string' },
+      ops: { type: 'string' },
     });
     const load: Load = {
       connections: num(values, 'connections', 32, 1, 10_000),
@@ -143,7 +160,8 @@ if (isMain(import.meta.url)) {
       warmup: num(values, 'warmup', 1, 0, 60),
     };
     const prof = profileDir(values);
-    const figures = await runRest(load, num(values, 'spread-docs', 100, 1, 100_000), prof);
+    const only = new Set(typeof values['ops'] === 'string' ? values['ops'].split(',') : OPS);
+    const figures = await runRest(load, num(values, 'spread-docs', 100, 1, 100_000), prof, only);
     for (const figure of figures) emit(figure);
     reportProfiles(prof);
     finish(figures);
