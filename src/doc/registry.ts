@@ -4,7 +4,7 @@ import { CLOSE, unavailable } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Store } from '../store/env.js';
 import { UpdateLog } from '../store/update-log.js';
-import { DocumentActor } from './actor.js';
+import { DocumentActor, type ActorDeps } from './actor.js';
 import { documentKeyString, type ConnectionListener, type DocumentKey } from './peer.js';
 
 export type RegistryConfig = Pick<
@@ -25,9 +25,26 @@ export interface Lease {
   release(): void;
 }
 
+/** A lease as an object of its own, not a closure: under tsx a named closure also carries a ~256-byte property dictionary. */
+class ActorLease implements Lease {
+  private released = false;
+
+  constructor(readonly actor: DocumentActor) {
+    actor.leases++;
+  }
+
+  release(): void {
+    if (this.released) return;
+    this.released = true;
+    this.actor.leases--;
+    this.actor.checkIdle();
+  }
+}
+
 interface Entry {
   readonly key: DocumentKey;
-  readonly loading: Promise<DocumentActor>;
+  /** The first load; dropped once it has settled (`actor` holds the result), so a loaded document keeps no promise. */
+  loading?: Promise<DocumentActor> | undefined;
   actor?: DocumentActor | undefined;
   unloading?: Promise<void> | undefined;
   timer?: NodeJS.Timeout | undefined;
@@ -39,9 +56,19 @@ export class DocumentRegistry {
   private readonly unloadListeners: Array<(key: DocumentKey) => void> = [];
   private closing = false;
   readonly updateLog: UpdateLog;
+  /** One for every actor: a deps object and onIdle closure per document cost ~0.5 KB each. */
+  private readonly actorDeps: ActorDeps;
 
   constructor(private readonly config: RegistryConfig, store: Store, private readonly log: Logger) {
     this.updateLog = new UpdateLog(config.persistence ? store : null, config, log);
+    this.actorDeps = {
+      updateLog: this.updateLog,
+      log,
+      mailboxCapacity: config.mailboxCapacity,
+      maxConnections: config.maxConnectionsPerDocument,
+      onIdle: (actor) => this.scheduleUnload(documentKeyString(actor.key)),
+      listeners: this.listeners,
+    };
   }
 
   /** The scale-out seam: whether this process owns `key`. One process owns every document today. */
@@ -80,22 +107,12 @@ export class DocumentRegistry {
         await entry.unloading;
         continue;
       }
-      const actor = await entry.loading;
+      const actor = await (entry.loading ?? entry.actor);
       // An unload may have started while this caller waited for the load to finish; then load again.
-      if (entry.unloading !== undefined || this.entries.get(id) !== entry) continue;
+      if (actor === undefined || entry.unloading !== undefined || this.entries.get(id) !== entry) continue;
       if (entry.timer !== undefined) clearTimeout(entry.timer);
       entry.timer = undefined;
-      actor.leases++;
-      let released = false;
-      return {
-        actor,
-        release: () => {
-          if (released) return;
-          released = true;
-          actor.leases--;
-          actor.checkIdle();
-        },
-      };
+      return new ActorLease(actor);
     }
   }
 
@@ -112,21 +129,16 @@ export class DocumentRegistry {
   private load(id: string, key: DocumentKey): Entry {
     const loading = Promise.resolve().then(() => {
       const loaded = this.updateLog.snapshots.load(key.apiKey, key.organizationId, key.documentId);
-      const actor = new DocumentActor(key, loaded, {
-        updateLog: this.updateLog,
-        log: this.log,
-        mailboxCapacity: this.config.mailboxCapacity,
-        maxConnections: this.config.maxConnectionsPerDocument,
-        onIdle: () => this.scheduleUnload(id),
-        listeners: this.listeners,
-      });
+      const actor = new DocumentActor(key, loaded, this.actorDeps);
       entry.actor = actor;
+      entry.loading = undefined;
       return actor;
     });
     const entry: Entry = { key, loading };
     this.entries.set(id, entry);
     loading.catch((error: unknown) => {
       this.log.error('document load failed', { error, organizationId: key.organizationId, documentId: key.documentId });
+      entry.loading = undefined;
       if (this.entries.get(id) === entry) this.entries.delete(id);
     });
     return entry;
@@ -182,10 +194,13 @@ export class DocumentRegistry {
         if (this.entries.get(id) !== entry) return;
         if (entry.timer !== undefined) clearTimeout(entry.timer);
         entry.unloading = (async () => {
-          const actor = await entry.loading;
-          actor.closeAll(CLOSE.DOCUMENT_DELETED, 'the document was deleted');
-          await actor.whenIdle();
-          actor.dispose();
+          // A failed load rejects here, as it did for the callers waiting on it (the entry is already gone then).
+          const actor = entry.actor ?? (await entry.loading);
+          if (actor !== undefined) {
+            actor.closeAll(CLOSE.DOCUMENT_DELETED, 'the document was deleted');
+            await actor.whenIdle();
+            actor.dispose();
+          }
           this.entries.delete(id);
         })();
         await entry.unloading;
