@@ -264,8 +264,10 @@ export class AnnotationState {
    */
   private async commit(changes: readonly Change[], now: number, restore?: () => void): Promise<LiveAnnotationChange[]> {
     if (changes.length === 0) return [];
-    const { outbox, published } = this.deps;
-    const deps = { ref: this.ref, db: this.db, outbox, records: this.records, published };
+    const owner = this.deps;
+    // Called on `deps`, not detached from it: a deps object may implement `published` as a method.
+    const published = (live: readonly LiveAnnotationChange[]): void => owner.published?.(live);
+    const deps = { ref: this.ref, db: this.db, outbox: owner.outbox, records: this.records, published };
     const committed = await this.writes.submit(new ThreadChanges(deps, changes, now, (record) => this.view(record), restore));
     return committed.live;
   }
