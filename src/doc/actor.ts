@@ -20,7 +20,7 @@ import { createAwareness, releaseAwareness } from './awareness-sweep.js';
 import { defineRoot, replaceData, type StoreType } from './crdt.js';
 import { EditorStore, LOADING, type CrdtRecord } from './editor-store.js';
 import { publishToAll, topics, UpdateFanout } from './fanout.js';
-import { Mailbox } from './mailbox.js';
+import { Mailbox, type TaskFailures } from './mailbox.js';
 import { REST_ORIGIN, type ChangeOrigin, type ConnectionListener, type DocumentActorView, type DocumentKey, type Peer, type PeerInfo } from './peer.js';
 
 export interface ActorDeps {
@@ -49,11 +49,14 @@ export interface RootHint {
 const DISCONNECTED = 'disconnect';
 const NO_PEERS: ReadonlySet<Peer> = new Set();
 
-export class DocumentActor implements DocumentActorView {
+export class DocumentActor implements DocumentActorView, TaskFailures {
+  /** Each store's `peers` are its connections; together they are the document's (no Set of its own for them). */
   private readonly stores = new Map<string, EditorStore>();
-  private readonly peers = new Set<Peer>();
+  /** Connections attached, over all stores. */
+  private peerCount = 0;
   // The optional structures below (livePeers, fanoutState, awarenessOwners, deniedOnce) are made on first use: most
-  // loaded documents never need some of them, and each empty Map or Set costs ~150-200 bytes per document.
+  // loaded documents never need some of them, and each empty Map or Set costs ~150-200 bytes per document. Topic
+  // names are not kept either: they are built when used (src/doc/fanout.ts), a string or two per document less.
   /** The `ext=1` connections: the subscribers of the live topic. */
   private livePeers: Set<Peer> | undefined;
   private readonly mailbox: Mailbox;
@@ -61,8 +64,6 @@ export class DocumentActor implements DocumentActorView {
   private awareness: awarenessProtocol.Awareness | undefined;
   /** Read through `fanout`, which makes it. */
   private fanoutState: UpdateFanout | undefined;
-  private readonly documentTopic: string;
-  private readonly liveTopic: string;
   /** Awareness client ids each connection announced, removed for everyone when it disconnects. */
   private awarenessOwners: Map<Peer, Set<number>> | undefined;
   private deniedOnce: WeakSet<Peer> | undefined;
@@ -73,10 +74,24 @@ export class DocumentActor implements DocumentActorView {
   leases = 0;
 
   constructor(readonly key: DocumentKey, loaded: readonly LoadedStore[], private readonly deps: ActorDeps) {
-    this.mailbox = new Mailbox(deps.mailboxCapacity, (error) => deps.log.error('document task failed', { error, ...this.logFields() }));
-    this.documentTopic = topics.document(key);
-    this.liveTopic = topics.live(key);
+    this.mailbox = new Mailbox(deps.mailboxCapacity, this);
     for (const record of loaded) this.addStore(record.editorId, record);
+  }
+
+  /** @internal For the mailbox: a fire-and-forget task failed. */
+  taskFailed(error: unknown): void {
+    this.deps.log.error('document task failed', { error, ...this.logFields() });
+  }
+
+  /** Every attached connection, store by store. */
+  private *peers(): IterableIterator<Peer> {
+    for (const store of this.stores.values()) yield* store.peers;
+  }
+
+  /** `origin` is a connection attached to this document (updates and awareness changes carry their sender). */
+  private isAttached(origin: unknown): origin is Peer {
+    if (typeof origin !== 'object' || origin === null) return false;
+    return this.stores.get((origin as Peer).editorId)?.peers.has(origin as Peer) === true;
   }
 
   private logFields(): { organizationId: string; documentId: string } {
@@ -99,7 +114,7 @@ export class DocumentActor implements DocumentActorView {
 
   /** Connections attached or queued to attach (the mailbox may be busy with a long task when they arrive). */
   get connectionCount(): number {
-    return this.peers.size + this.attaching;
+    return this.peerCount + this.attaching;
   }
 
   /** Admits a connection: sends SyncStep1, the awareness states and, for viewers, the read-only notice. */
@@ -107,7 +122,7 @@ export class DocumentActor implements DocumentActorView {
     this.attaching++;
     this.mailbox.tell(() => {
       this.attaching--;
-      if (this.peers.size >= this.deps.maxConnections) {
+      if (this.peerCount >= this.deps.maxConnections) {
         peer.close(CLOSE.DOCUMENT_FULL, 'the document has reached its connection limit');
         return;
       }
@@ -121,13 +136,13 @@ export class DocumentActor implements DocumentActorView {
       }
       // Subscribed in the mailbox, so the connection hears every update applied after its SyncStep1's state vector
       // (and, harmlessly, the not yet published updates of this turn, which that state vector already covers).
-      this.peers.add(peer);
       store.peers.add(peer);
-      peer.subscribe(this.documentTopic);
-      peer.subscribe(store.topic);
+      this.peerCount++;
+      peer.subscribe(topics.document(this.key));
+      peer.subscribe(topics.store(this.key, store.editorId));
       if (peer.extensions) {
         (this.livePeers ??= new Set()).add(peer);
-        peer.subscribe(this.liveTopic);
+        peer.subscribe(topics.live(this.key));
       }
       peer.send(writeSyncStep1(Y.encodeStateVector(store.doc)));
       const states = this.awareness === undefined ? [] : [...this.awareness.getStates().keys()];
@@ -140,11 +155,11 @@ export class DocumentActor implements DocumentActorView {
   /** Forgets a closed connection and removes the awareness states it announced. */
   detach(peer: Peer): void {
     this.mailbox.tell(() => {
-      if (!this.peers.delete(peer)) return;
-      this.livePeers?.delete(peer);
       const store = this.stores.get(peer.editorId);
-      store?.peers.delete(peer);
-      if (store !== undefined && !store.exists && store.peers.size === 0) this.stores.delete(peer.editorId);
+      if (store === undefined || !store.peers.delete(peer)) return;
+      this.peerCount--;
+      this.livePeers?.delete(peer);
+      if (!store.exists && store.peers.size === 0) this.stores.delete(peer.editorId);
       const owned = this.awarenessOwners?.get(peer);
       this.awarenessOwners?.delete(peer);
       if (owned !== undefined && owned.size > 0 && this.awareness !== undefined) {
@@ -162,9 +177,8 @@ export class DocumentActor implements DocumentActorView {
 
   private handle(peer: Peer, message: ClientMessage): void {
     // Frames still queued from a connection that has gone are dropped; its client resyncs when it reconnects.
-    if (!this.peers.has(peer)) return;
     const store = this.stores.get(peer.editorId);
-    if (store === undefined) return;
+    if (store === undefined || !store.peers.has(peer)) return;
     switch (message.kind) {
       case 'sync-step1':
         peer.send(writeSyncStep2(Y.encodeStateAsUpdate(store.doc, message.stateVector)));
@@ -200,12 +214,12 @@ export class DocumentActor implements DocumentActorView {
     this.commits?.push(commit);
     // Peers get the update at the end of this turn, before the disk: a crash loses at most what clients still hold
     // and resend. Updates of one sender in one turn go out as one merged frame, not back to that sender.
-    this.fanout.queue(store.topic, store.peers, update, isConnected(origin, this.peers) ? origin : undefined);
+    this.fanout.queue(topics.store(this.key, store.editorId), store.peers, update, this.isAttached(origin) ? origin : undefined);
   }
 
   private onAwareness(change: { added: number[]; updated: number[]; removed: number[] }, origin: unknown): void {
-    const peer = origin as Peer;
-    if (this.peers.has(peer)) {
+    if (this.isAttached(origin)) {
+      const peer = origin;
       const owners = (this.awarenessOwners ??= new Map());
       let owned = owners.get(peer);
       if (owned === undefined) owners.set(peer, (owned = new Set()));
@@ -218,11 +232,11 @@ export class DocumentActor implements DocumentActorView {
     // Echoed to the sender too: y-websocket drops a connection that hears nothing for 30 s, and a lone
     // client's own awareness renewals are what it hears. Queued updates go first: cursors refer to them.
     this.fanoutState?.flush();
-    publishToAll(this.documentTopic, frame, this.peers);
+    publishToAll(topics.document(this.key), frame, this.peers());
   }
 
   private addStore(editorId: string, loaded?: LoadedStore): EditorStore {
-    const store = new EditorStore([this.key.apiKey, this.key.organizationId, this.key.documentId, editorId], topics.store(this.key, editorId), loaded);
+    const store = new EditorStore(this.key, editorId, loaded);
     store.doc.on('update', (update: Uint8Array, origin: unknown) => this.onStoreUpdate(store, update, origin));
     this.stores.set(editorId, store);
     return store;
@@ -240,22 +254,24 @@ export class DocumentActor implements DocumentActorView {
    * that asked for them with `?ext=1`. Returns how many connections it was queued for.
    */
   broadcast(bytes: Uint8Array): number {
-    const live = (messageType(bytes) ?? 0) >= EXTENSION_TYPE_MIN;
-    const members: ReadonlySet<Peer> = live ? (this.livePeers ?? NO_PEERS) : this.peers;
     // Queued updates go first, so a frame about a change never overtakes the change.
     this.fanoutState?.flush();
-    return publishToAll(live ? this.liveTopic : this.documentTopic, bytes, members) ? members.size : 0;
+    if ((messageType(bytes) ?? 0) >= EXTENSION_TYPE_MIN) {
+      const members = this.livePeers ?? NO_PEERS;
+      return publishToAll(topics.live(this.key), bytes, members) ? members.size : 0;
+    }
+    return publishToAll(topics.document(this.key), bytes, this.peers()) ? this.peerCount : 0;
   }
 
   /** Sends one frame to one connection; false when it is not connected here. */
   sendTo(sessionId: string, bytes: Uint8Array): boolean {
     this.fanoutState?.flush();
-    for (const peer of this.peers) if (peer.sessionId === sessionId) return peer.send(bytes);
+    for (const peer of this.peers()) if (peer.sessionId === sessionId) return peer.send(bytes);
     return false;
   }
 
   connections(): PeerInfo[] {
-    return [...this.peers].map(info);
+    return [...this.peers()].map(info);
   }
 
   private notify(event: 'joined' | 'left', peer: Peer): void {
@@ -332,7 +348,7 @@ export class DocumentActor implements DocumentActorView {
   // ---- lifecycle (called by the registry) ----
 
   get idle(): boolean {
-    return this.peers.size === 0 && this.leases === 0;
+    return this.peerCount === 0 && this.leases === 0;
   }
 
   checkIdle(): void {
@@ -345,7 +361,7 @@ export class DocumentActor implements DocumentActorView {
 
   /** Closes every connection (graceful stop); their detach runs through the mailbox. */
   closeAll(code: number, reason: string): void {
-    for (const peer of [...this.peers]) peer.close(code, reason);
+    for (const peer of [...this.peers()]) peer.close(code, reason);
   }
 
   /** Folds every store's log into a snapshot and resolves once committed (unload, shutdown). */
@@ -365,10 +381,6 @@ export class DocumentActor implements DocumentActorView {
 
 function info({ sessionId, userId, name, email, editorId, readOnly, extensions }: Peer): PeerInfo {
   return { sessionId, userId, name, email, editorId, readOnly, extensions };
-}
-
-function isConnected(origin: unknown, peers: ReadonlySet<Peer>): origin is Peer {
-  return peers.has(origin as Peer);
 }
 
 function isChangeOrigin(value: unknown): value is ChangeOrigin {

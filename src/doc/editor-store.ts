@@ -3,7 +3,7 @@ import * as Y from 'yjs';
 import type { LoadedStore, StoreId, StoreMeta } from '../store/snapshots.js';
 import type { LogStream } from '../store/update-log.js';
 import { DEFAULT_CONTENT_KEY, readData, type StoreType } from './crdt.js';
-import type { ChangeOrigin, Peer } from './peer.js';
+import type { ChangeOrigin, DocumentKey, Peer } from './peer.js';
 
 /** One record of Get CRDT Data (spec 2.16). */
 export interface CrdtRecord {
@@ -39,7 +39,7 @@ function serverDoc(): Y.Doc {
 
 export class EditorStore implements LogStream {
   readonly doc = serverDoc();
-  /** The connections of this editor id: the subscribers of `topic`. */
+  /** The connections of this editor id: the subscribers of its store topic (src/doc/fanout.ts names it). */
   readonly peers = new Set<Peer>();
   nextSeq = 0;
   logCount = 0;
@@ -54,8 +54,7 @@ export class EditorStore implements LogStream {
   sessionId: string | null = null;
   private foldedSeq = 0;
 
-  /** `topic`: the pub/sub topic its updates are published on (src/doc/fanout.ts names it). */
-  constructor(readonly id: StoreId, readonly topic: string, loaded?: LoadedStore) {
+  constructor(private readonly key: DocumentKey, readonly editorId: string, loaded?: LoadedStore) {
     if (loaded === undefined) return;
     if (loaded.snapshot !== undefined) Y.applyUpdate(this.doc, loaded.snapshot, LOADING);
     for (const update of loaded.updates) Y.applyUpdate(this.doc, update, LOADING);
@@ -72,8 +71,9 @@ export class EditorStore implements LogStream {
     this.logBytes = loaded.logBytes;
   }
 
-  get editorId(): string {
-    return this.id[3];
+  /** Built when the log needs it (at a commit), not kept: a loaded store holds no array for it. */
+  get id(): StoreId {
+    return [this.key.apiKey, this.key.organizationId, this.key.documentId, this.editorId];
   }
 
   /** Stamps a change; the meta is written with the log entry's transaction. */

@@ -5,7 +5,7 @@ import { Mailbox } from '../../src/doc/mailbox.js';
 
 t.test('tasks run one at a time in arrival order, async ones included', async (t) => {
   const failures: unknown[] = [];
-  const mailbox = new Mailbox(100, (error) => failures.push(error));
+  const mailbox = new Mailbox(100, { taskFailed: (error) => failures.push(error) });
   const order: string[] = [];
   let release!: () => void;
   const gate = new Promise<void>((resolve) => (release = resolve));
@@ -33,7 +33,7 @@ t.test('tasks run one at a time in arrival order, async ones included', async (t
 });
 
 t.test('a full mailbox refuses with RESOURCE_EXHAUSTED unless forced', async (t) => {
-  const mailbox = new Mailbox(2, (error) => t.fail(String(error)));
+  const mailbox = new Mailbox(2, { taskFailed: (error) => t.fail(String(error)) });
   let release!: () => void;
   const gate = new Promise<void>((resolve) => (release = resolve));
   const blocker = mailbox.ask(() => gate);

@@ -9,11 +9,12 @@ import { Snapshots } from '../../src/store/snapshots.js';
 import { UpdateLog, type DurabilityOptions } from '../../src/store/update-log.js';
 
 const silent = createLogger('silent');
+const KEY = { apiKey: 'key', organizationId: 'org', documentId: 'doc' };
 const options: DurabilityOptions = { groupCommitMs: 0, compactAfterUpdates: 1000, compactAfterBytes: 1 << 20 };
 
 /** An EditorStore whose Y.Doc appends every update to `log`, as the actor wires it. */
 function logged(log: UpdateLog, editorId: string): { store: EditorStore; commits: Array<Promise<void>> } {
-  const store = new EditorStore(['key', 'org', 'doc', editorId], 'test-topic');
+  const store = new EditorStore(KEY, editorId);
   const commits: Array<Promise<void>> = [];
   store.doc.on('update', (update: Uint8Array) => {
     store.touch({ userId: 'u', sessionId: 's' }, Date.now());
@@ -25,7 +26,7 @@ function logged(log: UpdateLog, editorId: string): { store: EditorStore; commits
 function rebuild(snapshots: Snapshots, editorId: string): Y.Doc | undefined {
   const loaded = snapshots.load('key', 'org', 'doc').find((s) => s.editorId === editorId);
   if (loaded === undefined) return undefined;
-  return new EditorStore(['key', 'org', 'doc', editorId], 'test-topic', loaded).doc;
+  return new EditorStore(KEY, editorId, loaded).doc;
 }
 
 t.test('appends of one event-loop turn commit in one transaction', async (t) => {
