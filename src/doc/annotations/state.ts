@@ -53,6 +53,9 @@ export interface AnnotationDeps {
   readonly published?: (live: readonly LiveAnnotationChange[]) => void;
 }
 
+/** What a document without threads reads (most loaded documents have none; an empty Map is ~180 bytes). Never written. */
+const NO_RECORDS: ReadonlyMap<string, AnnotationRecord> = new Map();
+
 export class AnnotationState {
   private readonly db: Database<AnnotationRecord, Key>;
   private readonly writes: DocumentWrites;
@@ -60,21 +63,26 @@ export class AnnotationState {
   private constructor(
     readonly ref: DocumentRef,
     private readonly deps: AnnotationDeps,
-    private readonly records: Map<string, AnnotationRecord>,
+    /** The threads by id; made by the first change when the document had none. */
+    private stored: Map<string, AnnotationRecord> | undefined,
     private nextNumber: number,
   ) {
     this.db = deps.store.records<AnnotationRecord>(DB.annotations);
     this.writes = deps.writes ?? new DocumentWrites(deps.store);
   }
 
+  private get records(): ReadonlyMap<string, AnnotationRecord> {
+    return this.stored ?? NO_RECORDS;
+  }
+
   /** Reads every thread of the document (one range scan). */
   static load(deps: AnnotationDeps, ref: DocumentRef): AnnotationState {
     const db = deps.store.records<AnnotationRecord>(DB.annotations);
     const prefix = [ref.apiKey, ref.organizationId, ref.documentId];
-    const records = new Map<string, AnnotationRecord>();
+    let records: Map<string, AnnotationRecord> | undefined;
     let nextNumber = 1;
     for (const { value } of db.getRange({ start: prefix, end: [...prefix, KEY_END] })) {
-      records.set(value.annotationId, value);
+      (records ??= new Map()).set(value.annotationId, value);
       nextNumber = Math.max(nextNumber, value.annotationNumber + 1);
     }
     return new AnnotationState(ref, deps, records, nextNumber);
@@ -267,7 +275,7 @@ export class AnnotationState {
     const owner = this.deps;
     // Called on `deps`, not detached from it: a deps object may implement `published` as a method.
     const published = (live: readonly LiveAnnotationChange[]): void => owner.published?.(live);
-    const deps = { ref: this.ref, db: this.db, outbox: owner.outbox, records: this.records, published };
+    const deps = { ref: this.ref, db: this.db, outbox: owner.outbox, records: (this.stored ??= new Map()), published };
     const committed = await this.writes.submit(new ThreadChanges(deps, changes, now, (record) => this.view(record), restore));
     return committed.live;
   }
