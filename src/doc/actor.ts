@@ -19,6 +19,7 @@ import {
 import { createAwareness, releaseAwareness } from './awareness-sweep.js';
 import { defineRoot, replaceData, type StoreType } from './crdt.js';
 import { EditorStore, LOADING, type CrdtRecord } from './editor-store.js';
+import { EditorStores } from './editor-stores.js';
 import { publishToAll, topics, UpdateFanout } from './fanout.js';
 import { Mailbox, type TaskFailures } from './mailbox.js';
 import { REST_ORIGIN, type ChangeOrigin, type ConnectionListener, type DocumentActorView, type DocumentKey, type Peer, type PeerInfo } from './peer.js';
@@ -51,7 +52,7 @@ const NO_PEERS: ReadonlySet<Peer> = new Set();
 
 export class DocumentActor implements DocumentActorView, TaskFailures {
   /** Each store's `peers` are its connections; together they are the document's (no Set of its own for them). */
-  private readonly stores = new Map<string, EditorStore>();
+  private readonly stores = new EditorStores();
   /** Connections attached, over all stores. */
   private peerCount = 0;
   // The optional structures below (livePeers, fanoutState, awarenessOwners, deniedOnce) are made on first use: most
@@ -238,7 +239,7 @@ export class DocumentActor implements DocumentActorView, TaskFailures {
   private addStore(editorId: string, loaded?: LoadedStore): EditorStore {
     const store = new EditorStore(this.key, editorId, loaded);
     store.doc.on('update', (update: Uint8Array, origin: unknown) => this.onStoreUpdate(store, update, origin));
-    this.stores.set(editorId, store);
+    this.stores.add(store);
     return store;
   }
 

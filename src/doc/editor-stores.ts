@@ -1,0 +1,46 @@
+// Owns the set of a document's editor stores by editor id, sized for the usual case of one.
+import type { EditorStore } from './editor-store.js';
+
+/**
+ * A Map of editor id to store that keeps its first store in a field: most documents have one editor id, and a Map
+ * for it costs ~180 bytes per loaded document. Iteration is in insertion order, as a Map's (Get CRDT Data lists it).
+ */
+export class EditorStores {
+  /** Undefined only when the table is empty. */
+  private first: EditorStore | undefined;
+  /** The stores added after `first`, made with the second one. */
+  private others: Map<string, EditorStore> | undefined;
+
+  get(editorId: string): EditorStore | undefined {
+    return this.first?.editorId === editorId ? this.first : this.others?.get(editorId);
+  }
+
+  /** Adds `store` under its editor id; there must not be one already. */
+  add(store: EditorStore): void {
+    if (this.get(store.editorId) !== undefined) throw new Error(`a store for editor id ${store.editorId} is already loaded`);
+    if (this.first === undefined) this.first = store;
+    else (this.others ??= new Map()).set(store.editorId, store);
+  }
+
+  delete(editorId: string): void {
+    if (this.first?.editorId !== editorId) {
+      this.others?.delete(editorId);
+      return;
+    }
+    // The oldest of the others takes the first place, so the order of the rest stays as it was.
+    const next = this.others?.values().next();
+    this.first = next === undefined || next.done === true ? undefined : next.value;
+    if (this.first !== undefined) this.others?.delete(this.first.editorId);
+    if (this.others?.size === 0) this.others = undefined;
+  }
+
+  *values(): IterableIterator<EditorStore> {
+    if (this.first !== undefined) yield this.first;
+    if (this.others !== undefined) yield* this.others.values();
+  }
+
+  clear(): void {
+    this.first = undefined;
+    this.others = undefined;
+  }
+}
