@@ -18,7 +18,7 @@ import {
 } from '../ws/protocol.js';
 import { createAwareness, releaseAwareness } from './awareness-sweep.js';
 import { defineRoot, replaceData, type StoreType } from './crdt.js';
-import { EditorStore, LOADING, type CrdtRecord } from './editor-store.js';
+import { EditorStore, LOADING, type CrdtRecord, type StoreUpdates } from './editor-store.js';
 import { EditorStores } from './editor-stores.js';
 import { publishToAll, topics, UpdateFanout } from './fanout.js';
 import { Mailbox, type TaskFailures } from './mailbox.js';
@@ -50,7 +50,7 @@ export interface RootHint {
 const DISCONNECTED = 'disconnect';
 const NO_PEERS: ReadonlySet<Peer> = new Set();
 
-export class DocumentActor implements DocumentActorView, TaskFailures {
+export class DocumentActor implements DocumentActorView, TaskFailures, StoreUpdates {
   /** Each store's `peers` are its connections; together they are the document's (no Set of its own for them). */
   private readonly stores = new EditorStores();
   /** Connections attached, over all stores. */
@@ -208,7 +208,8 @@ export class DocumentActor implements DocumentActorView, TaskFailures {
     }
   }
 
-  private onStoreUpdate(store: EditorStore, update: Uint8Array, origin: unknown): void {
+  /** @internal For the actor's stores (StoreUpdates): a change to one of its docs. */
+  storeUpdated(store: EditorStore, update: Uint8Array, origin: unknown): void {
     if (origin === LOADING) return;
     store.touch(isChangeOrigin(origin) ? origin : REST_ORIGIN, Date.now());
     const commit = this.deps.updateLog.append(store, update);
@@ -238,7 +239,7 @@ export class DocumentActor implements DocumentActorView, TaskFailures {
 
   private addStore(editorId: string, loaded?: LoadedStore): EditorStore {
     const store = new EditorStore(this.key, editorId, loaded);
-    store.doc.on('update', (update: Uint8Array, origin: unknown) => this.onStoreUpdate(store, update, origin));
+    store.listen(this);
     this.stores.add(store);
     return store;
   }

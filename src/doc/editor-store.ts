@@ -25,20 +25,29 @@ const COLLECT_ALL = (): boolean => true;
  */
 const SERVER_GUID = 'plait-store';
 
+/** Told every change to a store's doc made after it started listening (the document's actor). */
+export interface StoreUpdates {
+  storeUpdated(store: EditorStore, update: Uint8Array, origin: unknown): void;
+}
+
 /**
- * A Y.Doc for the server side. Nothing emits `load` or `sync` on a doc the server owns (providers do, on theirs) and
+ * A Y.Doc for the server side, which knows its store: one shared `update` handler (EditorStore.forward) serves every store instead
+ * of a closure per document. Nothing emits `load` or `sync` on a doc the server owns (providers do, on theirs) and
  * nothing here awaits whenLoaded/whenSynced, so the handlers Y.Doc's constructor registers for those events (two
  * Sets, three closures, their contexts: ~0.8 KB a document) are dropped.
  */
-function serverDoc(): Y.Doc {
-  const doc = new Y.Doc({ guid: SERVER_GUID, gcFilter: COLLECT_ALL });
-  doc._observers.delete('load');
-  doc._observers.delete('sync');
-  return doc;
+class StoreDoc extends Y.Doc {
+  constructor(readonly editorStore: EditorStore) {
+    super({ guid: SERVER_GUID, gcFilter: COLLECT_ALL });
+    this._observers.delete('load');
+    this._observers.delete('sync');
+  }
 }
 
 export class EditorStore implements LogStream {
-  readonly doc = serverDoc();
+  readonly doc: Y.Doc = new StoreDoc(this);
+  /** Set by `listen`; updates replayed by the constructor come before it, so they are never reported. */
+  private listener: StoreUpdates | undefined;
   /** The connections of this editor id: the subscribers of its store topic (src/doc/fanout.ts names it). */
   readonly peers = new Set<Peer>();
   nextSeq = 0;
@@ -69,6 +78,17 @@ export class EditorStore implements LogStream {
     this.nextSeq = loaded.nextSeq;
     this.logCount = loaded.updates.length;
     this.logBytes = loaded.logBytes;
+  }
+
+  /** Reports every later change to the doc to `listener` (one listener: the actor that owns the store). */
+  listen(listener: StoreUpdates): void {
+    if (this.listener === undefined) this.doc.on('update', EditorStore.forward);
+    this.listener = listener;
+  }
+
+  /** The one `update` handler of every store's doc. */
+  private static forward(this: void, update: Uint8Array, origin: unknown, doc: Y.Doc): void {
+    if (doc instanceof StoreDoc) doc.editorStore.listener?.storeUpdated(doc.editorStore, update, origin);
   }
 
   /** Built when the log needs it (at a commit), not kept: a loaded store holds no array for it. */
