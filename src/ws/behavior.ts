@@ -244,10 +244,11 @@ export function syncBehavior(deps: SyncDeps): WebSocketBehavior<Session> {
       if (!session.lease.actor.receive(peer, parsed)) peer.close(CLOSE.BACKPRESSURE, 'the document is overloaded; reconnect to resync');
     },
 
-    close: (ws) => {
+    close: (ws, code, message) => {
       const session = ws.getUserData();
       if (session.timer !== undefined) clearTimeout(session.timer);
       const peer = session.peer;
+      log.debug('sync connection closed', { code, reason: Buffer.from(message).toString('utf8'), sessionId: session.sessionId, byServer: peer?.closed === true });
       if (peer === undefined) return;
       peer.closed = true;
       session.lease.actor.detach(peer);
