@@ -1,8 +1,12 @@
 // Owns the Plait server under test: the real server (startServer, config from env) in a bench host child.
-import { loadConfig } from '../../src/config.js';
-import { createLogger } from '../../src/log.js';
-import { startServer } from '../../src/server.js';
 import { serveHost } from '../lib/host.js';
+
+// The compiled build (bench/lib/launch.ts builds it first), loaded as plain JavaScript: what `npm start` runs.
+// The URL is computed so TypeScript checks the calls against the sources the build was made from.
+const dist = (path: string): string => new URL(`../../dist/src/${path}`, import.meta.url).href;
+const { loadConfig } = (await import(dist('config.js'))) as typeof import('../../src/config.js');
+const { createLogger } = (await import(dist('log.js'))) as typeof import('../../src/log.js');
+const { startServer } = (await import(dist('server.js'))) as typeof import('../../src/server.js');
 
 serveHost(async () => {
   // env carries DATA_DIR, PERSISTENCE, DOC_IDLE_UNLOAD_MS, GROUP_COMMIT_MS, LOG_LEVEL… exactly as for src/main.ts
