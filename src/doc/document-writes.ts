@@ -126,6 +126,6 @@ class InFlight implements AtomicWrite {
 }
 
 /** Why a change that was fine in itself did not land: a change made before it failed to commit. */
-function superseded(cause: unknown): AppError {
+export function superseded(cause: unknown): AppError {
   return new AppError('ABORTED', 'an earlier change to this document failed to commit, so this one was not written; retry', { cause });
 }

@@ -1,10 +1,9 @@
 // Owns one document's presence list: users set over REST and users connected for sync, their status and offline expiry.
 import type { Database, Key } from 'lmdb';
-import { AppError } from '../errors.js';
 import type { Store } from '../store/env.js';
 import { DB } from '../store/keys.js';
 import type { DocumentRef } from './annotations/model.js';
-import { DocumentWrites, type DocumentChange } from './document-writes.js';
+import { DocumentWrites, superseded, type DocumentChange } from './document-writes.js';
 
 const KEY_END = new Uint8Array([0xff]);
 const NO_CHANGE: LivePresenceChange = Object.freeze({ users: Object.freeze([]), removed: Object.freeze([]) });
@@ -170,7 +169,7 @@ export class PresenceState {
   private unchanged(): Promise<LivePresenceChange> {
     if (this.writes.pending === 0) return Promise.resolve(NO_CHANGE);
     return new Promise((resolve, reject) => {
-      this.writes.afterPending((ok) => (ok ? resolve(NO_CHANGE) : reject(new AppError('ABORTED', 'an earlier change to this document failed to commit; retry'))));
+      this.writes.afterPending((ok) => (ok ? resolve(NO_CHANGE) : reject(superseded(undefined))));
     });
   }
 
