@@ -57,7 +57,10 @@ t.test('an unloaded document keeps no expiry timer, so neither its actor nor its
   t.equal(registry.loadedCount, 0, 'the idle document unloaded');
   t.equal(docs.armedTimers, 0, 'its timer went with it');
   const gc = collectGarbage();
-  if (gc === undefined) return;
+  if (gc === undefined) {
+    t.skip('this Node cannot expose gc: whether the unloaded actor is collected is not checked');
+    return;
+  }
   // WeakRef targets live at least until the current job ends: collect on the next turn.
   await new Promise<void>((resolve) => setImmediate(resolve));
   gc();

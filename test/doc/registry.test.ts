@@ -7,6 +7,7 @@ import { DocumentRegistry } from '../../src/doc/registry.js';
 import { CLOSE } from '../../src/errors.js';
 import { createLogger } from '../../src/log.js';
 import { Store } from '../../src/store/env.js';
+import { DB } from '../../src/store/keys.js';
 import { FakePeer } from '../helpers/fake-peer.js';
 
 const key = { apiKey: 'key', organizationId: 'org', documentId: 'doc' };
@@ -59,7 +60,7 @@ t.test('an idle actor writes a final snapshot, unloads, and reloads with its con
   t.equal(persisted?.updates.length, 0, 'and the log folded into it');
   const records = await registry.use(key, (actor) => actor.records());
   t.same(records.map((r) => [r.id, r.data, r.lastUpdatedBy, r.sessionId]), [['main', 'kept', 'u1', 's1']]);
-  t.ok(store, 'store open');
+  t.same([...store.binary(DB.docUpdates).getKeys()], [], 'no log entry is left in LMDB after the final snapshot');
 });
 
 t.test('shutdown closes connections with SERVICE_RESTART and keeps every change', async (t) => {

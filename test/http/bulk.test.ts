@@ -43,7 +43,9 @@ const CASES: BulkCase[] = [
   { path: '/v2/organizations/usergroups/add', body: { organizationId: O, organizationUserGroups: [{ groupId: 'g1' }, { groupId: 'gd' }, { groupId: 'gd' }] }, ok: ['g1'], failed: ['gd'],
     written: (fx) => read(fx, '/v2/organizations/usergroups/users/add', { organizationId: O, organizationUserGroupId: 'g1', userIds: ['u1'] }).then((map) => (map as Record<string, ItemResult>)['u1']?.success), expected: true },
   { path: '/v2/organizations/usergroups/users/add', body: { organizationId: O, organizationUserGroupId: 'g1', userIds: ['u2', 'ud', 'ud'] }, ok: ['u2'], failed: ['ud'],
-    written: (fx) => read(fx, '/v2/users/get', { organizationId: O, organizationUserGroupIds: ['g1'] }), expected: [] },
+    // Adding a member again is a no-op whose message says it is one: that reads membership without changing it.
+    written: (fx) => read(fx, '/v2/organizations/usergroups/users/add', { organizationId: O, organizationUserGroupId: 'g1', userIds: ['u2'] }).then((map) => (map as Record<string, ItemResult>)['u2']?.message),
+    expected: 'User is already in the group.' },
   { path: '/v2/organizations/usergroups/users/delete', body: { organizationId: O, organizationUserGroupId: 'g1', userIds: ['u2', 'ghost', 'u1', 'u1'] }, ok: ['u2'], failed: ['ghost', 'u1'],
     written: (fx) => read(fx, '/v2/organizations/usergroups/users/delete', { organizationId: O, organizationUserGroupId: 'g1', deleteAll: true }).then((map) => Object.keys(map as object)), expected: ['u1'] },
   { path: '/v2/users/add', body: { organizationId: O, users: [{ userId: 'u1' }, { userId: 'ud' }, { userId: 'ud' }] }, ok: ['u1'], failed: ['ud'],
