@@ -22,6 +22,8 @@ export interface Config {
   readonly compactAfterBytes: number;
   readonly persistence: boolean;
   readonly presenceOfflineTtlMs: number;
+  readonly userTokenLifetimeSeconds: number;
+  readonly stopDrainMs: number;
 }
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent';
@@ -82,6 +84,8 @@ const OPTIONS: readonly OptionSpec<keyof Config>[] = [
   { key: 'compactAfterBytes', env: 'COMPACT_AFTER_BYTES', fallback: 4 * MiB, parse: integer(1024, 1024 * MiB), doc: 'Log bytes of one store that trigger a snapshot and log truncation.' },
   { key: 'persistence', env: 'PERSISTENCE', fallback: true, parse: bool, doc: 'false keeps documents in memory only (for benchmarks); REST metadata is still stored.' },
   { key: 'presenceOfflineTtlMs', env: 'PRESENCE_OFFLINE_TTL_MS', fallback: 60_000, parse: integer(0, 86_400_000), doc: 'How long a disconnected user stays `offline` in presence before removal.' },
+  { key: 'userTokenLifetimeSeconds', env: 'USER_TOKEN_LIFETIME_SECONDS', fallback: 48 * 60 * 60, parse: integer(60, 30 * 24 * 60 * 60), doc: 'Lifetime of the user tokens `/v2/auth/generate_token` signs; a sync socket is closed with 4401 when its token expires.' },
+  { key: 'stopDrainMs', env: 'STOP_DRAIN_MS', fallback: 10_000, parse: integer(0, 600_000), doc: 'On SIGTERM/SIGINT, how long REST requests in flight may run before the stop goes on without them (sockets are then closed with 1012).' },
 ];
 
 export class ConfigError extends Error {

@@ -1,6 +1,7 @@
 // Owns wiring: opens the store and services, mounts every operation and the sync endpoint on one uWS App, and stops them.
 import type { us_listen_socket } from 'uWebSockets.js';
 import { Secrets } from './auth/secrets.js';
+import { systemClock, type Clock } from './clock.js';
 import { UserTokens } from './auth/user-tokens.js';
 import type { Config } from './config.js';
 import type { Logger } from './log.js';
@@ -33,6 +34,8 @@ import { Workspaces } from './tenant/workspaces.js';
 export interface Services {
   readonly config: Config;
   readonly log: Logger;
+  /** Time for token expiry, grant expiry, presence and the stop's drain timeout (tests pass a clock they advance). */
+  readonly clock: Clock;
   readonly store: Store;
   readonly secrets: Secrets;
   readonly workspaces: Workspaces;
@@ -54,12 +57,13 @@ export interface RunningServer {
   stop(): Promise<void>;
 }
 
-export async function openServices(config: Config, log: Logger): Promise<Services> {
+export async function openServices(config: Config, log: Logger, clock: Clock = systemClock): Promise<Services> {
   const store = Store.open(config.dataDir, log.child({ component: 'store' }));
   const secrets = Secrets.load(config.dataDir, config.secretKey);
   const workspaces = new Workspaces(store, secrets);
-  const userTokens = await UserTokens.open(store, secrets);
+  const userTokens = await UserTokens.open(store, secrets, { now: clock.now, lifetimeSeconds: config.userTokenLifetimeSeconds });
   const directory = new Directory(store, {
+    now: clock.now,
     defaultAccessType: (apiKey) => workspaces.apiKeyRecord(apiKey).config.defaultDocumentAccessType,
     // Until the sync and comment owners register (directory.addDataOwner), document data is removed by LMDB range.
     dataOwners: [new LmdbDocumentData(store)],
@@ -70,7 +74,7 @@ export async function openServices(config: Config, log: Logger): Promise<Service
   const collab = new CollabDocuments({
     store,
     outbox,
-    now: Date.now,
+    now: clock.now,
     offlineTtlMs: config.presenceOfflineTtlMs,
     hosts: documents,
     encode: encodeLiveMessage,
@@ -79,7 +83,7 @@ export async function openServices(config: Config, log: Logger): Promise<Service
   documents.onConnection(collab.connectionListener());
   // After the registry: its eviction drains the actor, whose departing connections write presence.
   directory.addDataOwner(collab);
-  return { config, log, store, secrets, workspaces, userTokens, directory, outbox, collab, documents };
+  return { config, log, clock, store, secrets, workspaces, userTokens, directory, outbox, collab, documents };
 }
 
 /** Every REST operation, area by area (one file per spec area under src/http/routes). */
@@ -99,12 +103,14 @@ function allOperations(services: Services): Operation[] {
   ];
 }
 
-/** How long a graceful stop waits for REST requests in flight before it closes the store anyway. */
-const STOP_DRAIN_MS = 10_000;
+export interface StartOptions {
+  /** Default: the system clock. */
+  readonly clock?: Clock;
+}
 
-export async function startServer(config: Config, log: Logger): Promise<RunningServer> {
+export async function startServer(config: Config, log: Logger, options: StartOptions = {}): Promise<RunningServer> {
   const uws = loadUws();
-  const services = await openServices(config, log);
+  const services = await openServices(config, log, options.clock);
   const app = uws.App();
   const deps: RouteDeps = {
     auth: {
@@ -115,7 +121,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     maxBodyBytes: config.maxBodyBytes,
     corsOrigin: config.corsOrigin,
     publicLimiter: new RateLimiter(config.publicRateLimitPerMinute),
-    gate: new RequestGate(),
+    gate: new RequestGate(services.clock),
   };
   const knownPaths = new Set<string>();
   for (const op of allOperations(services)) {
@@ -131,7 +137,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
   };
   app.get('/healthz', getJson(() => ({ status: 'ok' })));
   app.get('/.well-known/jwks.json', getJson(() => services.userTokens.jwks()));
-  app.ws('/sync/*', syncBehavior({ ...services, access: services.directory.access }));
+  app.ws('/sync/*', syncBehavior({ ...services, access: services.directory.access, gate: deps.gate }));
   app.options('/*', preflight(deps));
   app.any('/*', fallback(knownPaths, deps));
 
@@ -146,9 +152,9 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
   const stop = async (): Promise<void> => {
     // No new connections; requests on open connections are answered UNAVAILABLE from now on.
     uws.us_listen_socket_close(listenSocket);
-    // Requests in flight finish against an open store (their replies promise a commit).
-    if (!(await deps.gate.close(STOP_DRAIN_MS))) {
-      log.warn('stopping with requests still in flight', { requests: deps.gate.size, waitedMs: STOP_DRAIN_MS });
+    // Requests in flight finish against an open store (their replies promise a commit); sync upgrades get 503 from now on.
+    if (!(await deps.gate.close(config.stopDrainMs))) {
+      log.warn('stopping with requests still in flight', { requests: deps.gate.size, waitedMs: config.stopDrainMs });
     }
     await services.documents.shutdown();
     services.collab.close();

@@ -9,8 +9,8 @@ import { randomId, type Secrets } from './secrets.js';
 
 type CryptoKey = webcrypto.CryptoKey;
 
+/** The default lifetime of a user token (config USER_TOKEN_LIFETIME_SECONDS). */
 export const USER_TOKEN_LIFETIME_SECONDS = 48 * 60 * 60;
-const LIFETIME_MS = USER_TOKEN_LIFETIME_SECONDS * 1000;
 /** A signing key older than this is rotated out at start, so a leaked key signs for a bounded time. */
 export const DEFAULT_MAX_KEY_AGE_MS = 30 * 24 * 60 * 60 * 1000;
 const ALG = 'ES256';
@@ -23,6 +23,8 @@ export interface UserTokensOptions {
   /** Milliseconds since epoch; injected so tests can mint tokens that are already expired. */
   readonly now?: () => number;
   readonly maxKeyAgeMs?: number;
+  /** Seconds a signed token lives; also how long a retired key keeps verifying. Default USER_TOKEN_LIFETIME_SECONDS. */
+  readonly lifetimeSeconds?: number;
 }
 
 export type AccessRole = 'viewer' | 'editor';
@@ -73,6 +75,7 @@ export class UserTokens {
   private current: LoadedKey | undefined;
 
   private readonly now: () => number;
+  private readonly lifetimeSeconds: number;
 
   private constructor(
     private readonly db: Database<SigningKeyRecord, Key>,
@@ -80,6 +83,7 @@ export class UserTokens {
     options: UserTokensOptions,
   ) {
     this.now = options.now ?? Date.now;
+    this.lifetimeSeconds = options.lifetimeSeconds ?? USER_TOKEN_LIFETIME_SECONDS;
   }
 
   /** Loads the signing keys, creating the first one on a fresh data directory and rotating one that is too old. */
@@ -99,7 +103,7 @@ export class UserTokens {
 
   /**
    * Starts signing with a fresh key. Earlier keys stay in the JWKS and keep verifying the tokens they signed
-   * until those have expired (a token lives at most 48 hours after its key's retirement); then they are dropped.
+   * until those have expired (a token lives at most the token lifetime after its key's retirement); then they are dropped.
    */
   async rotate(): Promise<string> {
     const { publicKey, privateKey } = await generateKeyPair(ALG, { extractable: true });
@@ -134,7 +138,7 @@ export class UserTokens {
 
   /** A retired key whose last possible token has expired verifies nothing any more. */
   private isLapsed(record: SigningKeyRecord, now: number): boolean {
-    return record.retiredAt !== undefined && record.retiredAt + LIFETIME_MS < now;
+    return record.retiredAt !== undefined && record.retiredAt + this.lifetimeSeconds * 1000 < now;
   }
 
   private async load(record: SigningKeyRecord): Promise<void> {
@@ -162,7 +166,7 @@ export class UserTokens {
       .setIssuer(ISSUER)
       .setSubject(claims.userId)
       .setIssuedAt(issuedAt)
-      .setExpirationTime(issuedAt + USER_TOKEN_LIFETIME_SECONDS)
+      .setExpirationTime(issuedAt + this.lifetimeSeconds)
       .sign(key.privateKey);
   }
 

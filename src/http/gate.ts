@@ -1,9 +1,17 @@
 // Owns admission of REST requests around a graceful stop: counts the requests in flight and refuses new ones once closing.
+import { systemClock, type Clock } from '../clock.js';
 
 export class RequestGate {
   private inFlight = 0;
   private closing = false;
   private idleWaiters: Array<() => void> = [];
+
+  constructor(private readonly clock: Clock = systemClock) {}
+
+  /** True once a stop has begun: nothing new is admitted (REST requests, sync upgrades). */
+  get closed(): boolean {
+    return this.closing;
+  }
 
   /** Requests admitted and not yet finished. */
   get size(): number {
@@ -35,9 +43,9 @@ export class RequestGate {
     this.closing = true;
     if (this.inFlight === 0) return Promise.resolve(true);
     return new Promise((resolve) => {
-      const timer = setTimeout(() => resolve(false), timeoutMs);
+      const cancel = this.clock.setTimer(() => resolve(false), timeoutMs);
       this.idleWaiters.push(() => {
-        clearTimeout(timer);
+        cancel();
         resolve(true);
       });
     });

@@ -2,11 +2,13 @@
 import { randomUUID } from 'node:crypto';
 import type { HttpRequest, HttpResponse, WebSocket, WebSocketBehavior, us_socket_context_t } from 'uWebSockets.js';
 import type { UserClaims, UserTokens } from '../auth/user-tokens.js';
+import type { Clock } from '../clock.js';
 import type { Config } from '../config.js';
 import type { RootHint } from '../doc/actor.js';
 import type { DocumentKey, Peer } from '../doc/peer.js';
 import type { DocumentRegistry, Lease } from '../doc/registry.js';
-import { AppError, CLOSE, permissionDenied, resourceExhausted, toAppError, unauthenticated } from '../errors.js';
+import { AppError, CLOSE, permissionDenied, resourceExhausted, toAppError, unauthenticated, unavailable } from '../errors.js';
+import type { RequestGate } from '../http/gate.js';
 import { writeError, type ResponseState } from '../http/reply.js';
 import type { Logger } from '../log.js';
 import type { AccessResolver } from '../tenant/access.js';
@@ -21,6 +23,9 @@ export interface SyncDeps {
   readonly workspaces: Pick<Workspaces, 'apiKeyRecord'>;
   readonly access: AccessResolver;
   readonly documents: DocumentRegistry;
+  readonly clock: Clock;
+  /** The REST gate: once a stop has begun (`closed`), upgrades are refused with 503 as REST requests are. */
+  readonly gate: Pick<RequestGate, 'closed'>;
 }
 
 /** When the connection's access must be looked at again: the grant's expiresAt or the token's exp, whichever is first. */
@@ -46,11 +51,9 @@ interface Session {
   readonly claims: UserClaims;
   deadline: Deadline;
   peer?: SocketPeer;
-  timer?: NodeJS.Timeout;
+  cancelTimer?: () => void;
 }
 
-/** setTimeout holds at most 2^31-1 ms; longer deadlines are re-armed. */
-const MAX_TIMER_MS = 2 ** 31 - 1;
 /** uWS send(): 2 = dropped because the socket is past maxBackpressure. */
 const SEND_DROPPED = 2;
 
@@ -122,11 +125,12 @@ export function syncBehavior(deps: SyncDeps): WebSocketBehavior<Session> {
   const { config, log } = deps;
 
   async function admit(request: CopiedUpgrade): Promise<Session> {
+    if (deps.gate.closed) throw unavailable('the server is shutting down; reconnect shortly');
     const target = parseSyncTarget(request.url, request.query);
     const claims = await deps.userTokens.verify(target.token);
     if (!apiKeyExists(deps.workspaces, claims.apiKey)) throw unauthenticated('the API key this token was issued for no longer exists');
     const key: DocumentKey = { apiKey: claims.apiKey, organizationId: target.organizationId, documentId: target.documentId };
-    const now = Date.now();
+    const now = deps.clock.now();
     const access = deps.access.documentAccess(claims, key, now);
     if (access.role === null) throw permissionDenied(`user ${claims.userId} has no access to document ${target.documentId}`);
     const lease = await deps.documents.acquire(key);
@@ -151,11 +155,10 @@ export function syncBehavior(deps: SyncDeps): WebSocketBehavior<Session> {
   }
 
   function armDeadline(session: Session, peer: SocketPeer): void {
-    const now = Date.now();
+    const now = deps.clock.now();
     const delay = session.deadline.at - now;
     if (delay > 0) {
-      session.timer = setTimeout(() => armDeadline(session, peer), Math.min(delay, MAX_TIMER_MS));
-      session.timer.unref();
+      session.cancelTimer = deps.clock.setTimer(() => armDeadline(session, peer), delay, { unref: true });
       return;
     }
     if (session.deadline.kind === 'token') {
@@ -246,7 +249,7 @@ export function syncBehavior(deps: SyncDeps): WebSocketBehavior<Session> {
 
     close: (ws, code, message) => {
       const session = ws.getUserData();
-      if (session.timer !== undefined) clearTimeout(session.timer);
+      session.cancelTimer?.();
       const peer = session.peer;
       log.debug('sync connection closed', { code, reason: Buffer.from(message).toString('utf8'), sessionId: session.sessionId, byServer: peer?.closed === true });
       if (peer === undefined) return;
