@@ -1,7 +1,7 @@
 // Test helper: a real server on port 0 with LMDB in a tap test directory, torn down with the test.
 import type { Test } from 'tap';
 import { loadConfig, type Config } from '../../src/config.js';
-import { createLogger } from '../../src/log.js';
+import { createLogger, type Logger } from '../../src/log.js';
 import { startServer, type RunningServer, type StartOptions } from '../../src/server.js';
 import { ApiClient } from './api.js';
 
@@ -18,9 +18,14 @@ export function testConfig(dataDir: string, overrides: Partial<Config> = {}): Co
   return loadConfig({}, [], { port: 0, dataDir, devBootstrap: false, logLevel: 'silent', ...overrides });
 }
 
-export async function startTestServer(t: Test, overrides: Partial<Config> = {}, dataDir?: string, options: StartOptions = {}): Promise<TestServer> {
+/** Server start options, and a logger to use instead of one at the config's level (a test reading the log). */
+export interface TestStartOptions extends StartOptions {
+  readonly log?: Logger;
+}
+
+export async function startTestServer(t: Test, overrides: Partial<Config> = {}, dataDir?: string, options: TestStartOptions = {}): Promise<TestServer> {
   const config = testConfig(dataDir ?? t.testdir(), overrides);
-  const server = await startServer(config, createLogger(config.logLevel), options);
+  const server = await startServer(config, options.log ?? createLogger(config.logLevel), options);
   t.teardown(() => server.stop());
   const url = `http://127.0.0.1:${server.port}`;
   return {

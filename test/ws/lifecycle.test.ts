@@ -7,6 +7,7 @@ import t from 'tap';
 import type WebSocket from 'ws';
 import * as syncProtocol from 'y-protocols/sync';
 import * as Y from 'yjs';
+import { createLogger } from '../../src/log.js';
 import { apiKeyHeaders, type Credentials } from '../helpers/api.js';
 import { ManualClock } from '../helpers/clock.js';
 import { startTestServer } from '../helpers/server.js';
@@ -93,7 +94,9 @@ function halfSentAdd(credentials: Credentials, annotationId: string): { head: st
 
 t.test('graceful stop: upgrades get 503 while requests drain, STOP_DRAIN_MS bounds the wait, live sockets close with 1012', async (t) => {
   const clock = new ManualClock();
-  const { api, url, server } = await startTestServer(t, { stopDrainMs: 5_000 }, undefined, { clock });
+  const warnings: Array<Record<string, unknown>> = [];
+  const log = createLogger('warn', {}, (line) => warnings.push(JSON.parse(line) as Record<string, unknown>));
+  const { api, url, server } = await startTestServer(t, { stopDrainMs: 5_000 }, undefined, { clock, log });
   const credentials = await api.createWorkspace();
   const token = await userToken(api, credentials, [editorOf(room)]);
   const provider = connect(t, url, room, token);
@@ -129,6 +132,8 @@ t.test('graceful stop: upgrades get 503 while requests drain, STOP_DRAIN_MS boun
   t.notOk(stopped, 'the stop waits for the request in flight');
   clock.advance(1);
   await stopping;
+  // uWS would abort the stuck request by itself after its 10 s HTTP idle timeout: the log tells the two apart.
+  t.match(warnings.filter((w) => w['msg'] === 'stopping with requests still in flight'), [{ requests: 1, waitedMs: 5_000 }], 'the stop went on after STOP_DRAIN_MS, the request still in flight');
   t.match(await raw.ended, { code: 1012 }, 'a raw socket is closed with 1012 (service restart)');
   t.equal(await providerClosed, 1012, 'a y-websocket provider sees 1012 too');
 });
