@@ -37,6 +37,8 @@ t.test('stop() while 60 adds wait in the document mailbox: each is answered 200 
   // Every add is admitted and queued: the stop begins now, and only then does the mailbox move; each add then
   // goes through the group commit while the stop drains.
   const stopping = server.stop();
+  // A new connection is refused once the listen socket is closed: the stop has begun its drain, the adds still queued.
+  await t.rejects(openSocket(server.port), { code: 'ECONNREFUSED' }, 'new connections are refused once the stop began');
   unblock();
   lease.release();
   const answered = await outcomes;
