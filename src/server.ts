@@ -8,7 +8,13 @@ import { RequestGate } from './http/gate.js';
 import { writeJson } from './http/reply.js';
 import { fallback, preflight, route, type RouteDeps } from './http/route.js';
 import type { Operation } from './http/operation.js';
-import { RateLimiter } from './http/rate-limit.js';
+import { rateLimits } from './http/rate-limit.js';
+import { ClientAddresses } from './http/client-address.js';
+import { mountEmailLinks } from './http/email-links.js';
+import { workspaceEmailOperations } from './http/routes/workspace-email.js';
+import { createServerEmailTransport, parseSender, type EmailTransport } from './delivery/outbound/email.js';
+import { AccountMail } from './tenant/account-mail.js';
+import { OwnerEmails } from './tenant/owner-email.js';
 import { authOperations, permissionOperations } from './http/routes/auth.js';
 import { documentOperations } from './http/routes/documents.js';
 import { folderOperations } from './http/routes/folders.js';
@@ -44,6 +50,18 @@ export interface Services {
   readonly collab: CollabDocuments;
   /** Document actors (Yjs stores, awareness, sync connections); they also host `collab`. */
   readonly documents: DocumentRegistry;
+  /** Owner email verification, one-time email links, key expiry while unverified. */
+  readonly ownerEmails: OwnerEmails;
+  /** Verification and sign-in emails, sent after the reply. */
+  readonly accountMail: AccountMail;
+}
+
+/** What tests and embedders may supply instead of the defaults. */
+export interface ServiceOptions {
+  /** The clock of rate limits, email links and key expiry (default Date.now). */
+  readonly now?: () => number;
+  /** Where account emails go (default: the transport configured by SMTP_URL, else the dev log transport). */
+  readonly emailTransport?: EmailTransport;
 }
 
 export interface RunningServer {
@@ -54,7 +72,8 @@ export interface RunningServer {
   stop(): Promise<void>;
 }
 
-export async function openServices(config: Config, log: Logger): Promise<Services> {
+export async function openServices(config: Config, log: Logger, options: ServiceOptions = {}): Promise<Services> {
+  const now = options.now ?? Date.now;
   const store = Store.open(config.dataDir, log.child({ component: 'store' }));
   const secrets = Secrets.load(config.dataDir, config.secretKey);
   const workspaces = new Workspaces(store, secrets);
@@ -79,13 +98,45 @@ export async function openServices(config: Config, log: Logger): Promise<Service
   documents.onConnection(collab.connectionListener());
   // After the registry: its eviction drains the actor, whose departing connections write presence.
   directory.addDataOwner(collab);
-  return { config, log, store, secrets, workspaces, userTokens, directory, outbox, collab, documents };
+  const ownerEmails = new OwnerEmails(store, secrets, workspaces, {
+    graceMs: config.emailVerificationGraceMs,
+    verificationLinkTtlMs: config.verificationLinkTtlMs,
+    loginLinkTtlMs: config.loginLinkTtlMs,
+    now,
+  });
+  const sender = parseSender(config.emailFrom);
+  const accountMail = new AccountMail({
+    transport: options.emailTransport ?? createServerEmailTransport({ smtpUrl: config.smtpUrl, log: log.child({ component: 'email' }) }),
+    from: sender.address,
+    ...(sender.name === undefined ? {} : { fromName: sender.name }),
+    publicUrl: () => publicUrl(config),
+    ownerEmails,
+    workspaces,
+    log: log.child({ component: 'account-mail' }),
+    verificationLinkTtlMs: config.verificationLinkTtlMs,
+    loginLinkTtlMs: config.loginLinkTtlMs,
+  });
+  return { config, log, store, secrets, workspaces, userTokens, directory, outbox, collab, documents, ownerEmails, accountMail };
 }
+
+/** PUBLIC_URL, else the address the server listens on (the port is the bound one once listening). */
+function publicUrl(config: Config): string {
+  if (config.publicUrl !== undefined) return config.publicUrl;
+  const host = config.host === '0.0.0.0' || config.host === '::' ? 'localhost' : config.host;
+  return `http://${host.includes(':') ? `[${host}]` : host}:${boundPorts.get(config) ?? config.port}`;
+}
+
+/** The port each running config is bound to (port 0 picks one at listen). */
+const boundPorts = new WeakMap<Config, number>();
 
 /** Every REST operation, area by area (one file per spec area under src/http/routes). */
 function allOperations(services: Services): Operation[] {
   return [
-    ...workspaceOperations(services.workspaces, services.secrets),
+    ...workspaceOperations(services.workspaces, services.secrets, (workspace) => {
+      services.ownerEmails.created(workspace.id);
+      services.accountMail.sendVerification({ id: workspace.id, ownerEmail: workspace.owner.email, ownerName: workspace.owner.name, workspaceName: workspace.name });
+    }),
+    ...workspaceEmailOperations({ ...services, consoleOrigins: services.config.consoleOrigins }),
     ...authOperations(services.userTokens),
     ...permissionOperations(services.directory),
     ...organizationOperations(services.directory),
@@ -102,19 +153,24 @@ function allOperations(services: Services): Operation[] {
 /** How long a graceful stop waits for REST requests in flight before it closes the store anyway. */
 const STOP_DRAIN_MS = 10_000;
 
-export async function startServer(config: Config, log: Logger): Promise<RunningServer> {
+export async function startServer(config: Config, log: Logger, options: ServiceOptions = {}): Promise<RunningServer> {
   const uws = loadUws();
-  const services = await openServices(config, log);
+  const services = await openServices(config, log, options);
   const app = uws.App();
   const deps: RouteDeps = {
     auth: {
       workspace: (id, token) => services.workspaces.authenticateWorkspace(id, token),
-      apiKey: (key, token) => services.workspaces.authenticateApiKey(key, token),
+      apiKey: (key, token) => {
+        const identity = services.workspaces.authenticateApiKey(key, token);
+        services.ownerEmails.assertKeysActive(identity.workspaceId);
+        return identity;
+      },
     },
     log,
     maxBodyBytes: config.maxBodyBytes,
     corsOrigin: config.corsOrigin,
-    publicLimiter: new RateLimiter(config.publicRateLimitPerMinute),
+    limits: rateLimits(config, options.now),
+    clientAddresses: new ClientAddresses(config.trustedProxies),
     gate: new RequestGate(),
   };
   const knownPaths = new Set<string>();
@@ -132,6 +188,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
   app.get('/healthz', getJson(() => ({ status: 'ok' })));
   app.get('/.well-known/jwks.json', getJson(() => services.userTokens.jwks()));
   app.ws('/sync/*', syncBehavior({ ...services, access: services.directory.access }));
+  mountEmailLinks(app, { ...services, publicUrl: () => publicUrl(config), log: log.child({ component: 'email-links' }) });
   app.options('/*', preflight(deps));
   app.any('/*', fallback(knownPaths, deps));
 
@@ -142,6 +199,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     });
   });
   const port = uws.us_socket_local_port(listenSocket);
+  boundPorts.set(config, port);
   let stopping: Promise<void> | undefined;
   const stop = async (): Promise<void> => {
     // No new connections; requests on open connections are answered UNAVAILABLE from now on.
@@ -150,6 +208,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     if (!(await deps.gate.close(STOP_DRAIN_MS))) {
       log.warn('stopping with requests still in flight', { requests: deps.gate.size, waitedMs: STOP_DRAIN_MS });
     }
+    await services.accountMail.stop(5000);
     await services.documents.shutdown();
     services.collab.close();
     await services.store.close();
@@ -161,3 +220,4 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     stop: () => (stopping ??= stop()),
   };
 }
+
