@@ -60,7 +60,8 @@ export class RateLimiter {
     if (bucket.tokens < 1) {
       throw resourceExhausted(
         `rate limit exceeded for this ${this.options.subject} (${limit} requests per ${describeWindow(this.options.windowMs)}); try again later`,
-        (1 - bucket.tokens) / this.refillPerMs / 1000,
+        // Whole milliseconds first: float noise must not turn 1800 s into a Retry-After of 1801.
+        Math.round((1 - bucket.tokens) / this.refillPerMs) / 1000,
       );
     }
     bucket.tokens -= 1;
