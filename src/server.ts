@@ -187,7 +187,15 @@ export async function startServer(config: Config, log: Logger, options: ServiceO
   };
   app.get('/healthz', getJson(() => ({ status: 'ok' })));
   app.get('/.well-known/jwks.json', getJson(() => services.userTokens.jwks()));
-  app.ws('/sync/*', syncBehavior({ ...services, access: services.directory.access }));
+  // A key expired for want of owner verification opens no sync connection either (its user tokens outlive it).
+  const activeKeys = {
+    apiKeyRecord: (apiKey: string) => {
+      const record = services.workspaces.apiKeyRecord(apiKey);
+      services.ownerEmails.assertKeysActive(record.workspaceId);
+      return record;
+    },
+  };
+  app.ws('/sync/*', syncBehavior({ ...services, workspaces: activeKeys, access: services.directory.access }));
   mountEmailLinks(app, { ...services, publicUrl: () => publicUrl(config), log: log.child({ component: 'email-links' }) });
   app.options('/*', preflight(deps));
   app.any('/*', fallback(knownPaths, deps));

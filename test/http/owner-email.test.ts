@@ -8,6 +8,7 @@ import { startServer, type RunningServer } from '../../src/server.js';
 import { ApiClient, apiKeyHeaders, type Credentials } from '../helpers/api.js';
 import { testConfig } from '../helpers/server.js';
 import { startSmtpSink, type SmtpSink } from '../helpers/smtp-sink.js';
+import { editorOf, rawSocket, roomName, syncBase, upgradeStatus, userToken } from '../helpers/sync.js';
 
 const HOUR = 3_600_000;
 
@@ -59,7 +60,7 @@ const keyWorks = async (api: ApiClient, credentials: Credentials): Promise<numbe
   (await api.post('/v2/workspace/apikeyconfig/get', {}, apiKeyHeaders(credentials))).status;
 
 t.test('verification end to end: mail with a link, keys expire after the grace, the link revives them, a used link is refused', async (t) => {
-  const { api, sink, advance } = await start(t);
+  const { api, sink, advance, url } = await start(t);
   const credentials = await api.createWorkspace('verify-me@example.com');
   const [mail] = await sink.waitFor(1);
   t.same(mail?.envelopeTo, ['verify-me@example.com']);
@@ -70,11 +71,14 @@ t.test('verification end to end: mail with a link, keys expire after the grace, 
 
   t.same(await status(api, 'verify-me@example.com'), { code: 200, verified: false, message: 'Email not yet verified' });
   t.equal(await keyWorks(api, credentials), 200, 'keys work during the grace period');
+  const room = { organizationId: 'org-v', documentId: 'doc-v', editorId: 'main' };
+  const syncUrl = `${syncBase(url)}/${roomName(room)}?token=${await userToken(api, credentials, [editorOf(room)])}`;
   advance(HOUR);
   const expired = await api.post('/v2/workspace/apikeyconfig/get', {}, apiKeyHeaders(credentials));
   t.equal(expired.status, 403, 'after the grace period the key has expired');
   t.equal(expired.body.error?.status, 'PERMISSION_DENIED');
   t.match(expired.body.error?.message, /email address is not verified/);
+  t.equal(await upgradeStatus(syncUrl), 403, 'a user token issued earlier opens no sync connection on an expired key');
 
   const page = await fetch(link);
   t.equal(page.status, 200);
@@ -88,6 +92,8 @@ t.test('verification end to end: mail with a link, keys expire after the grace, 
   t.match(await confirmed.text(), /Email verified/);
   t.same(await status(api, 'Verify-Me@Example.com'), { code: 200, verified: true, message: 'Email verified and workspace reactivated' });
   t.equal(await keyWorks(api, credentials), 200, 'the expired keys work again');
+  (await rawSocket(syncUrl)).socket.terminate();
+  t.pass('and sync opens again');
 
   const again = await follow(link);
   t.equal(again.status, 400, 'a used link is refused');
