@@ -56,10 +56,10 @@ export interface Services {
   readonly accountMail: AccountMail;
 }
 
-/** What tests and embedders may supply instead of the defaults. */
-export interface ServiceOptions {
+/** Test seams: a manual clock, the account-email transport. */
+export interface ServerOptions {
   /** The clock of rate limits, email links and key expiry (default Date.now). */
-  readonly now?: () => number;
+  readonly clock?: { now(): number };
   /** Where account emails go (default: the transport configured by SMTP_URL, else the dev log transport). */
   readonly emailTransport?: EmailTransport;
 }
@@ -72,8 +72,8 @@ export interface RunningServer {
   stop(): Promise<void>;
 }
 
-export async function openServices(config: Config, log: Logger, options: ServiceOptions = {}): Promise<Services> {
-  const now = options.now ?? Date.now;
+export async function openServices(config: Config, log: Logger, options: ServerOptions = {}): Promise<Services> {
+  const now = clockOf(options);
   const store = Store.open(config.dataDir, log.child({ component: 'store' }));
   const secrets = Secrets.load(config.dataDir, config.secretKey);
   const workspaces = new Workspaces(store, secrets);
@@ -119,6 +119,11 @@ export async function openServices(config: Config, log: Logger, options: Service
   return { config, log, store, secrets, workspaces, userTokens, directory, outbox, collab, documents, ownerEmails, accountMail };
 }
 
+function clockOf(options: ServerOptions): () => number {
+  const clock = options.clock;
+  return clock === undefined ? Date.now : () => clock.now();
+}
+
 /** PUBLIC_URL, else the address the server listens on (the port is the bound one once listening). */
 function publicUrl(config: Config): string {
   if (config.publicUrl !== undefined) return config.publicUrl;
@@ -153,7 +158,7 @@ function allOperations(services: Services): Operation[] {
 /** How long a graceful stop waits for REST requests in flight before it closes the store anyway. */
 const STOP_DRAIN_MS = 10_000;
 
-export async function startServer(config: Config, log: Logger, options: ServiceOptions = {}): Promise<RunningServer> {
+export async function startServer(config: Config, log: Logger, options: ServerOptions = {}): Promise<RunningServer> {
   const uws = loadUws();
   const services = await openServices(config, log, options);
   const app = uws.App();
@@ -169,7 +174,7 @@ export async function startServer(config: Config, log: Logger, options: ServiceO
     log,
     maxBodyBytes: config.maxBodyBytes,
     corsOrigin: config.corsOrigin,
-    limits: rateLimits(config, options.now),
+    limits: rateLimits(config, clockOf(options)),
     clientAddresses: new ClientAddresses(config.trustedProxies),
     gate: new RequestGate(),
   };

@@ -26,7 +26,7 @@ async function start(t: Test, overrides: Partial<Config> = {}, transport?: (sink
   let time = Date.now();
   const config = testConfig(t.testdir(), { smtpUrl: sink.url, emailVerificationGraceMs: HOUR, consoleOrigins: ['https://console.example.com'], ...overrides });
   const server = await startServer(config, createLogger('silent'), {
-    now: () => time,
+    clock: { now: () => time },
     ...(transport === undefined ? {} : { emailTransport: transport(sink) }),
   });
   t.teardown(() => server.stop());
@@ -221,7 +221,7 @@ t.test('keys of a workspace created before a restart still expire; the dev works
   t.equal(await keyWorks(api, exempt), 200, 'an exempt workspace (the dev one) never expires');
   await server.stop();
   const config = server.services.config;
-  const again = await startServer(config, createLogger('silent'), { now });
+  const again = await startServer(config, createLogger('silent'), { clock: { now } });
   t.teardown(() => again.stop());
   const api2 = new ApiClient(`http://127.0.0.1:${again.port}`);
   t.equal(await keyWorks(api2, credentials), 403, 'expiry is computed from the stored creation time');
@@ -244,7 +244,7 @@ t.test('the dev workspace printed at first start is exempt from expiry', async (
   const authToken = /auth token\s+(\S+)\n/.exec(banner?.split('API key')[1] ?? '')?.[1] ?? '';
   // After a restart every workspace's state comes from the store (a bootstrap does not pass through Create Workspace).
   await server.stop();
-  const again = await startServer(server.services.config, createLogger('silent'), { now });
+  const again = await startServer(server.services.config, createLogger('silent'), { clock: { now } });
   t.teardown(() => again.stop());
   const api = new ApiClient(`http://127.0.0.1:${again.port}`);
   advance(24 * HOUR);

@@ -10,7 +10,7 @@ async function start(t: Test, overrides: Partial<Config>): Promise<{ api: ApiCli
   let time = Date.now();
   const config = testConfig(t.testdir(), overrides);
   // No SMTP_URL: account emails go to the dev log transport (silent here).
-  const server = await startServer(config, createLogger('silent'), { now: () => time });
+  const server = await startServer(config, createLogger('silent'), { clock: { now: () => time } });
   t.teardown(() => server.stop());
   return { api: new ApiClient(`http://127.0.0.1:${server.port}`), advance: (ms) => (time += ms), server };
 }
