@@ -32,6 +32,7 @@ export class AccountMail {
   private idleWaiters: Array<() => void> = [];
   private readonly capacity: number;
   private stopped = false;
+  private scheduled = false;
 
   constructor(private readonly deps: AccountMailDeps) {
     this.capacity = deps.capacity ?? 1000;
@@ -67,7 +68,7 @@ export class AccountMail {
 
   /** Resolves when every queued email has been sent or has failed (graceful stop, tests). */
   idle(): Promise<void> {
-    if (this.running === 0 && this.queue.length === 0) return Promise.resolve();
+    if (this.running === 0 && this.queue.length === 0 && !this.scheduled) return Promise.resolve();
     return new Promise((resolve) => this.idleWaiters.push(resolve));
   }
 
@@ -96,7 +97,15 @@ export class AccountMail {
       throw resourceExhausted('too many account emails are waiting to be sent; try again shortly', 60);
     }
     this.queue.push(job);
-    this.pump();
+    // Jobs start on a later turn, never inside the caller's: the reply is written first, so nothing a job does
+    // (the address lookup included) can change what the caller sees or how long it waits.
+    if (!this.scheduled) {
+      this.scheduled = true;
+      setImmediate(() => {
+        this.scheduled = false;
+        this.pump();
+      });
+    }
   }
 
   private pump(): void {

@@ -133,6 +133,8 @@ export class OwnerEmails {
   async redeem(token: string, purpose: LinkPurpose): Promise<RedeemedLink> {
     if (token === '' || token.length > 200) throw linkRefused();
     const hash = this.secrets.lookupHash(token);
+    // A read first: a flood of made-up tokens costs no write transaction.
+    if (this.links.get(hash) === undefined) throw linkRefused();
     const now = this.options.now();
     const keysExpired = (workspaceId: string): boolean => {
       const expiresAt = this.expiresAt(workspaceId);
