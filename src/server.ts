@@ -9,7 +9,7 @@ import { writeJson } from './http/reply.js';
 import { fallback, preflight, route, type RouteDeps } from './http/route.js';
 import type { Operation } from './http/operation.js';
 import { rateLimits } from './http/rate-limit.js';
-import { ClientAddresses } from './http/client-address.js';
+import { ClientAddresses, rateLimitKey } from './http/client-address.js';
 import { mountEmailLinks } from './http/email-links.js';
 import { workspaceEmailOperations } from './http/routes/workspace-email.js';
 import { createServerEmailTransport, parseSender, type EmailTransport } from './delivery/outbound/email.js';
@@ -201,7 +201,15 @@ export async function startServer(config: Config, log: Logger, options: ServerOp
     },
   };
   app.ws('/sync/*', syncBehavior({ ...services, workspaces: activeKeys, access: services.directory.access }));
-  mountEmailLinks(app, { ...services, publicUrl: () => publicUrl(config), log: log.child({ component: 'email-links' }) });
+  mountEmailLinks(app, {
+    ...services,
+    publicUrl: () => publicUrl(config),
+    log: log.child({ component: 'email-links' }),
+    limitClient: (res, req) => {
+      const peer = Buffer.from(res.getRemoteAddressAsText()).toString();
+      deps.limits.client.take(rateLimitKey(deps.clientAddresses.resolve(peer, req.getHeader('x-forwarded-for'))));
+    },
+  });
   app.options('/*', preflight(deps));
   app.any('/*', fallback(knownPaths, deps));
 

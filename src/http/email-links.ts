@@ -14,6 +14,8 @@ export interface EmailLinkDeps {
   /** Origin of PUBLIC_URL: a POST whose Origin header names another site is refused (login CSRF). */
   readonly publicUrl: () => string;
   readonly log: Logger;
+  /** The public operations' per-address limit, taken by each POST (throws RESOURCE_EXHAUSTED). */
+  readonly limitClient: (res: HttpResponse, req: HttpRequest) => void;
 }
 
 const FORM_LIMIT = 4096;
@@ -38,6 +40,14 @@ function redeemRequest(res: HttpResponse, req: HttpRequest, purpose: LinkPurpose
   res.onAborted(() => {
     state.aborted = true;
   });
+  try {
+    deps.limitClient(res, req);
+  } catch (error) {
+    const limited = toAppError(error);
+    const retryAfter = String(Math.max(1, Math.ceil(limited.retryAfterSeconds ?? 60)));
+    writeHtml(res, limited.httpStatus, page('Too many attempts', `<p>${escapeHtml(limited.message)}</p>`), [['retry-after', retryAfter]]);
+    return;
+  }
   const origin = req.getHeader('origin');
   const expected = new URL(deps.publicUrl()).origin;
   if (origin !== '' && origin !== 'null' && origin !== expected) {
@@ -78,10 +88,10 @@ const SECURITY_HEADERS: ReadonlyArray<readonly [string, string]> = [
   ['content-security-policy', "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'"],
 ];
 
-function writeHtml(res: HttpResponse, status: number, html: string): void {
+function writeHtml(res: HttpResponse, status: number, html: string, extra: ReadonlyArray<readonly [string, string]> = []): void {
   res.cork(() => {
     res.writeStatus(statusLine(status)).writeHeader('content-type', 'text/html; charset=utf-8');
-    for (const [name, value] of SECURITY_HEADERS) res.writeHeader(name, value);
+    for (const [name, value] of [...SECURITY_HEADERS, ...extra]) res.writeHeader(name, value);
     res.end(html);
   });
 }
@@ -95,7 +105,14 @@ function writeRedirect(res: HttpResponse, location: string): void {
 }
 
 function statusLine(status: number): string {
-  const text: Record<number, string> = { 200: 'OK', 400: 'Bad Request', 403: 'Forbidden', 413: 'Payload Too Large', 500: 'Internal Server Error' };
+  const text: Record<number, string> = {
+    200: 'OK',
+    400: 'Bad Request',
+    403: 'Forbidden',
+    413: 'Payload Too Large',
+    429: 'Too Many Requests',
+    500: 'Internal Server Error',
+  };
   return `${status} ${text[status] ?? 'Error'}`;
 }
 

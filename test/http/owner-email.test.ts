@@ -111,8 +111,13 @@ t.test('an expired verification link is refused and verifies nothing', async (t)
   t.same((await status(api, 'late@example.com')).verified, false);
 });
 
-t.test('a forged or garbled token is refused like a used one', async (t) => {
+t.test('a forged or garbled token is refused like a used one; the page escapes what it echoes', async (t) => {
   const { url } = await start(t);
+  const page = await (await fetch(`${url}/email/verify?token=${encodeURIComponent('"><script>alert(1)</script>')}`)).text();
+  t.notMatch(page, '<script>', 'no markup from the query reaches the page');
+  t.match(page, 'value="&#34;&#62;&#60;script&#62;');
+  const foreign = await fetch(`${url}/email/sign-in`, { method: 'POST', body: new URLSearchParams({ token: 'x' }), headers: { origin: 'https://evil.example' } });
+  t.equal(foreign.status, 403, 'a form posted from another site is refused');
   for (const token of ['', 'x'.repeat(43), 'a'.repeat(5000)]) {
     const reply = await fetch(`${url}/email/verify`, { method: 'POST', body: new URLSearchParams({ token }) });
     t.equal(reply.status, reply.status === 413 ? 413 : 400, `token of ${token.length} characters`);

@@ -28,6 +28,9 @@ t.test('public operations: a burst past the per-address limit is 429 RESOURCE_EX
   t.match(limited.body.error?.message, /client address/);
   const otherOperation = await api.post('/v2/workspace/email/send-login-link', { email: 'a@example.com', continueUrl: 'http://localhost/' });
   t.equal(otherOperation.status, 429, 'the address budget is shared by the public operations');
+  const linkPost = await fetch(`${api.baseUrl}/email/verify`, { method: 'POST', body: new URLSearchParams({ token: 'x' }) });
+  t.equal(linkPost.status, 429, 'the email link pages share the budget too');
+  t.equal(linkPost.headers.get('retry-after'), '20');
   advance(60_000);
   t.equal((await statusOf(api, 'n9@example.com')).status, 404, 'served again after the window');
 });
