@@ -2,6 +2,7 @@
 import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
 import { toAppError } from '../errors.js';
 import type { Logger } from '../log.js';
+import { escapeHtml } from '../tenant/account-mail.js';
 import type { LinkPurpose, OwnerEmails } from '../tenant/owner-email.js';
 import type { Workspaces } from '../tenant/workspaces.js';
 import { readBody } from './body.js';
@@ -131,8 +132,4 @@ function page(title: string, body: string): string {
     `<title>${escapeHtml(title)}</title><style>body{font-family:system-ui,sans-serif;max-width:32rem;margin:4rem auto;padding:0 1rem}` +
     `button{font-size:1rem;padding:.6rem 1.2rem}</style></head><body><h1>${escapeHtml(title)}</h1>${body}</body></html>`
   );
-}
-
-function escapeHtml(text: string): string {
-  return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 }

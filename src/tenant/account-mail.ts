@@ -137,7 +137,8 @@ export class AccountMail {
   }
 }
 
-function escapeHtml(text: string): string {
+/** Text made safe for HTML content and attribute values (the link pages use it too). */
+export function escapeHtml(text: string): string {
   return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 }
 
