@@ -28,6 +28,8 @@ import { syncBehavior } from './ws/behavior.js';
 import { Outbox } from './events/outbox.js';
 import { encodeLiveMessage } from './ws/live-messages.js';
 import { Directory, LmdbDocumentData } from './tenant/directory.js';
+import { Domains } from './tenant/domains.js';
+import { domainOperations } from './http/routes/domains.js';
 import { Workspaces } from './tenant/workspaces.js';
 
 export interface Services {
@@ -44,6 +46,8 @@ export interface Services {
   readonly collab: CollabDocuments;
   /** Document actors (Yjs stores, awareness, sync connections); they also host `collab`. */
   readonly documents: DocumentRegistry;
+  /** Each API key's allowed web origins, checked at the sync upgrade and on cross-origin REST requests. */
+  readonly domains: Domains;
 }
 
 export interface RunningServer {
@@ -79,13 +83,15 @@ export async function openServices(config: Config, log: Logger): Promise<Service
   documents.onConnection(collab.connectionListener());
   // After the registry: its eviction drains the actor, whose departing connections write presence.
   directory.addDataOwner(collab);
-  return { config, log, store, secrets, workspaces, userTokens, directory, outbox, collab, documents };
+  const domains = new Domains(store);
+  return { config, log, store, secrets, workspaces, userTokens, directory, outbox, collab, documents, domains };
 }
 
 /** Every REST operation, area by area (one file per spec area under src/http/routes). */
 function allOperations(services: Services): Operation[] {
   return [
-    ...workspaceOperations(services.workspaces, services.secrets),
+    ...workspaceOperations(services.workspaces, services.secrets, services.domains),
+    ...domainOperations(services.domains),
     ...authOperations(services.userTokens),
     ...permissionOperations(services.directory),
     ...organizationOperations(services.directory),
@@ -116,6 +122,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     corsOrigin: config.corsOrigin,
     publicLimiter: new RateLimiter(config.publicRateLimitPerMinute),
     gate: new RequestGate(),
+    originPolicy: (apiKey, origin) => services.domains.policy(apiKey, origin),
   };
   const knownPaths = new Set<string>();
   for (const op of allOperations(services)) {

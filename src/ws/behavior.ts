@@ -21,6 +21,8 @@ export interface SyncDeps {
   readonly workspaces: Pick<Workspaces, 'apiKeyRecord'>;
   readonly access: AccessResolver;
   readonly documents: DocumentRegistry;
+  /** The API key's allowed web origins (src/tenant/domains.ts); a browser page from another origin is refused 403. */
+  readonly domains?: { allows(apiKey: string, origin: string): boolean };
 }
 
 /** When the connection's access must be looked at again: the grant's expiresAt or the token's exp, whichever is first. */
@@ -116,6 +118,8 @@ interface CopiedUpgrade {
   readonly secKey: string;
   readonly secProtocol: string;
   readonly secExtensions: string;
+  /** The page's Origin ('' from non-browser clients, which send none). */
+  readonly origin: string;
 }
 
 export function syncBehavior(deps: SyncDeps): WebSocketBehavior<Session> {
@@ -125,6 +129,9 @@ export function syncBehavior(deps: SyncDeps): WebSocketBehavior<Session> {
     const target = parseSyncTarget(request.url, request.query);
     const claims = await deps.userTokens.verify(target.token);
     if (!apiKeyExists(deps.workspaces, claims.apiKey)) throw unauthenticated('the API key this token was issued for no longer exists');
+    if (deps.domains !== undefined && !deps.domains.allows(claims.apiKey, request.origin)) {
+      throw permissionDenied(`origin ${request.origin} is not among this API key's domains`);
+    }
     const key: DocumentKey = { apiKey: claims.apiKey, organizationId: target.organizationId, documentId: target.documentId };
     const now = Date.now();
     const access = deps.access.documentAccess(claims, key, now);
@@ -193,6 +200,7 @@ export function syncBehavior(deps: SyncDeps): WebSocketBehavior<Session> {
         secKey: req.getHeader('sec-websocket-key'),
         secProtocol: req.getHeader('sec-websocket-protocol'),
         secExtensions: req.getHeader('sec-websocket-extensions'),
+        origin: req.getHeader('origin'),
       };
       const state: ResponseState = { aborted: false, requestId: randomUUID(), corsOrigin: config.corsOrigin };
       res.onAborted(() => {
