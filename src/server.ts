@@ -30,6 +30,7 @@ import { encodeLiveMessage } from './ws/live-messages.js';
 import { Directory, LmdbDocumentData } from './tenant/directory.js';
 import { Domains } from './tenant/domains.js';
 import { domainOperations } from './http/routes/domains.js';
+import { legacyOperations } from './http/routes/legacy.js';
 import { Workspaces } from './tenant/workspaces.js';
 
 export interface Services {
@@ -93,6 +94,7 @@ function allOperations(services: Services): Operation[] {
     ...workspaceOperations(services.workspaces, services.secrets, services.domains),
     ...domainOperations(services.domains),
     ...authOperations(services.userTokens),
+    ...legacyOperations(services.workspaces, services.userTokens),
     ...permissionOperations(services.directory),
     ...organizationOperations(services.directory),
     ...documentOperations(services.directory),
