@@ -163,6 +163,37 @@ export class Users {
     return more && lastRow !== undefined ? { rows, nextPageToken: encodePageToken(scopeName, lastRow.userId) } : { rows };
   }
 
+  /**
+   * Users holding a live grant on any document of the organization (`users/get` with `allDocuments`), one row per
+   * (document, user), in document then user id order, optionally only the given users.
+   */
+  onDocuments(apiKey: string, organizationId: string, query: { pageSize: number; pageToken?: string; userIds?: readonly string[] }): Page<UserView & { documentId: string }> {
+    const now = this.now();
+    const scopeName = `users:${organizationId}:all-documents:${(query.userIds ?? []).join(',')}`;
+    let after: [string, string] | undefined;
+    if (query.pageToken !== undefined) {
+      const position: unknown = JSON.parse(String(decodePageToken(query.pageToken, scopeName)));
+      if (!Array.isArray(position) || position.length !== 2) throw invalidArgument('data.pageToken is not a page token of this listing');
+      after = [String(position[0]), String(position[1])];
+    }
+    const wanted = query.userIds === undefined ? undefined : new Set(query.userIds);
+    const rows: Array<UserView & { documentId: string }> = [];
+    for (;;) {
+      const chunk = this.grants.userGrantsOnDocuments(apiKey, organizationId, { limit: SCAN_CHUNK, ...(after === undefined ? {} : { after }) });
+      for (const { documentId, userId, grant } of chunk) {
+        after = [documentId, userId];
+        if (wanted !== undefined && !wanted.has(userId)) continue;
+        if (grant.expiresAt !== undefined && grant.expiresAt <= now) continue;
+        rows.push({ ...this.view(apiKey, organizationId, userId, grant), documentId });
+        if (rows.length === query.pageSize) {
+          const more = this.grants.userGrantsOnDocuments(apiKey, organizationId, { limit: 1, after: [documentId, userId] }).length > 0;
+          return more ? { rows, nextPageToken: encodePageToken(scopeName, JSON.stringify([documentId, userId])) } : { rows };
+        }
+      }
+      if (chunk.length < SCAN_CHUNK) return { rows };
+    }
+  }
+
   profile(apiKey: string, organizationId: string, userId: string): UserProfileRecord | undefined {
     return this.db.get<UserProfileRecord>(keys.user(apiKey, organizationId, userId));
   }
