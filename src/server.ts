@@ -26,11 +26,13 @@ import { DocumentRegistry } from './doc/registry.js';
 import { crdtOperations } from './http/routes/crdt.js';
 import { syncBehavior } from './ws/behavior.js';
 import { Outbox } from './events/outbox.js';
-import { encodeLiveMessage } from './ws/live-messages.js';
+import { encodeLiveMessage, encodeLiveStateMessage } from './ws/live-messages.js';
 import { Directory, LmdbDocumentData } from './tenant/directory.js';
 import { Domains } from './tenant/domains.js';
 import { domainOperations } from './http/routes/domains.js';
 import { legacyOperations } from './http/routes/legacy.js';
+import { liveStateOperations } from './http/routes/livestate.js';
+import { LiveStates } from './doc/live-state.js';
 import { Workspaces } from './tenant/workspaces.js';
 
 export interface Services {
@@ -49,6 +51,8 @@ export interface Services {
   readonly documents: DocumentRegistry;
   /** Each API key's allowed web origins, checked at the sync upgrade and on cross-origin REST requests. */
   readonly domains: Domains;
+  /** Named live values per document (livestate/broadcast), sent to extension-frame connections. */
+  readonly liveStates: LiveStates;
 }
 
 export interface RunningServer {
@@ -85,7 +89,9 @@ export async function openServices(config: Config, log: Logger): Promise<Service
   // After the registry: its eviction drains the actor, whose departing connections write presence.
   directory.addDataOwner(collab);
   const domains = new Domains(store);
-  return { config, log, store, secrets, workspaces, userTokens, directory, outbox, collab, documents, domains };
+  const liveStates = new LiveStates({ store, hosts: documents, encode: encodeLiveStateMessage, now: Date.now, log });
+  documents.onConnection(liveStates.connectionListener());
+  return { config, log, store, secrets, workspaces, userTokens, directory, outbox, collab, documents, domains, liveStates };
 }
 
 /** Every REST operation, area by area (one file per spec area under src/http/routes). */
@@ -103,6 +109,7 @@ function allOperations(services: Services): Operation[] {
     ...userOperations(services.directory),
     ...commentOperations(services.collab, { store: services.store, folderDocuments: folderDocumentsFrom(services.directory.documents) }),
     ...presenceOperations(services.collab),
+    ...liveStateOperations(services.liveStates),
     ...crdtOperations(services.documents),
   ];
 }

@@ -29,6 +29,8 @@ export const DB = {
   annotations: 'annotations',
   /** [apiKey, organizationId, documentId, userId] -> PresenceRecord */
   presence: 'presence',
+  /** [apiKey, organizationId, documentId, liveStateDataId] -> { data, updatedAt } (livestate/broadcast) */
+  liveState: 'live-state',
   /** [apiKey] -> string[]: the API key's allowed web origins (normalised domains) */
   domains: 'domains',
   /** seq (a bare number: lmdb-js reads a one-element array key back as its element) -> OutboxEvent, written in the same transaction as its change */
