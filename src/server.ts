@@ -33,6 +33,8 @@ import { domainOperations } from './http/routes/domains.js';
 import { legacyOperations } from './http/routes/legacy.js';
 import { liveStateOperations } from './http/routes/livestate.js';
 import { LiveStates } from './doc/live-state.js';
+import { Recordings } from './doc/recordings.js';
+import { recordingOperations } from './http/routes/recordings.js';
 import { Workspaces } from './tenant/workspaces.js';
 
 export interface Services {
@@ -53,6 +55,8 @@ export interface Services {
   readonly domains: Domains;
   /** Named live values per document (livestate/broadcast), sent to extension-frame connections. */
   readonly liveStates: LiveStates;
+  /** Recorder annotations with their attachments' metadata. */
+  readonly recordings: Recordings;
 }
 
 export interface RunningServer {
@@ -91,7 +95,7 @@ export async function openServices(config: Config, log: Logger): Promise<Service
   const domains = new Domains(store);
   const liveStates = new LiveStates({ store, hosts: documents, encode: encodeLiveStateMessage, now: Date.now, log });
   documents.onConnection(liveStates.connectionListener());
-  return { config, log, store, secrets, workspaces, userTokens, directory, outbox, collab, documents, domains, liveStates };
+  return { config, log, store, secrets, workspaces, userTokens, directory, outbox, collab, documents, domains, liveStates, recordings: new Recordings(store) };
 }
 
 /** Every REST operation, area by area (one file per spec area under src/http/routes). */
@@ -110,6 +114,7 @@ function allOperations(services: Services): Operation[] {
     ...commentOperations(services.collab, { store: services.store, folderDocuments: folderDocumentsFrom(services.directory.documents) }),
     ...presenceOperations(services.collab),
     ...liveStateOperations(services.liveStates),
+    ...recordingOperations(services.recordings),
     ...crdtOperations(services.documents),
   ];
 }

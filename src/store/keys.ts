@@ -31,6 +31,8 @@ export const DB = {
   presence: 'presence',
   /** [apiKey, organizationId, documentId, liveStateDataId] -> { data, updatedAt } (livestate/broadcast) */
   liveState: 'live-state',
+  /** [apiKey, organizationId, documentId, annotationId] -> Recording (recorder annotations; attachment URLs, not bytes) */
+  recordings: 'recordings',
   /** [apiKey] -> string[]: the API key's allowed web origins (normalised domains) */
   domains: 'domains',
   /** seq (a bare number: lmdb-js reads a one-element array key back as its element) -> OutboxEvent, written in the same transaction as its change */
