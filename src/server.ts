@@ -104,7 +104,7 @@ function allOperations(services: Services): Operation[] {
     ...workspaceOperations(services.workspaces, services.secrets, services.domains),
     ...domainOperations(services.domains),
     ...authOperations(services.userTokens),
-    ...legacyOperations(services.workspaces, services.userTokens),
+    ...legacyOperations(services.workspaces, services.userTokens, services.collab),
     ...permissionOperations(services.directory),
     ...organizationOperations(services.directory),
     ...documentOperations(services.directory),

@@ -49,3 +49,52 @@ t.test('/v1/auth/token/get refuses bad credentials and bad input, naming the fie
   t.equal(noKey.status, 400);
   t.match(noKey.body.error?.message, /apiKey/);
 });
+
+t.test('locations: update migrates the location of every thread there; data/delete removes what is at one location', async (t) => {
+  const { api } = await startTestServer(t);
+  const credentials = await api.createWorkspace();
+  const scope = { organizationId: 'org-loc', documentId: 'deck' };
+  const alice = { userId: 'alice', name: 'Alice', email: 'alice@example.com' };
+  const thread = (annotationId: string, location: Record<string, unknown>) => ({ annotationId, location, commentData: [{ commentText: annotationId, from: alice }] });
+  await api.call(credentials, '/v2/commentannotations/add', {
+    ...scope,
+    commentAnnotations: [thread('a1', { id: 'slide-1', locationName: 'Untitled' }), thread('a2', { id: 'slide-1', locationName: 'Untitled' }), thread('b1', { id: 'slide-2' })],
+  });
+  const creds = { apiKey: credentials.apiKey, authToken: credentials.authToken };
+  const threads = async () => {
+    const got = await api.call<Array<{ annotationId: string; location?: Record<string, unknown> }>>(credentials, '/v2/commentannotations/get', scope);
+    return Object.fromEntries((got.body.result?.data ?? []).map((a) => [a.annotationId, a.location]));
+  };
+
+  const renamed = await api.post('/v1/organizations/documents/locations/update', {
+    ...creds,
+    ...scope,
+    migrate: { oldLocation: { id: 'slide-1', locationName: 'Untitled', order: 1 }, newLocation: { id: 'slide-1', locationName: 'Intro' } },
+    merge: true,
+  });
+  t.equal(renamed.status, 200);
+  t.same(renamed.body.result, { status: 'success', message: 'Location updated.', data: null });
+  const afterRename = await threads();
+  t.same(afterRename['a1'], { id: 'slide-1', locationName: 'Intro', order: 1 }, 'merge: new fields over the old location');
+  t.same(afterRename['a2'], afterRename['a1']);
+  t.same(afterRename['b1'], { id: 'slide-2' }, 'other locations untouched');
+
+  await api.post('/v1/organizations/documents/locations/update', {
+    ...creds,
+    ...scope,
+    migrate: { oldLocation: { id: 'slide-1' }, newLocation: { id: 'slide-9', locationName: 'Moved' } },
+  });
+  const afterMove = await threads();
+  t.same(afterMove['a1'], { id: 'slide-9', locationName: 'Moved' }, 'without merge the new location replaces, id included');
+
+  const deleted = await api.post('/v1/organizations/documents/locations/data/delete', { ...creds, ...scope, location: { id: 'slide-9' } });
+  t.equal(deleted.status, 200);
+  t.same(Object.keys(await threads()), ['b1'], 'threads at the location are gone, others stay');
+
+  const badCreds = await api.post('/v1/organizations/documents/locations/data/delete', { ...creds, authToken: 'wrong', ...scope, location: { id: 'slide-2' } });
+  t.equal(badCreds.status, 403);
+  t.same(Object.keys(await threads()), ['b1'], 'refused credentials delete nothing');
+  const noLocation = await api.post('/v1/organizations/documents/locations/update', { ...creds, ...scope, migrate: { oldLocation: { id: 'x' } } });
+  t.equal(noLocation.status, 400);
+  t.match(noLocation.body.error?.message, /newLocation/);
+});

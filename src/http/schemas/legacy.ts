@@ -20,3 +20,21 @@ export const legacyTokenSchema = object(
   },
   ['apiKey', 'authToken', 'userId', 'userProperties'],
 );
+
+const location = object({ id: idString, locationName: { type: 'string', maxLength: 1000 } }, ['id']);
+
+export const updateLocationSchema = object(
+  {
+    ...bodyCredentials,
+    organizationId: idString,
+    documentId: idString,
+    migrate: object({ oldLocation: location, newLocation: location }, ['oldLocation', 'newLocation']),
+    merge: { type: 'boolean' },
+  },
+  ['apiKey', 'authToken', 'organizationId', 'documentId', 'migrate'],
+);
+
+export const deleteLocationDataSchema = object(
+  { ...bodyCredentials, organizationId: idString, documentId: idString, location },
+  ['apiKey', 'authToken', 'organizationId', 'documentId', 'location'],
+);
