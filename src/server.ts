@@ -35,6 +35,10 @@ import { liveStateOperations } from './http/routes/livestate.js';
 import { LiveStates } from './doc/live-state.js';
 import { Recordings } from './doc/recordings.js';
 import { recordingOperations } from './http/routes/recordings.js';
+import { migrationOperations } from './http/routes/migration.js';
+import { DocumentMigrations } from './doc/migration.js';
+import { Jobs } from './tenant/jobs.js';
+import { DOCUMENT_DATABASES } from './tenant/directory/data-owners.js';
 import { Workspaces } from './tenant/workspaces.js';
 
 export interface Services {
@@ -57,6 +61,9 @@ export interface Services {
   readonly liveStates: LiveStates;
   /** Recorder annotations with their attachments' metadata. */
   readonly recordings: Recordings;
+  /** Durable background jobs (document migration, GDPR erase); unfinished ones resume at start. */
+  readonly jobs: Jobs;
+  readonly migrations: DocumentMigrations;
 }
 
 export interface RunningServer {
@@ -93,9 +100,20 @@ export async function openServices(config: Config, log: Logger): Promise<Service
   // After the registry: its eviction drains the actor, whose departing connections write presence.
   directory.addDataOwner(collab);
   const domains = new Domains(store);
+  const jobs = new Jobs(store, log.child({ component: 'jobs' }));
+  const migrations = new DocumentMigrations({
+    store,
+    documents,
+    directory: {
+      knows: (apiKey, organizationId, documentId) => directory.documents.find(apiKey, organizationId, documentId) !== undefined,
+      rekeyInWrite: (apiKey, organizationId, documentId, newDocumentId) => directory.documents.rekeyInWrite(apiKey, organizationId, documentId, newDocumentId),
+    },
+    jobs,
+    databases: DOCUMENT_DATABASES,
+  });
   const liveStates = new LiveStates({ store, hosts: documents, encode: encodeLiveStateMessage, now: Date.now, log });
   documents.onConnection(liveStates.connectionListener());
-  return { config, log, store, secrets, workspaces, userTokens, directory, outbox, collab, documents, domains, liveStates, recordings: new Recordings(store) };
+  return { config, log, store, secrets, workspaces, userTokens, directory, outbox, collab, documents, domains, liveStates, recordings: new Recordings(store), jobs, migrations };
 }
 
 /** Every REST operation, area by area (one file per spec area under src/http/routes). */
@@ -115,6 +133,7 @@ function allOperations(services: Services): Operation[] {
     ...presenceOperations(services.collab),
     ...liveStateOperations(services.liveStates),
     ...recordingOperations(services.recordings),
+    ...migrationOperations(services.migrations),
     ...crdtOperations(services.documents),
   ];
 }
@@ -163,6 +182,8 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     });
   });
   const port = uws.us_socket_local_port(listenSocket);
+  // Every job kind is registered by now; jobs a crash interrupted run again (each is idempotent).
+  services.jobs.resume();
   let stopping: Promise<void> | undefined;
   const stop = async (): Promise<void> => {
     // No new connections; requests on open connections are answered UNAVAILABLE from now on.
@@ -171,6 +192,8 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     if (!(await deps.gate.close(STOP_DRAIN_MS))) {
       log.warn('stopping with requests still in flight', { requests: deps.gate.size, waitedMs: STOP_DRAIN_MS });
     }
+    // Jobs in flight finish against open documents and store; one cut short by a crash resumes at the next start.
+    await services.jobs.stop();
     await services.documents.shutdown();
     services.collab.close();
     await services.store.close();

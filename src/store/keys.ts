@@ -33,6 +33,8 @@ export const DB = {
   liveState: 'live-state',
   /** [apiKey, organizationId, documentId, annotationId] -> Recording (recorder annotations; attachment URLs, not bytes) */
   recordings: 'recordings',
+  /** [apiKey, jobId] -> JobRecord (document migrations, GDPR erasures): status kept, unfinished ones resumed at start */
+  jobs: 'jobs',
   /** [apiKey] -> string[]: the API key's allowed web origins (normalised domains) */
   domains: 'domains',
   /** seq (a bare number: lmdb-js reads a one-element array key back as its element) -> OutboxEvent, written in the same transaction as its change */
