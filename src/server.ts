@@ -38,6 +38,8 @@ import { recordingOperations } from './http/routes/recordings.js';
 import { migrationOperations } from './http/routes/migration.js';
 import { DocumentMigrations } from './doc/migration.js';
 import { Jobs } from './tenant/jobs.js';
+import { commentSource, presenceSource, UserData } from './doc/user-data.js';
+import { userDataOperations } from './http/routes/user-data.js';
 import { DOCUMENT_DATABASES } from './tenant/directory/data-owners.js';
 import { Workspaces } from './tenant/workspaces.js';
 
@@ -64,6 +66,8 @@ export interface Services {
   /** Durable background jobs (document migration, GDPR erase); unfinished ones resume at start. */
   readonly jobs: Jobs;
   readonly migrations: DocumentMigrations;
+  /** GDPR export and erase of one user across every feature. */
+  readonly userData: UserData;
 }
 
 export interface RunningServer {
@@ -101,6 +105,24 @@ export async function openServices(config: Config, log: Logger): Promise<Service
   directory.addDataOwner(collab);
   const domains = new Domains(store);
   const jobs = new Jobs(store, log.child({ component: 'jobs' }));
+  const recordings = new Recordings(store);
+  const userData = new UserData(jobs);
+  userData.addSource({
+    feature: 'directory',
+    collect: (apiKey, userId) => directory.users.personalData(apiKey, userId),
+    erase: async (apiKey, userId) => {
+      const found = directory.users.personalData(apiKey, userId);
+      for (const { organizationId } of found) await directory.users.delete(apiKey, { organizationId }, [userId]);
+      return found.length;
+    },
+  });
+  userData.addSource(commentSource(store, collab));
+  userData.addSource(presenceSource(store, collab));
+  userData.addSource({
+    feature: 'recordings',
+    collect: (apiKey, userId) => recordings.byUser(apiKey, userId),
+    erase: (apiKey, userId) => recordings.anonymize(apiKey, userId),
+  });
   const migrations = new DocumentMigrations({
     store,
     documents,
@@ -113,7 +135,7 @@ export async function openServices(config: Config, log: Logger): Promise<Service
   });
   const liveStates = new LiveStates({ store, hosts: documents, encode: encodeLiveStateMessage, now: Date.now, log });
   documents.onConnection(liveStates.connectionListener());
-  return { config, log, store, secrets, workspaces, userTokens, directory, outbox, collab, documents, domains, liveStates, recordings: new Recordings(store), jobs, migrations };
+  return { config, log, store, secrets, workspaces, userTokens, directory, outbox, collab, documents, domains, liveStates, recordings, jobs, migrations, userData };
 }
 
 /** Every REST operation, area by area (one file per spec area under src/http/routes). */
@@ -134,6 +156,7 @@ function allOperations(services: Services): Operation[] {
     ...liveStateOperations(services.liveStates),
     ...recordingOperations(services.recordings),
     ...migrationOperations(services.migrations),
+    ...userDataOperations(services.userData, services.jobs),
     ...crdtOperations(services.documents),
   ];
 }

@@ -157,4 +157,23 @@ export class Recordings {
     if (prefix.length === 3 && parsed[0] !== prefix[2]) throw invalidArgument('data.pageToken belongs to another document');
     return [apiKey, organizationId, parsed[0], parsed[1]];
   }
+
+  /** Recordings made by the user, in every organization of the API key (GDPR export). */
+  byUser(apiKey: string, userId: string): Recording[] {
+    return Array.from(this.db.getRange({ start: [apiKey], end: [apiKey, END] }), ({ value }) => value).filter((r) => r.from?.userId === userId);
+  }
+
+  /** Drops the user as the author of their recordings (GDPR erase); the clips stay with the document. Answers how many changed. */
+  async anonymize(apiKey: string, userId: string): Promise<number> {
+    let changed = 0;
+    await this.store.transaction(() => {
+      for (const { key, value } of this.db.getRange({ start: [apiKey], end: [apiKey, END] })) {
+        if (value.from?.userId !== userId) continue;
+        const { from: _from, ...rest } = value;
+        this.db.putSync(key, rest);
+        changed++;
+      }
+    });
+    return changed;
+  }
 }

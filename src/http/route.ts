@@ -165,7 +165,8 @@ async function serve(
       exchange.log.debug('client went away before the reply; the operation completed');
       return;
     }
-    writeJson(exchange.res, exchange, 200, reply.kind === 'bare' ? { result: reply.result } : successEnvelope(reply.message, reply.data, reply.extra));
+    if (reply.kind === 'raw') writeJson(exchange.res, exchange, reply.httpStatus, reply.body);
+    else writeJson(exchange.res, exchange, 200, reply.kind === 'bare' ? { result: reply.result } : successEnvelope(reply.message, reply.data, reply.extra));
   } catch (error) {
     fail(exchange, toAppError(error), false);
   } finally {

@@ -194,6 +194,21 @@ export class Users {
     }
   }
 
+  /** Everything the directory holds about one user, organization by organization (GDPR export); organizations without any are left out. */
+  personalData(apiKey: string, userId: string): Array<{ organizationId: string; profile?: Record<string, unknown>; grants: Array<GrantRef & GrantRecord>; groups: string[] }> {
+    const user = { kind: 'user', id: userId } as const;
+    return this.db.lastElements(keys.orgs(apiKey)).flatMap((organizationId) => {
+      const profile = this.profile(apiKey, organizationId, userId);
+      const grants = this.grants.ofPrincipal(apiKey, organizationId, user).flatMap((ref) => {
+        const grant = this.grants.get(apiKey, organizationId, ref, user);
+        return grant === undefined ? [] : [{ ...ref, ...grant }];
+      });
+      const groups = this.groups.groupsOf(apiKey, organizationId, userId);
+      if (profile === undefined && grants.length === 0 && groups.length === 0) return [];
+      return [{ organizationId, ...(profile === undefined ? {} : { profile: { ...profile.profile, createdAt: profile.createdAt, lastUpdated: profile.lastUpdated } }), grants, groups }];
+    });
+  }
+
   profile(apiKey: string, organizationId: string, userId: string): UserProfileRecord | undefined {
     return this.db.get<UserProfileRecord>(keys.user(apiKey, organizationId, userId));
   }
