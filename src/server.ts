@@ -40,6 +40,9 @@ import { DocumentMigrations } from './doc/migration.js';
 import { Jobs } from './tenant/jobs.js';
 import { commentSource, presenceSource, UserData } from './doc/user-data.js';
 import { userDataOperations } from './http/routes/user-data.js';
+import { PermissionProvider } from './tenant/permission-provider.js';
+import { permissionProviderOperations } from './http/routes/permission-provider.js';
+import { OutboundHttp } from './delivery/outbound/http.js';
 import { DOCUMENT_DATABASES } from './tenant/directory/data-owners.js';
 import { Workspaces } from './tenant/workspaces.js';
 
@@ -68,6 +71,8 @@ export interface Services {
   readonly migrations: DocumentMigrations;
   /** GDPR export and erase of one user across every feature. */
   readonly userData: UserData;
+  /** Asked over outbound HTTP when stored grants give a user no access to a document. */
+  readonly permissionProvider: PermissionProvider;
 }
 
 export interface RunningServer {
@@ -106,6 +111,12 @@ export async function openServices(config: Config, log: Logger): Promise<Service
   const domains = new Domains(store);
   const jobs = new Jobs(store, log.child({ component: 'jobs' }));
   const recordings = new Recordings(store);
+  const permissionProvider = new PermissionProvider({
+    store,
+    secrets,
+    http: new OutboundHttp({ allowedNetworks: config.outboundAllowedNetworks }),
+    log: log.child({ component: 'permission-provider' }),
+  });
   const userData = new UserData(jobs);
   userData.addSource({
     feature: 'directory',
@@ -135,7 +146,7 @@ export async function openServices(config: Config, log: Logger): Promise<Service
   });
   const liveStates = new LiveStates({ store, hosts: documents, encode: encodeLiveStateMessage, now: Date.now, log });
   documents.onConnection(liveStates.connectionListener());
-  return { config, log, store, secrets, workspaces, userTokens, directory, outbox, collab, documents, domains, liveStates, recordings, jobs, migrations, userData };
+  return { config, log, store, secrets, workspaces, userTokens, directory, outbox, collab, documents, domains, liveStates, recordings, jobs, migrations, userData, permissionProvider };
 }
 
 /** Every REST operation, area by area (one file per spec area under src/http/routes). */
@@ -157,6 +168,7 @@ function allOperations(services: Services): Operation[] {
     ...recordingOperations(services.recordings),
     ...migrationOperations(services.migrations),
     ...userDataOperations(services.userData, services.jobs),
+    ...permissionProviderOperations(services.permissionProvider),
     ...crdtOperations(services.documents),
   ];
 }
@@ -194,7 +206,21 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
   };
   app.get('/healthz', getJson(() => ({ status: 'ok' })));
   app.get('/.well-known/jwks.json', getJson(() => services.userTokens.jwks()));
-  app.ws('/sync/*', syncBehavior({ ...services, access: services.directory.access }));
+  app.ws(
+    '/sync/*',
+    syncBehavior({
+      ...services,
+      access: services.directory.access,
+      providerAccess: (userId, key) => {
+        // A disabled organization or document stays closed whatever the provider says (access model rows 2 and 3).
+        const { organizations, documents } = services.directory;
+        if (organizations.find(key.apiKey, key.organizationId)?.disabled === true || documents.find(key.apiKey, key.organizationId, key.documentId)?.disabled === true) {
+          return Promise.resolve({ role: null });
+        }
+        return services.permissionProvider.documentAccess(userId, key);
+      },
+    }),
+  );
   app.options('/*', preflight(deps));
   app.any('/*', fallback(knownPaths, deps));
 

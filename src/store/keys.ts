@@ -33,6 +33,8 @@ export const DB = {
   liveState: 'live-state',
   /** [apiKey, organizationId, documentId, annotationId] -> Recording (recorder annotations; attachment URLs, not bytes) */
   recordings: 'recordings',
+  /** [apiKey] -> permission provider config (URL, sealed auth token, enabled) */
+  permissionProvider: 'permission-provider',
   /** [apiKey, jobId] -> JobRecord (document migrations, GDPR erasures): status kept, unfinished ones resumed at start */
   jobs: 'jobs',
   /** [apiKey] -> string[]: the API key's allowed web origins (normalised domains) */
