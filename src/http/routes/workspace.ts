@@ -2,6 +2,7 @@
 import type { Secrets } from '../../auth/secrets.js';
 import { invalidArgument } from '../../errors.js';
 import { applyApiKeyConfigUpdate, viewApiKeyConfig, type ApiKeyConfigUpdate } from '../../tenant/api-key-config.js';
+import { normalizeDomain, type Domains } from '../../tenant/domains.js';
 import { refuseDisposable } from '../../tenant/email-rules.js';
 import type { ApiKeyType, CreateWorkspaceInput, WorkspaceView, Workspaces } from '../../tenant/workspaces.js';
 import { ok, operation, type Operation } from '../operation.js';
@@ -16,7 +17,12 @@ import {
 } from '../schemas/workspace.js';
 
 /** `created` starts the owner-email verification of a new workspace (its email goes out after the reply). */
-export function workspaceOperations(workspaces: Workspaces, secrets: Secrets, created: (workspace: WorkspaceView) => void = () => {}): Operation[] {
+export function workspaceOperations(
+  workspaces: Workspaces,
+  secrets: Secrets,
+  domains: Domains,
+  created: (workspace: WorkspaceView) => void = () => {},
+): Operation[] {
   return [
     operation<CreateWorkspaceInput, 'public'>({
       paths: ['/v2/workspace/create'],
@@ -45,12 +51,15 @@ export function workspaceOperations(workspaces: Workspaces, secrets: Secrets, cr
         if (owner.toLowerCase() !== input.ownerEmail.trim().toLowerCase()) {
           throw invalidArgument('data.ownerEmail must be the email of the workspace owner');
         }
+        // Checked before the key exists, so a bad domain creates nothing.
+        const allowed = (input.allowedDomains ?? []).map((domain, i) => normalizeDomain(domain, `data.allowedDomains[${i}]`));
         const apiKey = await workspaces.createApiKey(ctx.identity, {
           type: input.type,
           ...(input.apiKeyName === undefined ? {} : { apiKeyName: input.apiKeyName }),
           ...(input.createAuthToken === undefined ? {} : { createAuthToken: input.createAuthToken }),
           ...(input.allowedDomains === undefined ? {} : { allowedDomains: input.allowedDomains }),
         });
+        if (allowed.length > 0) await domains.add(apiKey, allowed);
         return ok('API key created successfully.', { apiKey });
       },
     }),
