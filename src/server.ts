@@ -34,6 +34,7 @@ import { syncBehavior } from './ws/behavior.js';
 import { Outbox } from './events/outbox.js';
 import { encodeLiveMessage, encodeLiveStateMessage } from './ws/live-messages.js';
 import { Directory, LmdbDocumentData } from './tenant/directory.js';
+import { defaultConsoleDir, mountConsole } from './console/serve.js';
 import { Domains } from './tenant/domains.js';
 import { domainOperations } from './http/routes/domains.js';
 import { legacyOperations } from './http/routes/legacy.js';
@@ -300,6 +301,7 @@ export async function startServer(config: Config, log: Logger, options: ServerOp
       deps.limits.client.take(rateLimitKey(deps.clientAddresses.resolve(peer, req.getHeader('x-forwarded-for'))));
     },
   });
+  mountConsole(app, defaultConsoleDir(), log);
   app.options('/*', preflight(deps));
   app.any('/*', fallback(knownPaths, deps));
 
