@@ -209,7 +209,7 @@ function allOperations(services: Services): Operation[] {
       services.ownerEmails.created(workspace.id);
       services.accountMail.sendVerification({ id: workspace.id, ownerEmail: workspace.owner.email, ownerName: workspace.owner.name, workspaceName: workspace.name });
     }),
-    ...workspaceEmailOperations({ ...services, consoleOrigins: services.config.consoleOrigins }),
+    ...workspaceEmailOperations({ ...services, consoleOrigins: () => [...services.config.consoleOrigins, new URL(publicUrl(services.config)).origin] }),
     ...domainOperations(services.domains),
     ...authOperations(services.userTokens),
     ...legacyOperations(services.workspaces, services.userTokens, services.collab),

@@ -196,11 +196,12 @@ t.test('send-login-link answers before any email work is done (the reply cannot 
 });
 
 t.test('send-login-link refuses bad continue URLs and disposable addresses; Create Workspace refuses disposable addresses', async (t) => {
-  const { api, sink, server } = await start(t);
+  const { api, sink, server } = await start(t, { publicUrl: 'https://plait.example.com' });
   const cases: Array<[string, Record<string, unknown>, RegExp]> = [
     ['/v2/workspace/email/send-login-link', { email: 'a@example.com', continueUrl: 'http://localhost.evil.example/' }, /data\.continueUrl.*not allowed/],
     ['/v2/workspace/email/send-login-link', { email: 'a@example.com', continueUrl: 'https://evil.example/localhost' }, /data\.continueUrl.*not allowed/],
     ['/v2/workspace/email/send-login-link', { email: 'a@example.com', continueUrl: 'nope' }, /data\.continueUrl must be an absolute/],
+    ['/v2/workspace/email/send-login-link', { email: 'a@example.com', continueUrl: 'https://plait.example.com.evil.example/console' }, /not allowed/],
     ['/v2/workspace/email/send-login-link', { email: 'a@sub.mailinator.com', continueUrl: 'http://localhost/' }, /data\.email: this email domain is not supported/],
     ['/v2/workspace/email/send-login-link', { email: 'a@example.com' }, /continueUrl/],
     ['/v2/workspace/create', { ownerEmail: 'a@yopmail.com' }, /data\.ownerEmail: this email domain is not supported/],
@@ -213,6 +214,8 @@ t.test('send-login-link refuses bad continue URLs and disposable addresses; Crea
   }
   await server.services.accountMail.idle();
   t.equal(sink.mails.length, 0, 'no mail for refused requests');
+  const ownConsole = await api.post('/v2/workspace/email/send-login-link', { email: 'a@example.com', continueUrl: 'https://plait.example.com/console' });
+  t.equal(ownConsole.status, 200, "this server's own console (PUBLIC_URL) is an allowed continue URL");
 });
 
 t.test('keys of a workspace created before a restart still expire; the dev workspace never does', async (t) => {

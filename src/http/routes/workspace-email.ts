@@ -11,7 +11,8 @@ export interface WorkspaceEmailDeps {
   readonly workspaces: Pick<Workspaces, 'idForEmail'>;
   readonly ownerEmails: Pick<OwnerEmails, 'status'>;
   readonly accountMail: Pick<AccountMail, 'requestLoginLink'>;
-  readonly consoleOrigins: readonly string[];
+  /** CONSOLE_ORIGIN and this server's own origin (its console is served at /console). */
+  readonly consoleOrigins: () => readonly string[];
 }
 
 export function workspaceEmailOperations(deps: WorkspaceEmailDeps): Operation[] {
@@ -35,7 +36,7 @@ export function workspaceEmailOperations(deps: WorkspaceEmailDeps): Operation[] 
       schema: sendLoginLinkSchema,
       targetEmail: { limiter: 'emailSend', of: (input) => input.email },
       handle: (input) => {
-        const continueUrl = checkContinueUrl(input.continueUrl, deps.consoleOrigins);
+        const continueUrl = checkContinueUrl(input.continueUrl, deps.consoleOrigins());
         refuseDisposable(input.email, 'data.email');
         // Nothing here depends on whether the address owns a workspace: that is looked up after the reply.
         deps.accountMail.requestLoginLink(input.email.trim(), continueUrl);
