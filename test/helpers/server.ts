@@ -2,7 +2,7 @@
 import type { Test } from 'tap';
 import { loadConfig, type Config } from '../../src/config.js';
 import { createLogger, type Logger } from '../../src/log.js';
-import { startServer, type RunningServer, type StartOptions } from '../../src/server.js';
+import { startServer, type RunningServer, type ServerOptions } from '../../src/server.js';
 import { ApiClient } from './api.js';
 
 export interface TestServer {
@@ -19,7 +19,7 @@ export function testConfig(dataDir: string, overrides: Partial<Config> = {}): Co
 }
 
 /** Server start options, and a logger to use instead of one at the config's level (a test reading the log). */
-export interface TestStartOptions extends StartOptions {
+export interface TestStartOptions extends ServerOptions {
   readonly log?: Logger;
 }
 
