@@ -28,6 +28,8 @@ import { syncBehavior } from './ws/behavior.js';
 import { Outbox } from './events/outbox.js';
 import { encodeLiveMessage } from './ws/live-messages.js';
 import { Directory, LmdbDocumentData } from './tenant/directory.js';
+import { openAgents, type AgentServices } from './agents/services.js';
+import { agentOperations } from './http/routes/agents.js';
 import { Workspaces } from './tenant/workspaces.js';
 
 export interface Services {
@@ -44,6 +46,8 @@ export interface Services {
   readonly collab: CollabDocuments;
   /** Document actors (Yjs stores, awareness, sync connections); they also host `collab`. */
   readonly documents: DocumentRegistry;
+  /** Agent definitions, groups, runs and Memory (src/agents/). */
+  readonly agents: AgentServices;
 }
 
 export interface RunningServer {
@@ -79,7 +83,8 @@ export async function openServices(config: Config, log: Logger): Promise<Service
   documents.onConnection(collab.connectionListener());
   // After the registry: its eviction drains the actor, whose departing connections write presence.
   directory.addDataOwner(collab);
-  return { config, log, store, secrets, workspaces, userTokens, directory, outbox, collab, documents };
+  const agents = openAgents({ store, secrets });
+  return { config, log, store, secrets, workspaces, userTokens, directory, outbox, collab, documents, agents };
 }
 
 /** Every REST operation, area by area (one file per spec area under src/http/routes). */
@@ -96,6 +101,7 @@ function allOperations(services: Services): Operation[] {
     ...commentOperations(services.collab, { store: services.store, folderDocuments: folderDocumentsFrom(services.directory.documents) }),
     ...presenceOperations(services.collab),
     ...crdtOperations(services.documents),
+    ...agentOperations(services.agents.definitions, services.agents.groups),
   ];
 }
 
@@ -150,6 +156,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     if (!(await deps.gate.close(STOP_DRAIN_MS))) {
       log.warn('stopping with requests still in flight', { requests: deps.gate.size, waitedMs: STOP_DRAIN_MS });
     }
+    await services.agents.close();
     await services.documents.shutdown();
     services.collab.close();
     await services.store.close();
