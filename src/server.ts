@@ -30,6 +30,7 @@ import { encodeLiveMessage } from './ws/live-messages.js';
 import { Directory, LmdbDocumentData } from './tenant/directory.js';
 import { openAgents, type AgentServices } from './agents/services.js';
 import { agentOperations } from './http/routes/agents.js';
+import { agentRunOperations } from './http/routes/agent-runs.js';
 import { Workspaces } from './tenant/workspaces.js';
 
 export interface Services {
@@ -83,7 +84,7 @@ export async function openServices(config: Config, log: Logger): Promise<Service
   documents.onConnection(collab.connectionListener());
   // After the registry: its eviction drains the actor, whose departing connections write presence.
   directory.addDataOwner(collab);
-  const agents = openAgents({ store, secrets });
+  const agents = await openAgents({ store, secrets, config, collab, log });
   return { config, log, store, secrets, workspaces, userTokens, directory, outbox, collab, documents, agents };
 }
 
@@ -102,6 +103,7 @@ function allOperations(services: Services): Operation[] {
     ...presenceOperations(services.collab),
     ...crdtOperations(services.documents),
     ...agentOperations(services.agents.definitions, services.agents.groups),
+    ...agentRunOperations(services.agents),
   ];
 }
 

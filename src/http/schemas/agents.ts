@@ -171,3 +171,30 @@ export const updateGroupSchema = object(
 );
 export const groupMembersSchema = object({ groupId: idString, agentIds }, ['groupId', 'agentIds'], false);
 export const listGroupsSchema = object({}, [], false);
+
+const documentScope = { organizationId: idString, documentId: idString };
+
+export const runAgentSchema = object(
+  { agentId: idString, url: { type: 'string', pattern: '^https?://', maxLength: 2048 }, ...documentScope, userContext: { type: 'object' } },
+  ['agentId', 'url', 'organizationId', 'documentId'],
+  false,
+);
+export const getExecutionSchema = object({ executionId: idString, includeResults: { type: 'boolean' } }, ['executionId'], false);
+export const cancelExecutionSchema = object({ executionId: idString }, ['executionId'], false);
+export const listExecutionsSchema = object(
+  { pageSize: { type: 'integer', minimum: 1, maximum: 1000 }, pageToken: { type: 'string', minLength: 1, maxLength: 512 }, agentId: idString, status: { enum: ['running', 'completed', 'failed', 'cancelled'] } },
+  [],
+  false,
+);
+export const countExecutionsSchema = object({ agentId: idString }, [], false);
+
+export const validatePromptSchema = object(
+  { prompt: { type: 'string', minLength: 1, maxLength: 20_000 }, provider: { enum: [...PROVIDERS] }, userContextFields: arrayOf(userContextField, { max: 100 }) },
+  ['prompt'],
+  false,
+);
+export const askAiSchema = object(
+  { prompt: { type: 'string', minLength: 1, maxLength: 20_000 }, text: { type: 'string', minLength: 1, maxLength: 200_000 }, model: { type: 'string', minLength: 1, maxLength: 200 }, provider: { enum: [...PROVIDERS] } },
+  ['prompt', 'text'],
+  false,
+);
