@@ -133,7 +133,7 @@ const OPTIONS: readonly OptionSpec<keyof Config>[] = [
   { key: 'llmAApiKey', env: 'LLM_A_API_KEY', fallback: undefined, parse: optionalText, doc: 'API key for `llm_a` (sent as a bearer token; never logged).' },
   { key: 'llmBBaseUrl', env: 'LLM_B_BASE_URL', fallback: undefined, parse: optionalText, doc: 'Provider `llm_b`: base URL of an Anthropic-style messages API.' },
   { key: 'llmBModel', env: 'LLM_B_MODEL', fallback: undefined, parse: optionalText, doc: 'Model name sent to `llm_b`; with LLM_B_BASE_URL it enables the provider.' },
-  { key: 'llmBApiKey', env: 'LLM_B_API_KEY', fallback: undefined, parse: optionalText, doc: 'API key for `llm_b` (sent as `x-api-key`; never logged).' },
+  { key: 'llmBApiKey', env: 'LLM_B_API_KEY', fallback: undefined, parse: optionalText, doc: 'API key for `llm_b` (sent the way `@anthropic-ai/sdk` sends it; never logged).' },
 ];
 
 export class ConfigError extends Error {
