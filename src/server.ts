@@ -31,6 +31,7 @@ import { Directory, LmdbDocumentData } from './tenant/directory.js';
 import { openAgents, type AgentServices } from './agents/services.js';
 import { agentOperations } from './http/routes/agents.js';
 import { agentRunOperations } from './http/routes/agent-runs.js';
+import { memoryOperations } from './http/routes/memory.js';
 import { Workspaces } from './tenant/workspaces.js';
 
 export interface Services {
@@ -104,6 +105,7 @@ function allOperations(services: Services): Operation[] {
     ...crdtOperations(services.documents),
     ...agentOperations(services.agents.definitions, services.agents.groups),
     ...agentRunOperations(services.agents),
+    ...memoryOperations(services.agents.memory),
   ];
 }
 

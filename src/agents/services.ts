@@ -8,6 +8,7 @@ import { AgentDefinitions } from './definitions.js';
 import { AgentGroups } from './groups.js';
 import { AgentPool } from './pool.js';
 import { AgentRuns } from './runs.js';
+import { Memory } from './memory/memory.js';
 import type { ProviderConfig, WorkerEnv } from './tasks.js';
 
 export interface AgentServices {
@@ -15,6 +16,8 @@ export interface AgentServices {
   readonly groups: AgentGroups;
   readonly pool: AgentPool;
   readonly runs: AgentRuns;
+  /** Suggestion decisions per agent and approval-drift alerts. */
+  readonly memory: Memory;
   /** What every worker task carries: allow-list, providers, fetch limits, Chromium. */
   readonly env: WorkerEnv;
   close(): Promise<void>;
@@ -50,6 +53,8 @@ export async function openAgents(deps: AgentDeps): Promise<AgentServices> {
     chromiumPath: config.chromiumPath,
   };
   const runs = new AgentRuns({ store: deps.store, definitions, pool, collab: deps.collab, env, log });
+  const memory = new Memory(deps.store, log);
+  deps.collab.onAnnotationsCommitted((ref, changes) => memory.observe(ref, changes));
   const interrupted = await runs.recover();
   if (interrupted > 0) log.warn('runs interrupted by the last stop were marked failed', { count: interrupted });
   return {
@@ -57,10 +62,12 @@ export async function openAgents(deps: AgentDeps): Promise<AgentServices> {
     groups,
     pool,
     runs,
+    memory,
     env,
     close: async () => {
       await runs.close();
       await pool.close();
+      await memory.settled();
     },
   };
 }
