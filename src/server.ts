@@ -31,6 +31,7 @@ import { Directory, LmdbDocumentData } from './tenant/directory.js';
 import { openAgents, type AgentServices } from './agents/services.js';
 import { agentOperations } from './http/routes/agents.js';
 import { agentRunOperations } from './http/routes/agent-runs.js';
+import { agentAssistOperations } from './http/routes/agent-assist.js';
 import { memoryOperations } from './http/routes/memory.js';
 import { Workspaces } from './tenant/workspaces.js';
 
@@ -105,6 +106,7 @@ function allOperations(services: Services): Operation[] {
     ...crdtOperations(services.documents),
     ...agentOperations(services.agents.definitions, services.agents.groups),
     ...agentRunOperations(services.agents),
+    ...agentAssistOperations(services.agents),
     ...memoryOperations(services.agents.memory),
   ];
 }

@@ -82,7 +82,16 @@ export interface CrashTask {
   readonly kind: 'crash';
 }
 
-export type PoolTask = RunTask | ValidatePromptTask | AskAiTask | CrashTask;
+/** The authoring helpers of upstream 1.10 (src/agents/providers/assist.ts). */
+export interface AssistTask {
+  readonly kind: 'assist';
+  readonly env: WorkerEnv;
+  readonly op: 'resolve' | 'enhance' | 'refine' | 'extract';
+  readonly input: Readonly<Record<string, unknown>>;
+  readonly provider?: ProviderId;
+}
+
+export type PoolTask = RunTask | ValidatePromptTask | AskAiTask | AssistTask | CrashTask;
 
 /** What the pool hands a worker: the task and its time limit, which the worker enforces from the moment it starts. */
 export interface TimedTask {

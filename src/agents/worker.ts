@@ -1,5 +1,6 @@
 // Owns the pool's worker entry: runs one task (an agent run, a prompt validation, an ask-ai) off the server's event loop.
 import { runAgent } from './pipeline.js';
+import { assist } from './providers/assist.js';
 import { validatePrompt } from './providers/prompt-validator.js';
 import { complete, pickProvider } from './providers/providers.js';
 import { RunError, TIME_LIMIT_EXIT, type TaskFailure, type TimedTask } from './tasks.js';
@@ -25,6 +26,8 @@ export default async function handle({ task, timeLimitMs }: TimedTask): Promise<
         });
         return { text: answer.text.trim(), usage: answer.usage, provider: answer.provider, model: answer.model };
       }
+      case 'assist':
+        return await assist(task);
       case 'crash':
         // Ends this worker thread abruptly, as a native crash or an out-of-memory would.
         process.exit(70);

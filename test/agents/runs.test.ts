@@ -76,3 +76,33 @@ t.test('execution get, list newest first with paging, count; unknown execution i
   expectError(t, await f.call('/v2/agents/execution/run', { ...scope, agentId: 'broken-links', url: 'ftp://x' }), 'INVALID_ARGUMENT', /data\.url/);
 });
 
+
+t.test('a connected sync client sees the agent suggestions arrive live', async (t) => {
+  const { f, pages } = await setup(t);
+  const decoding = await import('lib0/decoding');
+  const { default: WebSocket } = await import('ws');
+  const { WebsocketProvider } = await import('y-websocket');
+  const Y = await import('yjs');
+  const { LIVE_MESSAGE_TYPE } = await import('../../src/ws/live-messages.js');
+  const token = dataOf(t, await f.call<{ token: string }>('/v2/auth/generate_token', { userId: 'reviewer', userProperties: { name: 'R', email: 'r@example.com' }, permissions: { resources: [{ type: 'organization', id: scope.organizationId }] } })).token;
+  const doc = new Y.Doc();
+  const provider = new WebsocketProvider(`${f.url.replace(/^http/, 'ws')}/sync/${scope.organizationId}/${scope.documentId}`, 'main', doc, {
+    WebSocketPolyfill: WebSocket as unknown as typeof globalThis.WebSocket,
+    disableBc: true,
+    params: { token, ext: '1' },
+  });
+  t.teardown(() => {
+    provider.destroy();
+    doc.destroy();
+  });
+  const live = new Promise<Array<{ op: string; annotation?: { context?: { agentId?: string }; targetElement?: { targetText?: string } } }>>((resolve) => {
+    provider.messageHandlers[LIVE_MESSAGE_TYPE] = (_encoder, decoder) => {
+      const message = JSON.parse(decoding.readVarString(decoder)) as { snapshot: boolean; annotations: Array<{ op: string; annotation?: { context?: { agentId?: string } } }> };
+      if (!message.snapshot && message.annotations.some((c) => c.annotation?.context?.agentId === 'broken-links')) resolve(message.annotations);
+    };
+  });
+  await new Promise<void>((resolve) => provider.once('sync', () => resolve()));
+  await runToEnd(t, f, { agentId: 'broken-links', url: `${pages.url}/page` });
+  const changes = await live;
+  t.same(changes.map((c) => c.annotation?.targetElement?.targetText).sort(), ['Pricing', 'Team']);
+});

@@ -1,30 +1,9 @@
 // Owns the JSON schemas of the agent operations (spec 2.17, 4.14, 4.20; upstream notes 1.10); cross-field rules live in src/agents/validation.ts.
 import { arrayOf, idString, nonEmptyString, object } from './common.js';
 
-export const CONTEXT_STRATEGIES = [
-  'web-page-text',
-  'web-page-screenshot',
-  'web-page-html',
-  'web-page-css',
-  'web-page-links',
-  'web-page-accessibility',
-  'computed-styles',
-  'robots-txt',
-  'sitemap-data',
-  'site-audit',
-  'rest-api',
-  'none',
-] as const;
-export const EXECUTION_STRATEGIES = ['ai', 'service', 'service+ai', 'browser-agent', 'mcp-tools'] as const;
-export const SERVICE_IDS = ['broken-links', 'crawler', 'screenshot', 'accessibility-checker', 'og-image-checker'] as const;
-export const RESPONSE_ADAPTERS = [
-  'broken-links-response',
-  'crawler-response',
-  'screenshot-response',
-  'accessibility-checker-response',
-  'og-image-checker-response',
-] as const;
-export const PROVIDERS = ['llm_a', 'llm_b'] as const;
+import { CONTEXT_STRATEGIES, EXECUTION_STRATEGIES, PROVIDERS, RESPONSE_ADAPTERS, SERVICE_IDS } from '../../agents/catalog-enums.js';
+
+export { CONTEXT_STRATEGIES, EXECUTION_STRATEGIES, PROVIDERS, RESPONSE_ADAPTERS, SERVICE_IDS };
 
 const anyObject = { type: 'object' } as const;
 const stage = object({ enabled: { type: 'boolean' } });
@@ -198,3 +177,21 @@ export const askAiSchema = object(
   ['prompt', 'text'],
   false,
 );
+
+export const resolveConfigSchema = object({ instructions: { type: 'string', minLength: 1, maxLength: 20_000 }, provider: { enum: [...PROVIDERS] } }, ['instructions'], false);
+export const enhancePromptSchema = object({ prompt: { type: 'string', minLength: 1, maxLength: 20_000 }, provider: { enum: [...PROVIDERS] } }, ['prompt'], false);
+export const refinePromptSchema = object(
+  {
+    prompt: { type: 'string', minLength: 1, maxLength: 20_000 },
+    feedback: arrayOf(object({ findingTitle: { type: 'string' }, targetText: { type: 'string' }, verdict: { enum: ['correct', 'incorrect', 'missed'] }, comment: { type: 'string', maxLength: 2000 } }, ['verdict'], false), { min: 1, max: 200 }),
+    provider: { enum: [...PROVIDERS] },
+  },
+  ['prompt', 'feedback'],
+  false,
+);
+export const extractSchema = object(
+  { content: { type: 'string', minLength: 1, maxLength: 500_000 }, fileName: { type: 'string', maxLength: 500 }, mimeType: { type: 'string', maxLength: 200 }, provider: { enum: [...PROVIDERS] } },
+  ['content'],
+  false,
+);
+export const analyticsSchema = object({ agentId: idString }, [], false);
