@@ -21,7 +21,7 @@ t.test('without Chromium a browser strategy fails its run with FAILED_PRECONDITI
   for (const strategies of [['web-page-screenshot'], ['computed-styles'], ['site-audit']]) {
     const { agentId } = dataOf(t, await f.call<{ agentId: string }>('/v2/agents/create', agent(strategies)));
     const run = await runToEnd(t, f, { agentId, url: `${pages.url}/p` });
-    t.match(run, { status: 'failed', error: { code: 'FAILED_PRECONDITION', message: /needs Chromium/ } }, strategies[0]);
+    t.match(run, { status: 'failed', error: { code: 'FAILED_PRECONDITION', message: /needs Chromium/ } }, strategies[0] ?? '');
   }
   t.equal(llm.requests.length, 0, 'the model was never asked');
 });

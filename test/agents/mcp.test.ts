@@ -20,7 +20,7 @@ t.test('mcp-tools: the model plans a call, the MCP tool answers, its answer reac
         calls.push({ sku, auth: req.headers.authorization });
         return { content: [{ type: 'text', text: `price of ${sku} is 49 EUR` }] };
       });
-      const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+      const transport = new StreamableHTTPServerTransport({ enableJsonResponse: true });
       res.on('close', () => void transport.close());
       const body = chunks.length === 0 ? undefined : (JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown);
       void server.connect(transport).then(() => transport.handleRequest(req, res, body));
