@@ -1,4 +1,4 @@
-// Tests the bounds of agent runs: SSRF refusals, the queue limit, cancellation, the time limit and worker crashes.
+// Tests the bounds of agent runs: SSRF refusals, the queue limit and cancellation.
 import t from 'tap';
 import { dataOf, expectError } from '../helpers/directory.js';
 import { pageServer } from '../helpers/pages.js';
@@ -39,18 +39,3 @@ t.test('bounded: queue limit answers RESOURCE_EXHAUSTED, cancellation ends a run
   expectError(t, await f.call('/v2/agents/execution/cancel', { executionId: second.executionId }), 'FAILED_PRECONDITION', /completed, not running/);
 });
 
-t.test('the per-run time limit ends the worker and fails the run with TIMEOUT', async (t) => {
-  const { f, pages } = await setup(t, { agentRunTimeoutMs: 1000, agentPoolSize: 1 });
-  pages.hold('/slow');
-  const run = await runToEnd(t, f, { agentId: 'readability', url: `${pages.url}/slow` });
-  t.match(run, { status: 'failed', error: { code: 'TIMEOUT' } });
-  const next = await runToEnd(t, f, { agentId: 'readability', url: `${pages.url}/page` });
-  t.equal(next.status, 'completed', `the pool goes on: ${JSON.stringify(next.error)}`);
-});
-
-t.test('a crashing worker fails its task, not the process; the pool goes on', async (t) => {
-  const { f, pages } = await setup(t);
-  await t.rejects(f.server.services.agents.pool.run({ kind: 'crash' }), { code: 'WORKER_CRASHED' });
-  const next = await runToEnd(t, f, { agentId: 'readability', url: `${pages.url}/page` });
-  t.equal(next.status, 'completed');
-});

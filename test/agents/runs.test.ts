@@ -3,8 +3,12 @@ import t from 'tap';
 import { dataOf, expectError } from '../helpers/directory.js';
 import { annotations, runToEnd, scope, setup } from './run-env.js';
 
+// One server and page set for the whole file: every server boots its own worker threads, which is the slow part.
+let shared: ReturnType<typeof setup> | undefined;
+const env = (): ReturnType<typeof setup> => (shared ??= setup(t));
+
 t.test('broken-links finds the 404 link and the 404 image; a second run replaces the suggestions', async (t) => {
-  const { f, pages } = await setup(t);
+  const { f, pages } = await env();
   const run = await runToEnd(t, f, { agentId: 'broken-links', url: `${pages.url}/page` });
   t.equal(run.status, 'completed', JSON.stringify(run.error));
   const found = (run.results ?? []).map((r) => [r['issueType'], r['targetText']]);
@@ -23,7 +27,7 @@ t.test('broken-links finds the 404 link and the 404 image; a second run replaces
 });
 
 t.test('alt text and headings: the image without alt and the skipped heading level', async (t) => {
-  const { f, pages } = await setup(t);
+  const { f, pages } = await env();
   const run = await runToEnd(t, f, { agentId: 'alt-text-and-headings', url: `${pages.url}/page` });
   t.equal(run.status, 'completed');
   const types = (run.results ?? []).map((r) => r['issueType']).sort();
@@ -33,7 +37,7 @@ t.test('alt text and headings: the image without alt and the skipped heading lev
 });
 
 t.test('open graph: missing tags on one page, a broken og:image on another', async (t) => {
-  const { f, pages } = await setup(t);
+  const { f, pages } = await env();
   const missing = await runToEnd(t, f, { agentId: 'open-graph-tags', url: `${pages.url}/page` });
   t.same((missing.results ?? []).map((r) => (r['detail'] as { tag: string }).tag).sort(), ['og:description', 'og:image', 'og:title']);
   const broken = await runToEnd(t, f, { agentId: 'open-graph-tags', url: `${pages.url}/og-page` });
@@ -41,7 +45,7 @@ t.test('open graph: missing tags on one page, a broken og:image on another', asy
 });
 
 t.test('a custom service agent with postProcess.deletePreviousSuggestions off keeps earlier suggestions', async (t) => {
-  const { f, pages } = await setup(t);
+  const { f, pages } = await env();
   const { agentId } = dataOf(t, await f.call<{ agentId: string }>('/v2/agents/create', {
     name: 'Links', description: 'links', enabled: true,
     contextGathering: { strategies: ['web-page-links'] },
@@ -86,7 +90,7 @@ t.test('a connected sync client sees the agent suggestions arrive live', async (
   const { LIVE_MESSAGE_TYPE } = await import('../../src/ws/live-messages.js');
   const token = dataOf(t, await f.call<{ token: string }>('/v2/auth/generate_token', { userId: 'reviewer', userProperties: { name: 'R', email: 'r@example.com' }, permissions: { resources: [{ type: 'organization', id: scope.organizationId }] } })).token;
   const doc = new Y.Doc();
-  const provider = new WebsocketProvider(`${f.url.replace(/^http/, 'ws')}/sync/${scope.organizationId}/${scope.documentId}`, 'main', doc, {
+  const provider = new WebsocketProvider(`${f.url.replace(/^http/, 'ws')}/sync/${scope.organizationId}/doc-live`, 'main', doc, {
     WebSocketPolyfill: WebSocket as unknown as typeof globalThis.WebSocket,
     disableBc: true,
     params: { token, ext: '1' },
@@ -101,8 +105,8 @@ t.test('a connected sync client sees the agent suggestions arrive live', async (
       if (!message.snapshot && message.annotations.some((c) => c.annotation?.context?.agentId === 'broken-links')) resolve(message.annotations);
     };
   });
-  await new Promise<void>((resolve) => provider.once('sync', () => resolve()));
-  await runToEnd(t, f, { agentId: 'broken-links', url: `${pages.url}/page` });
+  await new Promise<void>((resolve) => (provider.synced ? resolve() : provider.once('sync', () => resolve())));
+  await runToEnd(t, f, { agentId: 'broken-links', url: `${pages.url}/page`, documentId: 'doc-live' });
   const changes = await live;
   t.same(changes.map((c) => c.annotation?.targetElement?.targetText).sort(), ['Pricing', 'Team']);
 });
