@@ -15,7 +15,7 @@ import {
   writeSyncStep1,
   writeSyncStep2,
   type ClientMessage,
-} from '../ws/protocol.js';
+} from '../sync/protocol.js';
 import { createAwareness, releaseAwareness } from './awareness-sweep.js';
 import { defineRoot, replaceData, type StoreType } from './crdt.js';
 import { EditorStore, LOADING, type CrdtRecord, type StoreUpdates } from './editor-store.js';

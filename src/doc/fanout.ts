@@ -1,6 +1,6 @@
 // Owns how a document's frames reach its connections: the pub/sub topic names and per-turn merged publishing of store updates.
 import * as Y from 'yjs';
-import { writeUpdate } from '../ws/protocol.js';
+import { writeUpdate } from '../sync/protocol.js';
 import { documentKeyString, type DocumentKey, type Peer } from './peer.js';
 
 /**

@@ -11,7 +11,7 @@ import { writeError, type ResponseState } from '../http/reply.js';
 import type { Logger } from '../log.js';
 import type { AccessResolver } from '../tenant/access.js';
 import type { Workspaces } from '../tenant/workspaces.js';
-import { readClientMessage } from './protocol.js';
+import { readClientMessage } from '../sync/protocol.js';
 import { parseSyncTarget } from './target.js';
 
 export interface SyncDeps {

@@ -1,7 +1,7 @@
 // Owns the codec of the live message type (annotation and presence changes) sent on the sync socket next to y-websocket's.
 import * as decoding from 'lib0/decoding';
 import type { LiveMessage } from '../doc/collab-state.js';
-import { EXTENSION_TYPE_MIN, writeExtension } from './protocol.js';
+import { EXTENSION_TYPE_MIN, writeExtension } from '../sync/protocol.js';
 
 /**
  * The first Plait extension type (protocol.ts: types >= 100 go only to connections that opened with `?ext=1`).

@@ -9,7 +9,7 @@ import { loadConfig } from '../../src/config.js';
 import { DocumentRegistry } from '../../src/doc/registry.js';
 import { createLogger } from '../../src/log.js';
 import { Store } from '../../src/store/env.js';
-import { readClientMessage, writeExtension } from '../../src/ws/protocol.js';
+import { readClientMessage, writeExtension } from '../../src/sync/protocol.js';
 import { FakeHub, FakePeer } from '../helpers/fake-peer.js';
 
 const key = { apiKey: 'key', organizationId: 'org', documentId: 'doc' };
