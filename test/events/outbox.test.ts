@@ -1,6 +1,7 @@
 // Tests src/events/outbox.ts: seq order, all-or-nothing transactions, claim leases and ack.
 import t from 'tap';
 import { Outbox, atomically } from '../../src/events/outbox.js';
+import type { CommentPayload } from '../../src/doc/annotations/events.js';
 import type { EventDraft } from '../../src/events/types.js';
 import type { AnnotationView } from '../../src/doc/annotations/model.js';
 import { Store } from '../../src/store/env.js';
@@ -8,7 +9,8 @@ import { DB } from '../../src/store/keys.js';
 
 function draft(type: EventDraft['type'], documentId = 'd1'): EventDraft {
   const metadata = { apiKey: 'k', organizationId: 'o', documentId, document: { documentId }, organization: { organizationId: 'o' } };
-  return { type, apiKey: 'k', organizationId: 'o', documentId, data: { commentAnnotation: { annotationId: 'a' } as AnnotationView, metadata } };
+  const data: CommentPayload = { commentAnnotation: { annotationId: 'a' } as AnnotationView, metadata };
+  return { type, apiKey: 'k', organizationId: 'o', documentId, data };
 }
 
 t.test('appends get strictly increasing seqs across transactions and within one', async (t) => {
