@@ -97,7 +97,7 @@ function percentile(sorted: readonly number[], p: number): number {
 async function memoryPerDoc(options: SyncBenchOptions): Promise<number> {
   const dir = mkdtempSync(join(tmpdir(), 'plait-bench-mem-'));
   const store = Store.open(dir);
-  const registry = new DocumentRegistry(loadConfig({}, [], { dataDir: dir, persistence: false, docIdleUnloadMs: 3_600_000 }), store, createLogger('silent'));
+  const registry = new DocumentRegistry(loadConfig({}, [], { dataDir: dir, persistence: false, docIdleUnloadMs: 3_600_000 }), store, createLogger('silent'), { publish: () => undefined });
   const gc = (globalThis as { gc?: () => void }).gc;
   gc?.();
   const before = process.memoryUsage().heapUsed;

@@ -23,6 +23,7 @@ import { Store } from './store/env.js';
 import { folderDocumentsFrom } from './doc/annotations/listing.js';
 import { CollabDocuments } from './doc/collab-state.js';
 import { DocumentRegistry } from './doc/registry.js';
+import type { TopicPublisher } from './doc/peer.js';
 import { crdtOperations } from './http/routes/crdt.js';
 import { syncBehavior } from './ws/behavior.js';
 import { Outbox } from './events/outbox.js';
@@ -54,7 +55,8 @@ export interface RunningServer {
   stop(): Promise<void>;
 }
 
-export async function openServices(config: Config, log: Logger): Promise<Services> {
+/** `publisher` sends server-originated frames to a topic's sockets: the App's publish once the App exists. */
+export async function openServices(config: Config, log: Logger, publisher: TopicPublisher): Promise<Services> {
   const store = Store.open(config.dataDir, log.child({ component: 'store' }));
   const secrets = Secrets.load(config.dataDir, config.secretKey);
   const workspaces = new Workspaces(store, secrets);
@@ -65,7 +67,7 @@ export async function openServices(config: Config, log: Logger): Promise<Service
     dataOwners: [new LmdbDocumentData(store)],
   });
   const outbox = new Outbox(store);
-  const documents = new DocumentRegistry(config, store, log.child({ component: 'documents' }));
+  const documents = new DocumentRegistry(config, store, log.child({ component: 'documents' }), publisher);
   directory.addDataOwner(documents);
   const collab = new CollabDocuments({
     store,
@@ -104,8 +106,9 @@ const STOP_DRAIN_MS = 10_000;
 
 export async function startServer(config: Config, log: Logger): Promise<RunningServer> {
   const uws = loadUws();
-  const services = await openServices(config, log);
   const app = uws.App();
+  // uWS's app.publish reaches every subscriber of a topic (ws.publish would skip its own socket).
+  const services = await openServices(config, log, { publish: (topic, bytes) => void app.publish(topic, bytes, true) });
   const deps: RouteDeps = {
     auth: {
       workspace: (id, token) => services.workspaces.authenticateWorkspace(id, token),

@@ -20,9 +20,9 @@ import { createAwareness, releaseAwareness } from './awareness-sweep.js';
 import { defineRoot, replaceData, type StoreType } from './crdt.js';
 import { EditorStore, LOADING, type CrdtRecord, type StoreUpdates } from './editor-store.js';
 import { EditorStores } from './editor-stores.js';
-import { publishToAll, topics, UpdateFanout } from './fanout.js';
+import { topics, UpdateFanout } from './fanout.js';
 import { Mailbox, type TaskFailures } from './mailbox.js';
-import { REST_ORIGIN, type ChangeOrigin, type ConnectionListener, type DocumentActorView, type DocumentKey, type Peer, type PeerInfo } from './peer.js';
+import { REST_ORIGIN, type ChangeOrigin, type ConnectionListener, type DocumentActorView, type DocumentKey, type Peer, type PeerInfo, type TopicPublisher } from './peer.js';
 
 export interface ActorDeps {
   readonly updateLog: UpdateLog;
@@ -34,6 +34,8 @@ export interface ActorDeps {
   readonly onIdle: (actor: DocumentActor) => void;
   /** Shared with the registry, so listeners registered later are told too. */
   readonly listeners: readonly ConnectionListener[];
+  /** Server-originated frames (awareness, broadcasts, REST updates) go to a topic's subscribers through it. */
+  readonly publisher: TopicPublisher;
 }
 
 export interface StoreWrite {
@@ -48,7 +50,6 @@ export interface RootHint {
 }
 
 const DISCONNECTED = 'disconnect';
-const NO_PEERS: ReadonlySet<Peer> = new Set();
 
 export class DocumentActor implements DocumentActorView, TaskFailures, StoreUpdates {
   /** Each store's `peers` are its connections; together they are the document's (no Set of its own for them). */
@@ -100,7 +101,7 @@ export class DocumentActor implements DocumentActorView, TaskFailures, StoreUpda
   }
 
   private get fanout(): UpdateFanout {
-    return (this.fanoutState ??= new UpdateFanout());
+    return (this.fanoutState ??= new UpdateFanout(this.deps.publisher));
   }
 
   private awarenessNow(): awarenessProtocol.Awareness {
@@ -216,7 +217,7 @@ export class DocumentActor implements DocumentActorView, TaskFailures, StoreUpda
     this.commits?.push(commit);
     // Peers get the update at the end of this turn, before the disk: a crash loses at most what clients still hold
     // and resend. Updates of one sender in one turn go out as one merged frame, not back to that sender.
-    this.fanout.queue(topics.store(this.key, store.editorId), store.peers, update, this.isAttached(origin) ? origin : undefined);
+    this.fanout.queue(topics.store(this.key, store.editorId), update, this.isAttached(origin) ? origin : undefined);
   }
 
   private onAwareness(change: { added: number[]; updated: number[]; removed: number[] }, origin: unknown): void {
@@ -234,7 +235,7 @@ export class DocumentActor implements DocumentActorView, TaskFailures, StoreUpda
     // Echoed to the sender too: y-websocket drops a connection that hears nothing for 30 s, and a lone
     // client's own awareness renewals are what it hears. Queued updates go first: cursors refer to them.
     this.fanoutState?.flush();
-    publishToAll(topics.document(this.key), frame, this.peers());
+    if (this.peerCount > 0) this.deps.publisher.publish(topics.document(this.key), frame);
   }
 
   private addStore(editorId: string, loaded?: LoadedStore): EditorStore {
@@ -259,10 +260,12 @@ export class DocumentActor implements DocumentActorView, TaskFailures, StoreUpda
     // Queued updates go first, so a frame about a change never overtakes the change.
     this.fanoutState?.flush();
     if ((messageType(bytes) ?? 0) >= EXTENSION_TYPE_MIN) {
-      const members = this.livePeers ?? NO_PEERS;
-      return publishToAll(topics.live(this.key), bytes, members) ? members.size : 0;
+      const members = this.livePeers?.size ?? 0;
+      if (members > 0) this.deps.publisher.publish(topics.live(this.key), bytes);
+      return members;
     }
-    return publishToAll(topics.document(this.key), bytes, this.peers()) ? this.peerCount : 0;
+    if (this.peerCount > 0) this.deps.publisher.publish(topics.document(this.key), bytes);
+    return this.peerCount;
   }
 
   /** Sends one frame to one connection; false when it is not connected here. */

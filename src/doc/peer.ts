@@ -37,6 +37,15 @@ export interface Peer extends ChangeOrigin {
   close(code: number, reason: string): void;
 }
 
+/**
+ * Sends server-originated frames to every subscriber of a topic. The edge's composition root implements it with
+ * uWS's app.publish (src/server.ts), so the core never needs a member socket to reach the others.
+ */
+export interface TopicPublisher {
+  /** Queues `bytes` for every subscriber of `topic` (slow ones are closed at their backpressure limit, as for send). */
+  publish(topic: string, bytes: Uint8Array): void;
+}
+
 /** What other features may read about a document's connections. */
 export interface PeerInfo {
   readonly sessionId: string;

@@ -5,7 +5,7 @@ import type { Logger } from '../log.js';
 import type { Store } from '../store/env.js';
 import { UpdateLog } from '../store/update-log.js';
 import { DocumentActor, type ActorDeps } from './actor.js';
-import { documentKeyString, type ConnectionListener, type DocumentKey } from './peer.js';
+import { documentKeyString, type ConnectionListener, type DocumentKey, type TopicPublisher } from './peer.js';
 
 export type RegistryConfig = Pick<
   Config,
@@ -59,7 +59,8 @@ export class DocumentRegistry {
   /** One for every actor: a deps object and onIdle closure per document cost ~0.5 KB each. */
   private readonly actorDeps: ActorDeps;
 
-  constructor(private readonly config: RegistryConfig, store: Store, private readonly log: Logger) {
+  /** `publisher` reaches a topic's subscribers (uWS app.publish in src/server.ts). */
+  constructor(private readonly config: RegistryConfig, store: Store, private readonly log: Logger, publisher: TopicPublisher) {
     this.updateLog = new UpdateLog(config.persistence ? store : null, config, log);
     this.actorDeps = {
       updateLog: this.updateLog,
@@ -68,6 +69,7 @@ export class DocumentRegistry {
       maxConnections: config.maxConnectionsPerDocument,
       onIdle: (actor) => this.scheduleUnload(documentKeyString(actor.key)),
       listeners: this.listeners,
+      publisher,
     };
   }
 

@@ -8,6 +8,7 @@ import { DocumentRegistry } from '../../src/doc/registry.js';
 import { Outbox } from '../../src/events/outbox.js';
 import { createLogger } from '../../src/log.js';
 import { Store } from '../../src/store/env.js';
+import { FakeHub } from '../helpers/fake-peer.js';
 
 const ref = { apiKey: 'k1', organizationId: 'org', documentId: 'doc' };
 
@@ -15,7 +16,7 @@ function open(t: Test, options: { docIdleUnloadMs?: number } = {}) {
   const dir = t.testdir();
   const store = Store.open(dir);
   const config = loadConfig({}, [], { dataDir: dir, docIdleUnloadMs: options.docIdleUnloadMs ?? 60_000, groupCommitMs: 0 });
-  const registry = new DocumentRegistry(config, store, createLogger('silent'));
+  const registry = new DocumentRegistry(config, store, createLogger('silent'), new FakeHub());
   const encoded: LiveMessage[] = [];
   const docs = new CollabDocuments({
     store,
