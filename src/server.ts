@@ -5,7 +5,7 @@ import { UserTokens } from './auth/user-tokens.js';
 import type { Config } from './config.js';
 import type { Logger } from './log.js';
 import { RequestGate } from './http/gate.js';
-import { writeJson } from './http/reply.js';
+import { writeJson } from './edge/reply.js';
 import { fallback, preflight, route, type RouteDeps } from './http/route.js';
 import type { Operation } from './http/operation.js';
 import { RateLimiter } from './http/rate-limit.js';

@@ -8,7 +8,7 @@ import { isJsonContentType, parseEnvelope, readBody } from './body.js';
 import type { RequestGate } from './gate.js';
 import type { Operation, RequestContext } from './operation.js';
 import type { RateLimiter } from './rate-limit.js';
-import { errorEnvelope, successEnvelope, writeError, writeJson, type ResponseState } from './reply.js';
+import { errorEnvelope, successEnvelope, writeError, writeJson, type ResponseState } from '../edge/reply.js';
 import { compileValidator, type Validator } from './validate.js';
 
 /** The credential checks the edge needs from the core. Each throws an AppError naming what is wrong. */
@@ -39,7 +39,7 @@ export function nextRequestId(): string {
 const CALLER_ID = /^[\w.:-]{1,128}$/;
 
 /**
- * One request from its first byte to its reply: the ResponseState of reply.ts, the RequestContext a handler gets, and
+ * One request from its first byte to its reply: the ResponseState of src/edge/reply.ts, the RequestContext a handler gets, and
  * its place in the gate. One object per request, with what is rarely used (the child logger, the client address)
  * made only when asked for.
  */

@@ -7,7 +7,7 @@ import type { RootHint } from '../doc/actor.js';
 import type { DocumentKey, Peer } from '../doc/peer.js';
 import type { DocumentRegistry, Lease } from '../doc/registry.js';
 import { AppError, CLOSE, permissionDenied, resourceExhausted, toAppError, unauthenticated } from '../errors.js';
-import { writeError, type ResponseState } from '../http/reply.js';
+import { writeError, type ResponseState } from '../edge/reply.js';
 import type { Logger } from '../log.js';
 import type { AccessResolver } from '../tenant/access.js';
 import type { Workspaces } from '../tenant/workspaces.js';
