@@ -13,7 +13,9 @@ export async function devBootstrap(config: Config, store: Store, workspaces: Wor
   const meta: Database<unknown, Key> = store.records<unknown>(DB.meta);
   if (meta.get('devBootstrapDone') === true || !workspaces.isEmpty()) return undefined;
   const workspace = await workspaces.create({ ownerEmail: DEV_OWNER_EMAIL, name: 'Dev', workspaceName: 'Dev workspace' });
-  await meta.put('devBootstrapDone', true);
+  await store.transaction(() => {
+    void meta.put('devBootstrapDone', true);
+  });
   const apiKey = Object.keys(workspace.apiKeyList)[0];
   if (apiKey === undefined) return undefined;
   const identity = { kind: 'workspace', workspaceId: workspace.id } as const;

@@ -57,7 +57,7 @@ export interface RunningServer {
 
 /** `publisher` sends server-originated frames to a topic's sockets: the App's publish once the App exists. */
 export async function openServices(config: Config, log: Logger, publisher: TopicPublisher): Promise<Services> {
-  const store = Store.open(config.dataDir, log.child({ component: 'store' }));
+  const store = Store.open(config.dataDir, { log: log.child({ component: 'store' }) });
   const secrets = Secrets.load(config.dataDir, config.secretKey);
   const workspaces = new Workspaces(store, secrets);
   const userTokens = await UserTokens.open(store, secrets);

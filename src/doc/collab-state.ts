@@ -1,7 +1,7 @@
 // Owns per-document comment and presence state behind a host seam: loaded once per host, run serially, changes published.
 import { unavailable } from '../errors.js';
 import type { Logger } from '../log.js';
-import { atomically, type Outbox } from '../events/outbox.js';
+import type { Outbox } from '../events/outbox.js';
 import type { Store } from '../store/env.js';
 import { DB } from '../store/keys.js';
 import type { DocumentRef } from './annotations/model.js';
@@ -202,7 +202,7 @@ export class CollabDocuments {
     // Writes of the drained actors may still be in the group commit; removed before they land, they would come back.
     await store.group.barrier();
     const databases = [store.records<unknown>(DB.annotations), store.records<unknown>(DB.presence)];
-    await atomically(store, () => {
+    await store.transaction(() => {
       for (const db of databases) {
         for (const key of Array.from(db.getKeys({ start: [...prefix], end: [...prefix, KEY_END] }))) db.removeSync(key);
       }

@@ -2,7 +2,8 @@
 import t, { type Test } from 'tap';
 import { AnnotationState } from '../../src/doc/annotations/state.js';
 import type { AnnotationInput, Status } from '../../src/doc/annotations/model.js';
-import { Outbox, type WriteTx } from '../../src/events/outbox.js';
+import { Outbox } from '../../src/events/outbox.js';
+import type { WriteTx } from '../../src/store/env.js';
 import type { EventDraft, EventPayload } from '../../src/events/types.js';
 import { isCommentPayload } from '../../src/doc/annotations/events.js';
 import { Store } from '../../src/store/env.js';

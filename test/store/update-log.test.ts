@@ -4,7 +4,7 @@ import t from 'tap';
 import * as Y from 'yjs';
 import { EditorStore } from '../../src/doc/editor-store.js';
 import { createLogger } from '../../src/log.js';
-import { Store } from '../../src/store/env.js';
+import { Store, type WriteTx } from '../../src/store/env.js';
 import { Snapshots } from '../../src/store/snapshots.js';
 import { UpdateLog, type DurabilityOptions } from '../../src/store/update-log.js';
 
@@ -33,10 +33,10 @@ t.test('appends of one event-loop turn commit in one transaction', async (t) => 
   const store = Store.open(t.testdir());
   t.teardown(() => store.close());
   let transactions = 0;
-  const batch = store.batch.bind(store);
-  store.batch = <T>(body: () => T): Promise<T> => {
+  const transaction = store.transaction.bind(store);
+  store.transaction = <T>(body: (tx: WriteTx) => T): Promise<T> => {
     transactions++;
-    return batch(body);
+    return transaction(body);
   };
   const log = new UpdateLog(store, options, silent);
   const a = logged(log, 'a');
@@ -58,10 +58,10 @@ t.test('a commit window gathers appends from several turns', async (t) => {
   const store = Store.open(t.testdir());
   t.teardown(() => store.close());
   let transactions = 0;
-  const batch = store.batch.bind(store);
-  store.batch = <T>(body: () => T): Promise<T> => {
+  const transaction = store.transaction.bind(store);
+  store.transaction = <T>(body: (tx: WriteTx) => T): Promise<T> => {
     transactions++;
-    return batch(body);
+    return transaction(body);
   };
   const log = new UpdateLog(store, { ...options, groupCommitMs: 200 }, silent);
   const { store: editor, commits } = logged(log, 'w');

@@ -1,6 +1,7 @@
 // Owns one set of thread changes on its way to disk: memory changed when made, rows and outbox events written together, undone on failure.
 import type { Database, Key } from 'lmdb';
-import type { Outbox, WriteTx } from '../../events/outbox.js';
+import type { Outbox } from '../../events/outbox.js';
+import type { WriteTx } from '../../store/env.js';
 import type { DocumentChange } from '../document-writes.js';
 import { eventDraft } from './events.js';
 import type { AnnotationRecord, AnnotationView, DocumentRef } from './model.js';

@@ -1,6 +1,6 @@
 // Owns access to the DB.directory database: typed point reads, prefix scans, prefix removal and write transactions.
 import type { Database, Key } from 'lmdb';
-import type { Store } from '../../store/env.js';
+import type { Store, WriteTx } from '../../store/env.js';
 import { DB } from '../../store/keys.js';
 import type { DirKey } from './records.js';
 
@@ -20,14 +20,9 @@ export class DirectoryDb {
     this.db = store.records<unknown>(DB.directory);
   }
 
-  /**
-   * Runs `body` in one LMDB write transaction and resolves after commit. Reads inside see the transaction's
-   * own writes, and transactions run one at a time, so check-then-write inside `body` is atomic.
-   * A child transaction, because lmdb-js rolls back a throwing callback only in a child transaction: with
-   * `Store.transaction` the writes made before the throw would still commit.
-   */
-  write<T>(body: () => T): Promise<T> {
-    return this.store.root.childTransaction(body);
+  /** `Store.transaction`: all of `body`'s writes commit or none; check-then-write inside it is atomic. */
+  write<T>(body: (tx: WriteTx) => T): Promise<T> {
+    return this.store.transaction(body);
   }
 
   get<T>(key: DirKey): T | undefined {
