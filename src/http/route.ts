@@ -1,7 +1,7 @@
 // Owns the per-request wrapper: abort tracking, header copy, body cap, auth, envelope, validation, reply and error mapping.
 import { randomUUID } from 'node:crypto';
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
-import { AppError, bodyTooLarge, permissionDenied, toAppError, unavailable, unsupportedMediaType } from '../errors.js';
+import { AppError, bodyTooLarge, methodNotAllowed, permissionDenied, toAppError, unavailable, unsupportedMediaType } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { ApiKeyIdentity, WorkspaceIdentity } from '../tenant/workspaces.js';
 import { isJsonContentType, parseEnvelope, readBody } from './body.js';
@@ -188,7 +188,7 @@ export function fallback(
       state.aborted = true;
     });
     const error = knownPaths.has(path)
-      ? new AppError('INVALID_ARGUMENT', `method ${method} is not allowed on ${path}; every operation is POST`, { httpStatus: 405 })
+      ? methodNotAllowed(method, path)
       : new AppError('NOT_FOUND', `no operation at ${method} ${path}`);
     writeJson(res, state, error.httpStatus, errorEnvelope(error), {
       closeConnection: method !== 'GET' && method !== 'HEAD',

@@ -196,8 +196,6 @@ export const writeAwareness = (update: Uint8Array): Uint8Array =>
     encoding.writeVarUint8Array(e, update);
   });
 
-export const writeQueryAwareness = (): Uint8Array => frame((e) => encoding.writeVarUint(e, MESSAGE.QUERY_AWARENESS));
-
 export const writePermissionDenied = (reason: string): Uint8Array =>
   frame((e) => {
     encoding.writeVarUint(e, MESSAGE.AUTH);
