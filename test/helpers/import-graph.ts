@@ -38,6 +38,16 @@ export const LAYER_RULES: readonly LayerRule[] = [
     mayNotImport: ['src/doc/', 'src/tenant/', 'src/events/'],
     why: 'adapters never import the core',
   },
+  {
+    files: ['src/doc/', 'src/events/', 'src/sync/', 'src/store/', 'src/auth/'],
+    mayNotImport: ['src/delivery/', 'src/agents/', 'src/cluster/'],
+    why: 'delivery, agents and the cluster plug into the core through the outbox and ports wired in src/server.ts',
+  },
+  {
+    files: ['src/delivery/outbound/', 'src/cluster/'],
+    mayNotImport: ['src/http/', 'src/ws/', 'src/edge/', 'uWebSockets.js'],
+    why: 'outbound clients and the cluster layer are adapters, not edges',
+  },
   { files: ['src/ws/'], mayNotImport: ['src/http/'], why: 'the two edges share code through src/edge, not each other' },
   { files: ['src/http/'], mayNotImport: ['src/ws/'], why: 'the two edges share code through src/edge, not each other' },
 ];
