@@ -22,7 +22,8 @@ import { EditorStore, LOADING, type CrdtRecord, type StoreUpdates } from './edit
 import { EditorStores } from './editor-stores.js';
 import { topics, UpdateFanout } from './fanout.js';
 import { Mailbox, type TaskFailures } from './mailbox.js';
-import { REST_ORIGIN, type ChangeOrigin, type ConnectionListener, type DocumentActorView, type DocumentKey, type Peer, type PeerInfo, type TopicPublisher } from './peer.js';
+import { REST_ORIGIN, type ChangeOrigin, type ConnectionListener, type DocumentActorView, type Peer, type PeerInfo, type TopicPublisher } from './peer.js';
+import type { DocumentKey } from './document-key.js';
 
 export interface ActorDeps {
   readonly updateLog: UpdateLog;

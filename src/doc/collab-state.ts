@@ -4,7 +4,7 @@ import type { Logger } from '../log.js';
 import type { Outbox } from '../events/outbox.js';
 import type { Store } from '../store/env.js';
 import { DB } from '../store/keys.js';
-import type { DocumentRef } from './annotations/model.js';
+import { documentKeyString, type DocumentKey } from './document-key.js';
 import type { ConnectionListener, DocumentActorView, PeerInfo } from './peer.js';
 import { AnnotationState, type AnnotationDeps, type LiveAnnotationChange, type Mutation } from './annotations/state.js';
 import { DocumentWrites } from './document-writes.js';
@@ -21,9 +21,9 @@ export interface DocumentHost {
 
 /** Loads the document's host and keeps it loaded while `use` runs (DocumentRegistry.use). */
 export interface DocumentHosts {
-  use<T>(ref: DocumentRef, use: (host: DocumentHost) => Promise<T>): Promise<T>;
+  use<T>(ref: DocumentKey, use: (host: DocumentHost) => Promise<T>): Promise<T>;
   /** Tells `listener` after a host was unloaded (DocumentRegistry.onUnloaded), so nothing here keeps it reachable. */
-  onUnloaded?(listener: (ref: DocumentRef) => void): void;
+  onUnloaded?(listener: (ref: DocumentKey) => void): void;
 }
 
 /** The body of the live WebSocket message (docs/comments-and-presence.md). */
@@ -74,7 +74,7 @@ class Loaded implements CollabDocument, AnnotationDeps, PresenceDeps {
   /** When the armed timer fires (ms since epoch). */
   timerAt?: number | undefined;
 
-  constructor(private readonly owner: CollabDocuments, private readonly host: DocumentHost, private readonly ref: DocumentRef, deps: CollabDeps) {
+  constructor(private readonly owner: CollabDocuments, private readonly host: DocumentHost, private readonly ref: DocumentKey, deps: CollabDeps) {
     this.store = deps.store;
     this.outbox = deps.outbox;
     this.now = deps.now;
@@ -99,7 +99,6 @@ const KEY_END = new Uint8Array([0xff]);
 /** Times a read or a join snapshot is built again when a change it held failed to commit before it went out. */
 const ATTEMPTS = 3;
 
-const refKey = (ref: DocumentRef): string => JSON.stringify([ref.apiKey, ref.organizationId, ref.documentId]);
 
 /**
  * Changes follow src/doc/document-writes.ts: a task changes memory inside the host's mailbox and submits its writes;
@@ -111,11 +110,11 @@ export class CollabDocuments {
   /** Each host's state (or its first load); the state goes when its host goes. */
   private readonly loaded = new WeakMap<DocumentHost, Loaded | Promise<Loaded>>();
   /** Documents with an armed expiry timer: disarmed when the document unloads, is deleted, or the server stops. */
-  private readonly armed = new Map<string, { readonly ref: DocumentRef; readonly doc: Loaded }>();
+  private readonly armed = new Map<string, { readonly ref: DocumentKey; readonly doc: Loaded }>();
 
   constructor(private readonly deps: CollabDeps) {
     // The timer's callback holds the host: left armed, it would keep an unloaded document in memory until it fired.
-    deps.hosts.onUnloaded?.((ref) => this.disarm(refKey(ref)));
+    deps.hosts.onUnloaded?.((ref) => this.disarm(documentKeyString(ref)));
   }
 
   /** Documents with an armed presence expiry timer (tests, metrics). */
@@ -124,11 +123,11 @@ export class CollabDocuments {
   }
 
   /** Runs `task` in the document's host with its state loaded; answers once everything `task` saw has committed. */
-  read<T>(ref: DocumentRef, task: (doc: CollabDocument) => T): Promise<T> {
+  read<T>(ref: DocumentKey, task: (doc: CollabDocument) => T): Promise<T> {
     return this.deps.hosts.use(ref, (host) => this.readIn(host, ref, task, 1));
   }
 
-  private async readIn<T>(host: DocumentHost, ref: DocumentRef, task: (doc: CollabDocument) => T, attempt: number): Promise<T> {
+  private async readIn<T>(host: DocumentHost, ref: DocumentKey, task: (doc: CollabDocument) => T, attempt: number): Promise<T> {
     const seen = await host.run(() => this.inState(host, ref, (doc) => ({ value: task(doc), committed: whenCommitted(doc.writes) })));
     if (seen.committed === undefined || (await seen.committed)) return seen.value;
     if (attempt >= ATTEMPTS) throw unavailable('recent changes to this document failed to commit; retry shortly');
@@ -136,7 +135,7 @@ export class CollabDocuments {
   }
 
   /** Runs an annotation change in the document's mailbox; resolves with its answer once it has committed. */
-  annotations<T>(ref: DocumentRef, change: (state: AnnotationState) => Promise<Mutation<T>>): Promise<T> {
+  annotations<T>(ref: DocumentKey, change: (state: AnnotationState) => Promise<Mutation<T>>): Promise<T> {
     return this.deps.hosts.use(ref, async (host) => {
       // The task returns the commit boxed (a bare promise would make the mailbox wait for it): the actor goes on.
       const staged = await host.run(() => this.inState(host, ref, (doc) => ({ result: change(doc.annotations) })));
@@ -148,16 +147,16 @@ export class CollabDocuments {
    * Runs a presence change in the document's mailbox and re-arms the offline expiry; resolves once committed with
    * the change (its `users` views are built only when read).
    */
-  presence(ref: DocumentRef, change: (state: PresenceState) => Promise<LivePresenceChange>): Promise<LivePresenceChange> {
+  presence(ref: DocumentKey, change: (state: PresenceState) => Promise<LivePresenceChange>): Promise<LivePresenceChange> {
     return this.inHost(ref, (host, doc) => this.changePresence(host, ref, doc, change));
   }
 
   /** A sync connection joined / left, for callers outside the mailbox (the server uses `connectionListener`). */
-  connect(ref: DocumentRef, peer: ConnectionPeer): Promise<LivePresenceChange> {
+  connect(ref: DocumentKey, peer: ConnectionPeer): Promise<LivePresenceChange> {
     return this.inHost(ref, (host, doc) => this.joined(host, ref, doc, peer));
   }
 
-  disconnect(ref: DocumentRef, peer: ConnectionPeer): Promise<LivePresenceChange> {
+  disconnect(ref: DocumentKey, peer: ConnectionPeer): Promise<LivePresenceChange> {
     return this.inHost(ref, (host, doc) => this.left(host, ref, doc, peer));
   }
 
@@ -187,7 +186,7 @@ export class CollabDocuments {
    * DocumentDataOwner (register after the document registry): the registry's eviction closes connections, and their
    * presence going offline is written while the actor drains, so the ranges are removed once that is done.
    */
-  deleteDocumentData(ref: DocumentRef): Promise<void> {
+  deleteDocumentData(ref: DocumentKey): Promise<void> {
     return this.removeData([ref.apiKey, ref.organizationId, ref.documentId]);
   }
 
@@ -196,7 +195,7 @@ export class CollabDocuments {
   }
 
   private async removeData(prefix: readonly string[]): Promise<void> {
-    const within = (ref: DocumentRef): boolean => [ref.apiKey, ref.organizationId, ref.documentId].slice(0, prefix.length).every((part, i) => part === prefix[i]);
+    const within = (ref: DocumentKey): boolean => [ref.apiKey, ref.organizationId, ref.documentId].slice(0, prefix.length).every((part, i) => part === prefix[i]);
     for (const [key, { ref }] of [...this.armed]) if (within(ref)) this.disarm(key);
     const { store } = this.deps;
     // Writes of the drained actors may still be in the group commit; removed before they land, they would come back.
@@ -210,20 +209,20 @@ export class CollabDocuments {
   }
 
   /** Runs a presence-changing task in the document's mailbox; resolves with the change once committed. */
-  private inHost(ref: DocumentRef, change: (host: DocumentHost, doc: Loaded) => Promise<LivePresenceChange>): Promise<LivePresenceChange> {
+  private inHost(ref: DocumentKey, change: (host: DocumentHost, doc: Loaded) => Promise<LivePresenceChange>): Promise<LivePresenceChange> {
     return this.deps.hosts.use(ref, async (host) => {
       const staged = await host.run(() => this.inState(host, ref, (doc) => ({ result: change(host, doc) })));
       return staged.result;
     });
   }
 
-  private changePresence(host: DocumentHost, ref: DocumentRef, doc: Loaded, change: (state: PresenceState) => Promise<LivePresenceChange>): Promise<LivePresenceChange> {
+  private changePresence(host: DocumentHost, ref: DocumentKey, doc: Loaded, change: (state: PresenceState) => Promise<LivePresenceChange>): Promise<LivePresenceChange> {
     const result = change(doc.presence);
     this.arm(host, ref, doc);
     return result;
   }
 
-  private joined(host: DocumentHost, ref: DocumentRef, doc: Loaded, peer: ConnectionPeer, actor?: DocumentActorView): Promise<LivePresenceChange> {
+  private joined(host: DocumentHost, ref: DocumentKey, doc: Loaded, peer: ConnectionPeer, actor?: DocumentActorView): Promise<LivePresenceChange> {
     if (peer.extensions) {
       doc.listeners++;
       if (actor !== undefined) this.sendSnapshot(actor, doc, peer.sessionId, 1);
@@ -232,7 +231,7 @@ export class CollabDocuments {
     return this.changePresence(host, ref, doc, (state) => state.connect(peer.sessionId, user));
   }
 
-  private left(host: DocumentHost, ref: DocumentRef, doc: Loaded, peer: ConnectionPeer): Promise<LivePresenceChange> {
+  private left(host: DocumentHost, ref: DocumentKey, doc: Loaded, peer: ConnectionPeer): Promise<LivePresenceChange> {
     if (peer.extensions) doc.listeners--;
     return this.changePresence(host, ref, doc, (state) => state.disconnect(peer.sessionId));
   }
@@ -255,13 +254,13 @@ export class CollabDocuments {
   }
 
   /** Runs `use` with the host's state: at once when loaded (the mailbox goes straight on), else after the first load. */
-  private inState<R>(host: DocumentHost, ref: DocumentRef, use: (doc: Loaded) => R): R | Promise<R> {
+  private inState<R>(host: DocumentHost, ref: DocumentKey, use: (doc: Loaded) => R): R | Promise<R> {
     const doc = this.loaded.get(host);
     if (doc !== undefined && !(doc instanceof Promise)) return use(doc);
     return (doc ?? this.load(host, ref)).then(use);
   }
 
-  private load(host: DocumentHost, ref: DocumentRef): Promise<Loaded> {
+  private load(host: DocumentHost, ref: DocumentKey): Promise<Loaded> {
     const loading = (async (): Promise<Loaded> => {
       // The document may have been unloaded a moment ago with writes still in the group commit: read after they land.
       await this.deps.store.group.barrier();
@@ -280,7 +279,7 @@ export class CollabDocuments {
   }
 
   /** @internal For Loaded: called once a change has committed, in commit order. */
-  publish(host: DocumentHost, ref: DocumentRef, doc: Loaded, annotations: readonly LiveAnnotationChange[], presence: LivePresenceChange): void {
+  publish(host: DocumentHost, ref: DocumentKey, doc: Loaded, annotations: readonly LiveAnnotationChange[], presence: LivePresenceChange): void {
     // No socket takes live messages: none is built (the REST hot path pays nothing for the feature).
     if (doc.listeners <= 0) return;
     if (annotations.length === 0 && presence.users.length === 0 && presence.removed.length === 0) return;
@@ -290,10 +289,10 @@ export class CollabDocuments {
   }
 
   /** One timer per document, set for the earliest offline user's expiry; it runs the expiry in the host's mailbox. */
-  private arm(host: DocumentHost, ref: DocumentRef, doc: Loaded): void {
+  private arm(host: DocumentHost, ref: DocumentKey, doc: Loaded): void {
     const at = doc.presence.nextExpiry();
     if (at === doc.timerAt) return;
-    const key = refKey(ref);
+    const key = documentKeyString(ref);
     this.disarm(key);
     if (at === undefined) return;
     doc.timerAt = at;

@@ -3,7 +3,8 @@ import * as Y from 'yjs';
 import type { LoadedStore, StoreId, StoreMeta } from '../store/snapshots.js';
 import type { LogStream } from '../store/update-log.js';
 import { DEFAULT_CONTENT_KEY, readData, type StoreType } from './crdt.js';
-import type { ChangeOrigin, DocumentKey, Peer } from './peer.js';
+import type { ChangeOrigin, Peer } from './peer.js';
+import type { DocumentKey } from './document-key.js';
 
 /** One record of Get CRDT Data (spec 2.16). */
 export interface CrdtRecord {

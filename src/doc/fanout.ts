@@ -1,7 +1,8 @@
 // Owns how a document's frames reach its connections: the pub/sub topic names and per-turn merged publishing of store updates.
 import * as Y from 'yjs';
 import { writeUpdate } from '../sync/protocol.js';
-import { documentKeyString, type DocumentKey, type Peer, type TopicPublisher } from './peer.js';
+import { type Peer, type TopicPublisher } from './peer.js';
+import { documentKeyString, type DocumentKey } from './document-key.js';
 
 /**
  * The topics of one document, spelled here and nowhere else. Every connection subscribes to `document` (awareness,
@@ -11,7 +12,7 @@ import { documentKeyString, type DocumentKey, type Peer, type TopicPublisher } f
 export const topics = {
   document: (key: DocumentKey): string => `d${documentKeyString(key)}`,
   live: (key: DocumentKey): string => `l${documentKeyString(key)}`,
-  store: (key: DocumentKey, editorId: string): string => `s${JSON.stringify([key.apiKey, key.organizationId, key.documentId, editorId])}`,
+  store: (key: DocumentKey, editorId: string): string => `s${documentKeyString(key, editorId)}`,
 } as const;
 
 interface PendingTopic {

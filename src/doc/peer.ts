@@ -1,11 +1,5 @@
 // Owns the contract between a document actor and one connection: what the actor may ask of a socket it does not own.
-
-/** (API key, organization, document): the identity of one document actor. */
-export interface DocumentKey {
-  readonly apiKey: string;
-  readonly organizationId: string;
-  readonly documentId: string;
-}
+import type { DocumentKey } from './document-key.js';
 
 /** Who made a change, recorded as a store's lastUpdatedBy / sessionId. */
 export interface ChangeOrigin {
@@ -73,5 +67,3 @@ export interface DocumentActorView {
 
 /** lastUpdatedBy of changes made through the REST CRDT operations, which carry no user. */
 export const REST_ORIGIN: ChangeOrigin = Object.freeze({ userId: 'rest-api', sessionId: null });
-
-export const documentKeyString = (key: DocumentKey): string => JSON.stringify([key.apiKey, key.organizationId, key.documentId]);

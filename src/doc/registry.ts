@@ -5,7 +5,8 @@ import type { Logger } from '../log.js';
 import type { Store } from '../store/env.js';
 import { UpdateLog } from '../store/update-log.js';
 import { DocumentActor, type ActorDeps } from './actor.js';
-import { documentKeyString, type ConnectionListener, type DocumentKey, type TopicPublisher } from './peer.js';
+import { type ConnectionListener, type TopicPublisher } from './peer.js';
+import { documentKeyString, type DocumentKey } from './document-key.js';
 
 export type RegistryConfig = Pick<
   Config,

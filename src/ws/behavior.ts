@@ -4,7 +4,8 @@ import type { HttpRequest, HttpResponse, WebSocket, WebSocketBehavior, us_socket
 import type { UserClaims, UserTokens } from '../auth/user-tokens.js';
 import type { Config } from '../config.js';
 import type { RootHint } from '../doc/actor.js';
-import type { DocumentKey, Peer } from '../doc/peer.js';
+import type { Peer } from '../doc/peer.js';
+import type { DocumentKey } from '../doc/document-key.js';
 import type { DocumentRegistry, Lease } from '../doc/registry.js';
 import { AppError, CLOSE, permissionDenied, resourceExhausted, toAppError, unauthenticated } from '../errors.js';
 import { writeError, type ResponseState } from '../edge/reply.js';

@@ -2,7 +2,8 @@
 import type { CollabDocuments } from '../../doc/collab-state.js';
 import type { CommentUpdate } from '../../doc/annotations/comment-mutations.js';
 import { countAnnotations, listAnnotations, type CountInput, type DocumentSource, type ListInput } from '../../doc/annotations/listing.js';
-import type { AnnotationInput, CommentInput, DocumentRef, Status } from '../../doc/annotations/model.js';
+import type { AnnotationInput, CommentInput, Status } from '../../doc/annotations/model.js';
+import type { DocumentKey } from '../../doc/document-key.js';
 import type { AnnotationUpdate, UserSwap } from '../../doc/annotations/mutations.js';
 import type { Selector } from '../../doc/annotations/state.js';
 import { invalidArgument } from '../../errors.js';
@@ -29,7 +30,7 @@ interface ThreadScope extends DocumentScope {
 }
 
 const both = (path: string): string[] => [`/v1/commentannotations${path}`, `/v2/commentannotations${path}`];
-const refOf = (identity: ApiKeyIdentity, scope: DocumentScope): DocumentRef => ({
+const refOf = (identity: ApiKeyIdentity, scope: DocumentScope): DocumentKey => ({
   apiKey: identity.apiKey,
   organizationId: scope.organizationId,
   documentId: scope.documentId,

@@ -1,14 +1,14 @@
 // Owns the seam through which deleting directory entries also deletes the document data other modules hold.
 import type { Store } from '../../store/env.js';
 import { DB } from '../../store/keys.js';
-import type { DocumentRef } from '../access.js';
+import type { DocumentKey } from '../../doc/document-key.js';
 
 /**
  * A module that keeps data per document (CRDT stores, comment annotations, presence). The directory calls it
  * before removing a document or organization, so a retried delete still finds the entry and finishes the job.
  */
 export interface DocumentDataOwner {
-  deleteDocumentData(ref: DocumentRef): Promise<void>;
+  deleteDocumentData(ref: DocumentKey): Promise<void>;
   /** Everything of the organization, including documents the directory never registered (opened by the sync endpoint only). */
   deleteOrganizationData(apiKey: string, organizationId: string): Promise<void>;
 }
@@ -26,7 +26,7 @@ const DOCUMENT_DATABASES = [DB.docUpdates, DB.docSnapshots, DB.docStores, DB.ann
 export class LmdbDocumentData implements DocumentDataOwner {
   constructor(private readonly store: Store) {}
 
-  deleteDocumentData(ref: DocumentRef): Promise<void> {
+  deleteDocumentData(ref: DocumentKey): Promise<void> {
     return this.removeRanges([ref.apiKey, ref.organizationId, ref.documentId]);
   }
 
@@ -45,7 +45,7 @@ export class LmdbDocumentData implements DocumentDataOwner {
 }
 
 /** Runs every owner for each document, one after another. */
-export async function deleteDocumentData(owners: readonly DocumentDataOwner[], refs: readonly DocumentRef[]): Promise<void> {
+export async function deleteDocumentData(owners: readonly DocumentDataOwner[], refs: readonly DocumentKey[]): Promise<void> {
   for (const owner of owners) {
     for (const ref of refs) await owner.deleteDocumentData(ref);
   }
