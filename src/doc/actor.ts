@@ -17,7 +17,8 @@ import {
   type ClientMessage,
 } from '../sync/protocol.js';
 import { createAwareness, releaseAwareness } from './awareness-sweep.js';
-import { defineRoot, replaceData, type StoreType } from './crdt.js';
+import { defineRoot, replaceData } from './crdt.js';
+import type { StoreType } from '../store/snapshots.js';
 import { EditorStore, LOADING, type CrdtRecord, type StoreUpdates } from './editor-store.js';
 import { EditorStores } from './editor-stores.js';
 import { topics, UpdateFanout } from './fanout.js';

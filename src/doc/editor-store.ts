@@ -2,7 +2,8 @@
 import * as Y from 'yjs';
 import type { LoadedStore, StoreId, StoreMeta } from '../store/snapshots.js';
 import type { LogStream } from '../store/update-log.js';
-import { DEFAULT_CONTENT_KEY, readData, type StoreType } from './crdt.js';
+import { DEFAULT_CONTENT_KEY, readData } from './crdt.js';
+import type { StoreType } from '../store/snapshots.js';
 import type { ChangeOrigin, Peer } from './peer.js';
 import type { DocumentKey } from './document-key.js';
 

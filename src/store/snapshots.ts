@@ -3,11 +3,12 @@ import type { Database, Key } from 'lmdb';
 import type { Store } from './env.js';
 import { DB } from './keys.js';
 
-export type StoreTypeName = 'text' | 'map' | 'array' | 'xml';
+/** The root type of an editor doc's content (the REST CRDT `type`), stored with its meta. */
+export type StoreType = 'text' | 'map' | 'array' | 'xml';
 
 /** One store's record in DB.docStores, written in the same transaction as its log entries. */
 export interface StoreMeta {
-  type: StoreTypeName | null;
+  type: StoreType | null;
   contentKey: string;
   /** Milliseconds since epoch of the latest change. */
   lastUpdate: number;

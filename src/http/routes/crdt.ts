@@ -1,6 +1,7 @@
 // Owns the CRDT operations: Get CRDT Data (spec 4.19), Add and Update CRDT Data (upstream notes 2.20).
 import type { StoreWrite } from '../../doc/actor.js';
-import { dataMismatch, type StoreType } from '../../doc/crdt.js';
+import { dataMismatch } from '../../doc/crdt.js';
+import type { StoreType } from '../../store/snapshots.js';
 import type { DocumentKey } from '../../doc/document-key.js';
 import type { DocumentRegistry } from '../../doc/registry.js';
 import { invalidArgument } from '../../errors.js';
