@@ -3,7 +3,7 @@ import { unavailable } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Outbox } from '../events/outbox.js';
 import type { Store } from '../store/env.js';
-import { DB } from '../store/keys.js';
+import { DB, KEY_END } from '../store/keys.js';
 import { documentKeyString, type DocumentKey } from './document-key.js';
 import type { ConnectionListener, DocumentActorView, PeerInfo } from './peer.js';
 import { AnnotationState, type AnnotationDeps, type LiveAnnotationChange, type Mutation } from './annotations/state.js';
@@ -94,8 +94,6 @@ function isAnnotationChanges(live: readonly LiveAnnotationChange[] | LivePresenc
 }
 
 const NO_PRESENCE: LivePresenceChange = { users: [], removed: [] };
-/** ordered-binary's MAXIMUM_KEY: as the last key element it sorts after every id under the prefix. */
-const KEY_END = new Uint8Array([0xff]);
 /** Times a read or a join snapshot is built again when a change it held failed to commit before it went out. */
 const ATTEMPTS = 3;
 

@@ -1,11 +1,10 @@
 // Owns one document's presence list: users set over REST and users connected for sync, their status and offline expiry.
 import type { Database, Key } from 'lmdb';
 import type { Store } from '../store/env.js';
-import { DB } from '../store/keys.js';
+import { DB, KEY_END } from '../store/keys.js';
 import type { DocumentKey } from './document-key.js';
 import { DocumentWrites, superseded, type DocumentChange } from './document-writes.js';
 
-const KEY_END = new Uint8Array([0xff]);
 const NO_CHANGE: LivePresenceChange = Object.freeze({ users: Object.freeze([]), removed: Object.freeze([]) });
 
 /** Presence user input (spec 2.19). */

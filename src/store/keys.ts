@@ -35,5 +35,11 @@ export const DB = {
 
 export type DbName = (typeof DB)[keyof typeof DB];
 
+/**
+ * Upper bound for a key prefix: ordered-binary sorts the single byte 0xff above every string and number, so
+ * `{ start: prefix, end: [...prefix, KEY_END] }` is the range of every longer key starting with prefix.
+ */
+export const KEY_END = new Uint8Array([0xff]);
+
 /** Bumped when a stored shape changes incompatibly; checked at start. */
 export const SCHEMA_VERSION = 1;

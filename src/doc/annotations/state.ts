@@ -3,7 +3,7 @@ import type { Database, Key } from 'lmdb';
 import { invalidArgument, notFound } from '../../errors.js';
 import type { Outbox } from '../../events/outbox.js';
 import type { Store } from '../../store/env.js';
-import { DB } from '../../store/keys.js';
+import { DB, KEY_END } from '../../store/keys.js';
 import { DocumentWrites } from '../document-writes.js';
 import { deleteComments, updateComments, type CommentChange, type CommentUpdate } from './comment-mutations.js';
 import { annotationView, commentView, type AnnotationInput, type AnnotationRecord, type AnnotationView, type CommentInput, type CommentRecord, type CommentView } from './model.js';
@@ -12,8 +12,6 @@ import { appendComments, applyUpdate, buildAnnotation, swapUsers, type Annotatio
 import { matches } from './query.js';
 import { ThreadChanges, type Change, type LiveAnnotationChange } from './thread-changes.js';
 
-/** ordered-binary's MAXIMUM_KEY: as the last key element it sorts after every annotationId of the document. */
-const KEY_END = new Uint8Array([0xff]);
 
 export type { LiveAnnotationChange };
 

@@ -1,6 +1,6 @@
 // Owns the seam through which deleting directory entries also deletes the document data other modules hold.
 import type { Store } from '../../store/env.js';
-import { DB } from '../../store/keys.js';
+import { DB, KEY_END } from '../../store/keys.js';
 import type { DocumentKey } from '../../doc/document-key.js';
 
 /**
@@ -12,9 +12,6 @@ export interface DocumentDataOwner {
   /** Everything of the organization, including documents the directory never registered (opened by the sync endpoint only). */
   deleteOrganizationData(apiKey: string, organizationId: string): Promise<void>;
 }
-
-/** Sorts after every ordered-binary key element. */
-const END = Buffer.from([0xff]);
 
 /** The databases keyed [apiKey, organizationId, documentId, ...] that hold document data. */
 const DOCUMENT_DATABASES = [DB.docUpdates, DB.docSnapshots, DB.docStores, DB.annotations, DB.presence] as const;
@@ -38,7 +35,7 @@ export class LmdbDocumentData implements DocumentDataOwner {
     await this.store.transaction(() => {
       for (const name of DOCUMENT_DATABASES) {
         const db = name === DB.docUpdates || name === DB.docSnapshots ? this.store.binary(name) : this.store.records<unknown>(name);
-        for (const key of Array.from(db.getKeys({ start: prefix, end: [...prefix, END] }))) void db.remove(key);
+        for (const key of Array.from(db.getKeys({ start: prefix, end: [...prefix, KEY_END] }))) void db.remove(key);
       }
     });
   }

@@ -1,11 +1,9 @@
 // Owns access to the DB.directory database: typed point reads, prefix scans, prefix removal and write transactions.
 import type { Database, Key } from 'lmdb';
 import type { Store, WriteTx } from '../../store/env.js';
-import { DB } from '../../store/keys.js';
+import { DB, KEY_END } from '../../store/keys.js';
 import type { DirKey } from './records.js';
 
-/** Sorts after every ordered-binary key element, so [...prefix, END] bounds a prefix scan. */
-const END = Buffer.from([0xff]);
 
 export interface ScanOptions {
   /** Start strictly after this full key (a page cursor). */
@@ -47,7 +45,7 @@ export class DirectoryDb {
   scan<T>(prefix: DirKey, options: ScanOptions = {}): Array<{ key: DirKey; value: T }> {
     const range = this.db.getRange({
       start: options.after ?? prefix,
-      end: [...prefix, END],
+      end: [...prefix, KEY_END],
       ...(options.after === undefined ? {} : { exclusiveStart: true }),
       ...(options.limit === undefined ? {} : { limit: options.limit }),
     });
@@ -62,7 +60,7 @@ export class DirectoryDb {
   /** Removes every entry under `prefix`; only inside `write`. Returns how many were removed. */
   removePrefix(prefix: DirKey): number {
     // Collected first: removing while a cursor walks the same range would skip entries.
-    const found = Array.from(this.db.getKeys({ start: prefix, end: [...prefix, END] }));
+    const found = Array.from(this.db.getKeys({ start: prefix, end: [...prefix, KEY_END] }));
     for (const key of found) void this.db.remove(key);
     return found.length;
   }
