@@ -2,10 +2,10 @@
 import type { StoreWrite } from '../../doc/actor.js';
 import { dataMismatch } from '../../doc/crdt.js';
 import type { StoreType } from '../../store/snapshots.js';
-import type { DocumentKey } from '../../doc/document-key.js';
 import type { DocumentRegistry } from '../../doc/registry.js';
 import { invalidArgument } from '../../errors.js';
 import { ok, operation, type Operation } from '../operation.js';
+import { refOf } from './document-scope.js';
 import { getCrdtSchema, writeCrdtSchema } from '../schemas/crdt.js';
 
 interface GetCrdtInput {
@@ -29,10 +29,6 @@ function storeWrite(input: WriteCrdtInput): StoreWrite {
   return { type: input.type, data: input.data, ...(input.contentKey === undefined ? {} : { contentKey: input.contentKey }) };
 }
 
-function documentKey(apiKey: string, input: { organizationId: string; documentId: string }): DocumentKey {
-  return { apiKey, organizationId: input.organizationId, documentId: input.documentId };
-}
-
 export function crdtOperations(documents: DocumentRegistry): Operation[] {
   return [
     operation<GetCrdtInput, 'apiKey'>({
@@ -40,7 +36,7 @@ export function crdtOperations(documents: DocumentRegistry): Operation[] {
       auth: 'apiKey',
       schema: getCrdtSchema,
       handle: async (input, ctx) => {
-        const records = await documents.use(documentKey(ctx.identity.apiKey, input), (actor) => actor.records(input.editorId));
+        const records = await documents.use(refOf(ctx.identity, input), (actor) => actor.records(input.editorId));
         return ok('CRDT data retrieved successfully.', records);
       },
     }),
@@ -50,7 +46,7 @@ export function crdtOperations(documents: DocumentRegistry): Operation[] {
       schema: writeCrdtSchema,
       handle: async (input, ctx) => {
         const write = storeWrite(input);
-        await documents.use(documentKey(ctx.identity.apiKey, input), (actor) => actor.add(input.editorId, write));
+        await documents.use(refOf(ctx.identity, input), (actor) => actor.add(input.editorId, write));
         return ok('CRDT data added successfully.');
       },
     }),
@@ -60,7 +56,7 @@ export function crdtOperations(documents: DocumentRegistry): Operation[] {
       schema: writeCrdtSchema,
       handle: async (input, ctx) => {
         const write = storeWrite(input);
-        await documents.use(documentKey(ctx.identity.apiKey, input), (actor) => actor.update(input.editorId, write));
+        await documents.use(refOf(ctx.identity, input), (actor) => actor.update(input.editorId, write));
         return ok('CRDT data updated successfully.');
       },
     }),
