@@ -74,7 +74,7 @@ export async function openServices(config: Config, log: Logger, publisher: Topic
     outbox,
     now: Date.now,
     offlineTtlMs: config.presenceOfflineTtlMs,
-    hosts: documents,
+    actors: documents,
     encode: encodeLiveMessage,
     log,
   });

@@ -11,17 +11,11 @@ import { DocumentWrites } from './document-writes.js';
 import { PresenceState, type LivePresenceChange, type PresenceDeps } from './presence.js';
 
 /**
- * What the state needs from whoever owns a document (its DocumentActor): serial execution and a way to reach
- * every socket of the document. The state lives as long as its host object.
+ * Loads a document's actor and keeps it loaded while `use` runs (DocumentRegistry.use). The state here needs of the
+ * actor only the DocumentActorView port (serial execution, a way to reach its sockets), and lives as long as it.
  */
-export interface DocumentHost {
-  run<T>(task: () => T | Promise<T>): Promise<T>;
-  broadcast(bytes: Uint8Array): unknown;
-}
-
-/** Loads the document's host and keeps it loaded while `use` runs (DocumentRegistry.use). */
-export interface DocumentHosts {
-  use<T>(ref: DocumentKey, use: (host: DocumentHost) => Promise<T>): Promise<T>;
+export interface DocumentActorLoader {
+  use<T>(ref: DocumentKey, use: (host: DocumentActorView) => Promise<T>): Promise<T>;
   /** Tells `listener` after a host was unloaded (DocumentRegistry.onUnloaded), so nothing here keeps it reachable. */
   onUnloaded?(listener: (ref: DocumentKey) => void): void;
 }
@@ -44,7 +38,7 @@ export interface CollabDeps {
   readonly outbox: Outbox;
   readonly now: () => number;
   readonly offlineTtlMs: number;
-  readonly hosts: DocumentHosts;
+  readonly actors: DocumentActorLoader;
   readonly encode: (message: LiveMessage) => Uint8Array;
   readonly log: Logger;
 }
@@ -74,7 +68,7 @@ class Loaded implements CollabDocument, AnnotationDeps, PresenceDeps {
   /** When the armed timer fires (ms since epoch). */
   timerAt?: number | undefined;
 
-  constructor(private readonly owner: CollabDocuments, private readonly host: DocumentHost, private readonly ref: DocumentKey, deps: CollabDeps) {
+  constructor(private readonly owner: CollabDocuments, private readonly host: DocumentActorView, private readonly ref: DocumentKey, deps: CollabDeps) {
     this.store = deps.store;
     this.outbox = deps.outbox;
     this.now = deps.now;
@@ -106,13 +100,13 @@ const ATTEMPTS = 3;
  */
 export class CollabDocuments {
   /** Each host's state (or its first load); the state goes when its host goes. */
-  private readonly loaded = new WeakMap<DocumentHost, Loaded | Promise<Loaded>>();
+  private readonly loaded = new WeakMap<DocumentActorView, Loaded | Promise<Loaded>>();
   /** Documents with an armed expiry timer: disarmed when the document unloads, is deleted, or the server stops. */
   private readonly armed = new Map<string, { readonly ref: DocumentKey; readonly doc: Loaded }>();
 
   constructor(private readonly deps: CollabDeps) {
     // The timer's callback holds the host: left armed, it would keep an unloaded document in memory until it fired.
-    deps.hosts.onUnloaded?.((ref) => this.disarm(documentKeyString(ref)));
+    deps.actors.onUnloaded?.((ref) => this.disarm(documentKeyString(ref)));
   }
 
   /** Documents with an armed presence expiry timer (tests, metrics). */
@@ -122,10 +116,10 @@ export class CollabDocuments {
 
   /** Runs `task` in the document's host with its state loaded; answers once everything `task` saw has committed. */
   read<T>(ref: DocumentKey, task: (doc: CollabDocument) => T): Promise<T> {
-    return this.deps.hosts.use(ref, (host) => this.readIn(host, ref, task, 1));
+    return this.deps.actors.use(ref, (host) => this.readIn(host, ref, task, 1));
   }
 
-  private async readIn<T>(host: DocumentHost, ref: DocumentKey, task: (doc: CollabDocument) => T, attempt: number): Promise<T> {
+  private async readIn<T>(host: DocumentActorView, ref: DocumentKey, task: (doc: CollabDocument) => T, attempt: number): Promise<T> {
     const seen = await host.run(() => this.inState(host, ref, (doc) => ({ value: task(doc), committed: whenCommitted(doc.writes) })));
     if (seen.committed === undefined || (await seen.committed)) return seen.value;
     if (attempt >= ATTEMPTS) throw unavailable('recent changes to this document failed to commit; retry shortly');
@@ -134,7 +128,7 @@ export class CollabDocuments {
 
   /** Runs an annotation change in the document's mailbox; resolves with its answer once it has committed. */
   annotations<T>(ref: DocumentKey, change: (state: AnnotationState) => Promise<Mutation<T>>): Promise<T> {
-    return this.deps.hosts.use(ref, async (host) => {
+    return this.deps.actors.use(ref, async (host) => {
       // The task returns the commit boxed (a bare promise would make the mailbox wait for it): the actor goes on.
       const staged = await host.run(() => this.inState(host, ref, (doc) => ({ result: change(doc.annotations) })));
       return (await staged.result).data;
@@ -207,20 +201,20 @@ export class CollabDocuments {
   }
 
   /** Runs a presence-changing task in the document's mailbox; resolves with the change once committed. */
-  private inHost(ref: DocumentKey, change: (host: DocumentHost, doc: Loaded) => Promise<LivePresenceChange>): Promise<LivePresenceChange> {
-    return this.deps.hosts.use(ref, async (host) => {
+  private inHost(ref: DocumentKey, change: (host: DocumentActorView, doc: Loaded) => Promise<LivePresenceChange>): Promise<LivePresenceChange> {
+    return this.deps.actors.use(ref, async (host) => {
       const staged = await host.run(() => this.inState(host, ref, (doc) => ({ result: change(host, doc) })));
       return staged.result;
     });
   }
 
-  private changePresence(host: DocumentHost, ref: DocumentKey, doc: Loaded, change: (state: PresenceState) => Promise<LivePresenceChange>): Promise<LivePresenceChange> {
+  private changePresence(host: DocumentActorView, ref: DocumentKey, doc: Loaded, change: (state: PresenceState) => Promise<LivePresenceChange>): Promise<LivePresenceChange> {
     const result = change(doc.presence);
     this.arm(host, ref, doc);
     return result;
   }
 
-  private joined(host: DocumentHost, ref: DocumentKey, doc: Loaded, peer: ConnectionPeer, actor?: DocumentActorView): Promise<LivePresenceChange> {
+  private joined(host: DocumentActorView, ref: DocumentKey, doc: Loaded, peer: ConnectionPeer, actor?: DocumentActorView): Promise<LivePresenceChange> {
     if (peer.extensions) {
       doc.listeners++;
       if (actor !== undefined) this.sendSnapshot(actor, doc, peer.sessionId, 1);
@@ -229,7 +223,7 @@ export class CollabDocuments {
     return this.changePresence(host, ref, doc, (state) => state.connect(peer.sessionId, user));
   }
 
-  private left(host: DocumentHost, ref: DocumentKey, doc: Loaded, peer: ConnectionPeer): Promise<LivePresenceChange> {
+  private left(host: DocumentActorView, ref: DocumentKey, doc: Loaded, peer: ConnectionPeer): Promise<LivePresenceChange> {
     if (peer.extensions) doc.listeners--;
     return this.changePresence(host, ref, doc, (state) => state.disconnect(peer.sessionId));
   }
@@ -252,13 +246,13 @@ export class CollabDocuments {
   }
 
   /** Runs `use` with the host's state: at once when loaded (the mailbox goes straight on), else after the first load. */
-  private inState<R>(host: DocumentHost, ref: DocumentKey, use: (doc: Loaded) => R): R | Promise<R> {
+  private inState<R>(host: DocumentActorView, ref: DocumentKey, use: (doc: Loaded) => R): R | Promise<R> {
     const doc = this.loaded.get(host);
     if (doc !== undefined && !(doc instanceof Promise)) return use(doc);
     return (doc ?? this.load(host, ref)).then(use);
   }
 
-  private load(host: DocumentHost, ref: DocumentKey): Promise<Loaded> {
+  private load(host: DocumentActorView, ref: DocumentKey): Promise<Loaded> {
     const loading = (async (): Promise<Loaded> => {
       // The document may have been unloaded a moment ago with writes still in the group commit: read after they land.
       await this.deps.store.group.barrier();
@@ -277,7 +271,7 @@ export class CollabDocuments {
   }
 
   /** @internal For Loaded: called once a change has committed, in commit order. */
-  publish(host: DocumentHost, ref: DocumentKey, doc: Loaded, annotations: readonly LiveAnnotationChange[], presence: LivePresenceChange): void {
+  publish(host: DocumentActorView, ref: DocumentKey, doc: Loaded, annotations: readonly LiveAnnotationChange[], presence: LivePresenceChange): void {
     // No socket takes live messages: none is built (the REST hot path pays nothing for the feature).
     if (doc.listeners <= 0) return;
     if (annotations.length === 0 && presence.users.length === 0 && presence.removed.length === 0) return;
@@ -287,7 +281,7 @@ export class CollabDocuments {
   }
 
   /** One timer per document, set for the earliest offline user's expiry; it runs the expiry in the host's mailbox. */
-  private arm(host: DocumentHost, ref: DocumentKey, doc: Loaded): void {
+  private arm(host: DocumentActorView, ref: DocumentKey, doc: Loaded): void {
     const at = doc.presence.nextExpiry();
     if (at === doc.timerAt) return;
     const key = documentKeyString(ref);

@@ -119,7 +119,7 @@ export class DocumentRegistry {
     }
   }
 
-  /** Runs `use` with a leased actor and releases it afterwards (also the `DocumentHosts` seam of src/doc/collab-state.ts). */
+  /** Runs `use` with a leased actor and releases it afterwards (also the `DocumentActorLoader` seam of src/doc/collab-state.ts). */
   async use<T>(key: DocumentKey, use: (actor: DocumentActor) => Promise<T> | T): Promise<T> {
     const lease = await this.acquire(key);
     try {

@@ -23,7 +23,7 @@ function open(t: Test, options: { docIdleUnloadMs?: number } = {}) {
     outbox: new Outbox(store),
     now: Date.now,
     offlineTtlMs: 60_000,
-    hosts: registry,
+    actors: registry,
     encode: (message) => {
       encoded.push(message);
       return new Uint8Array([100]);
