@@ -22,7 +22,7 @@ import { loadUws } from './http/uws.js';
 import { Store } from './store/env.js';
 import { folderDocumentsFrom } from './doc/annotations/listing.js';
 import { CollabDocuments } from './doc/collab-state.js';
-import { DocumentRegistry } from './doc/registry.js';
+import { DocumentActors } from './doc/registry.js';
 import type { TopicPublisher } from './doc/peer.js';
 import { crdtOperations } from './http/routes/crdt.js';
 import { syncBehavior } from './ws/behavior.js';
@@ -44,7 +44,7 @@ export interface Services {
   /** Comment annotations and presence per document. */
   readonly collab: CollabDocuments;
   /** Document actors (Yjs stores, awareness, sync connections); they also host `collab`. */
-  readonly documents: DocumentRegistry;
+  readonly documentActors: DocumentActors;
 }
 
 export interface RunningServer {
@@ -67,21 +67,21 @@ export async function openServices(config: Config, log: Logger, publisher: Topic
     dataOwners: [new LmdbDocumentData(store)],
   });
   const outbox = new Outbox(store);
-  const documents = new DocumentRegistry(config, store, log.child({ component: 'documents' }), publisher);
-  directory.addDataOwner(documents);
+  const documentActors = new DocumentActors(config, store, log.child({ component: 'documents' }), publisher);
+  directory.addDataOwner(documentActors);
   const collab = new CollabDocuments({
     store,
     outbox,
     now: Date.now,
     offlineTtlMs: config.presenceOfflineTtlMs,
-    actors: documents,
+    actors: documentActors,
     encode: encodeLiveMessage,
     log,
   });
-  documents.onConnection(collab.connectionListener());
+  documentActors.onConnection(collab.connectionListener());
   // After the registry: its eviction drains the actor, whose departing connections write presence.
   directory.addDataOwner(collab);
-  return { config, log, store, secrets, workspaces, userTokens, directory, outbox, collab, documents };
+  return { config, log, store, secrets, workspaces, userTokens, directory, outbox, collab, documentActors };
 }
 
 /** Every REST operation, area by area (one file per spec area under src/http/routes). */
@@ -97,7 +97,7 @@ function allOperations(services: Services): Operation[] {
     ...userOperations(services.directory),
     ...commentOperations(services.collab, { store: services.store, folderDocuments: folderDocumentsFrom(services.directory.documents) }),
     ...presenceOperations(services.collab),
-    ...crdtOperations(services.documents),
+    ...crdtOperations(services.documentActors),
   ];
 }
 
@@ -153,7 +153,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     if (!(await deps.gate.close(STOP_DRAIN_MS))) {
       log.warn('stopping with requests still in flight', { requests: deps.gate.size, waitedMs: STOP_DRAIN_MS });
     }
-    await services.documents.shutdown();
+    await services.documentActors.shutdown();
     services.collab.close();
     await services.store.close();
   };

@@ -11,12 +11,12 @@ import { DocumentWrites } from './document-writes.js';
 import { PresenceState, type LivePresenceChange, type PresenceDeps } from './presence.js';
 
 /**
- * Loads a document's actor and keeps it loaded while `use` runs (DocumentRegistry.use). The state here needs of the
+ * Loads a document's actor and keeps it loaded while `use` runs (DocumentActors.use). The state here needs of the
  * actor only the DocumentActorView port (serial execution, a way to reach its sockets), and lives as long as it.
  */
 export interface DocumentActorLoader {
   use<T>(ref: DocumentKey, use: (host: DocumentActorView) => Promise<T>): Promise<T>;
-  /** Tells `listener` after a host was unloaded (DocumentRegistry.onUnloaded), so nothing here keeps it reachable. */
+  /** Tells `listener` after a host was unloaded (DocumentActors.onUnloaded), so nothing here keeps it reachable. */
   onUnloaded?(listener: (ref: DocumentKey) => void): void;
 }
 

@@ -51,7 +51,7 @@ interface Entry {
   timer?: NodeJS.Timeout | undefined;
 }
 
-export class DocumentRegistry {
+export class DocumentActors {
   private readonly entries = new Map<string, Entry>();
   private readonly listeners: ConnectionListener[] = [];
   private readonly unloadListeners: Array<(key: DocumentKey) => void> = [];

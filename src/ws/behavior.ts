@@ -6,7 +6,7 @@ import type { Config } from '../config.js';
 import type { RootHint } from '../doc/actor.js';
 import type { Peer } from '../doc/peer.js';
 import type { DocumentKey } from '../doc/document-key.js';
-import type { DocumentRegistry, Lease } from '../doc/registry.js';
+import type { DocumentActors, Lease } from '../doc/registry.js';
 import { AppError, CLOSE, permissionDenied, resourceExhausted, toAppError, unauthenticated } from '../errors.js';
 import { writeError, type ResponseState } from '../edge/reply.js';
 import type { Logger } from '../log.js';
@@ -21,7 +21,7 @@ export interface SyncDeps {
   readonly userTokens: Pick<UserTokens, 'verify'>;
   readonly workspaces: Pick<Workspaces, 'apiKeyRecord'>;
   readonly access: AccessResolver;
-  readonly documents: DocumentRegistry;
+  readonly documentActors: DocumentActors;
 }
 
 /** When the connection's access must be looked at again: the grant's expiresAt or the token's exp, whichever is first. */
@@ -130,7 +130,7 @@ export function syncBehavior(deps: SyncDeps): WebSocketBehavior<Session> {
     const now = Date.now();
     const access = deps.access.documentAccess(claims, key, now);
     if (access.role === null) throw permissionDenied(`user ${claims.userId} has no access to document ${target.documentId}`);
-    const lease = await deps.documents.acquire(key);
+    const lease = await deps.documentActors.acquire(key);
     if (lease.actor.connectionCount >= config.maxConnectionsPerDocument) {
       lease.release();
       throw resourceExhausted(`the document has reached its limit of ${config.maxConnectionsPerDocument} connections`, 5);

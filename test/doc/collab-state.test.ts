@@ -4,7 +4,7 @@ import { runInNewContext } from 'node:vm';
 import t, { type Test } from 'tap';
 import { loadConfig } from '../../src/config.js';
 import { CollabDocuments, type LiveMessage } from '../../src/doc/collab-state.js';
-import { DocumentRegistry } from '../../src/doc/registry.js';
+import { DocumentActors } from '../../src/doc/registry.js';
 import { Outbox } from '../../src/events/outbox.js';
 import { createLogger } from '../../src/log.js';
 import { Store } from '../../src/store/env.js';
@@ -16,7 +16,7 @@ function open(t: Test, options: { docIdleUnloadMs?: number } = {}) {
   const dir = t.testdir();
   const store = Store.open(dir);
   const config = loadConfig({}, [], { dataDir: dir, docIdleUnloadMs: options.docIdleUnloadMs ?? 60_000, groupCommitMs: 0 });
-  const registry = new DocumentRegistry(config, store, createLogger('silent'), new FakeHub());
+  const registry = new DocumentActors(config, store, createLogger('silent'), new FakeHub());
   const encoded: LiveMessage[] = [];
   const docs = new CollabDocuments({
     store,

@@ -6,7 +6,7 @@ import * as Y from 'yjs';
 import { sweep } from '../../src/doc/awareness-sweep.js';
 import type { DocumentActor } from '../../src/doc/actor.js';
 import { loadConfig } from '../../src/config.js';
-import { DocumentRegistry } from '../../src/doc/registry.js';
+import { DocumentActors } from '../../src/doc/registry.js';
 import { createLogger } from '../../src/log.js';
 import { Store } from '../../src/store/env.js';
 import { readClientMessage, writeExtension } from '../../src/sync/protocol.js';
@@ -17,7 +17,7 @@ const key = { apiKey: 'key', organizationId: 'org', documentId: 'doc' };
 async function actorOf(t: Test, hub: FakeHub): Promise<DocumentActor> {
   const dir = t.testdir();
   const store = Store.open(dir);
-  const registry = new DocumentRegistry(loadConfig({}, [], { dataDir: dir, groupCommitMs: 0 }), store, createLogger('silent'), hub);
+  const registry = new DocumentActors(loadConfig({}, [], { dataDir: dir, groupCommitMs: 0 }), store, createLogger('silent'), hub);
   t.teardown(async () => {
     await registry.shutdown();
     await store.close();

@@ -3,7 +3,7 @@ import t from 'tap';
 import * as Y from 'yjs';
 import type { Test } from 'tap';
 import { loadConfig } from '../../src/config.js';
-import { DocumentRegistry } from '../../src/doc/registry.js';
+import { DocumentActors } from '../../src/doc/registry.js';
 import { CLOSE } from '../../src/errors.js';
 import { createLogger } from '../../src/log.js';
 import { Store } from '../../src/store/env.js';
@@ -15,10 +15,10 @@ const key = { apiKey: 'key', organizationId: 'org', documentId: 'doc' };
 const hub = new FakeHub();
 const hubPeer = (sessionId: string): FakePeer => new FakePeer(sessionId, 'u1', 'main', hub);
 
-function open(t: Test, dir: string, docIdleUnloadMs = 60_000): { store: Store; registry: DocumentRegistry } {
+function open(t: Test, dir: string, docIdleUnloadMs = 60_000): { store: Store; registry: DocumentActors } {
   const store = Store.open(dir);
   const config = loadConfig({}, [], { dataDir: dir, docIdleUnloadMs, groupCommitMs: 0 });
-  const registry = new DocumentRegistry(config, store, createLogger('silent'), hub);
+  const registry = new DocumentActors(config, store, createLogger('silent'), hub);
   t.teardown(async () => {
     await registry.shutdown();
     await store.close();
