@@ -19,8 +19,8 @@ import {
 import { createAwareness, releaseAwareness } from './awareness-sweep.js';
 import { defineRoot, replaceData } from './crdt.js';
 import type { StoreType } from '../store/snapshots.js';
-import { EditorStore, LOADING, type CrdtRecord, type StoreUpdates } from './editor-store.js';
-import { EditorStores } from './editor-stores.js';
+import { EditorDoc, LOADING, type CrdtRecord, type EditorDocUpdates } from './editor-doc.js';
+import { EditorDocs } from './editor-docs.js';
 import { topics, UpdateFanout } from './fanout.js';
 import { Mailbox, type TaskFailures } from './mailbox.js';
 import { REST_ORIGIN, type ChangeOrigin, type ConnectionListener, type DocumentActorView, type Peer, type PeerInfo, type TopicPublisher } from './peer.js';
@@ -53,9 +53,9 @@ export interface RootHint {
 
 const DISCONNECTED = 'disconnect';
 
-export class DocumentActor implements DocumentActorView, TaskFailures, StoreUpdates {
+export class DocumentActor implements DocumentActorView, TaskFailures, EditorDocUpdates {
   /** Each store's `peers` are its connections; together they are the document's (no Set of its own for them). */
-  private readonly stores = new EditorStores();
+  private readonly stores = new EditorDocs();
   /** Connections attached, over all stores. */
   private peerCount = 0;
   // The optional structures below (livePeers, fanoutState, awarenessOwners, deniedOnce) are made on first use: most
@@ -211,8 +211,8 @@ export class DocumentActor implements DocumentActorView, TaskFailures, StoreUpda
     }
   }
 
-  /** @internal For the actor's stores (StoreUpdates): a change to one of its docs. */
-  storeUpdated(store: EditorStore, update: Uint8Array, origin: unknown): void {
+  /** @internal For the actor's stores (EditorDocUpdates): a change to one of its docs. */
+  storeUpdated(store: EditorDoc, update: Uint8Array, origin: unknown): void {
     if (origin === LOADING) return;
     store.touch(isChangeOrigin(origin) ? origin : REST_ORIGIN, Date.now());
     const commit = this.deps.updateLog.append(store, update);
@@ -240,8 +240,8 @@ export class DocumentActor implements DocumentActorView, TaskFailures, StoreUpda
     if (this.peerCount > 0) this.deps.publisher.publish(topics.document(this.key), frame);
   }
 
-  private addStore(editorId: string, loaded?: LoadedStore): EditorStore {
-    const store = new EditorStore(this.key, editorId, loaded);
+  private addStore(editorId: string, loaded?: LoadedStore): EditorDoc {
+    const store = new EditorDoc(this.key, editorId, loaded);
     store.listen(this);
     this.stores.add(store);
     return store;
@@ -297,7 +297,7 @@ export class DocumentActor implements DocumentActorView, TaskFailures, StoreUpda
   records(editorId?: string): Promise<CrdtRecord[]> {
     return this.mailbox.ask(() => {
       const stores = editorId === undefined ? [...this.stores.values()] : [this.stores.get(editorId)];
-      return stores.filter((store): store is EditorStore => store?.exists === true).map((store) => store.record());
+      return stores.filter((store): store is EditorDoc => store?.exists === true).map((store) => store.record());
     });
   }
 
@@ -329,7 +329,7 @@ export class DocumentActor implements DocumentActorView, TaskFailures, StoreUpda
   }
 
   /** Applies a REST write in one Yjs transaction; returns the commit promises (not awaited inside the mailbox). */
-  private write(store: EditorStore, write: StoreWrite): Array<Promise<void>> {
+  private write(store: EditorDoc, write: StoreWrite): Array<Promise<void>> {
     const contentKey = write.contentKey ?? store.contentKey;
     const commits: Array<Promise<void>> = [];
     this.commits = commits;

@@ -2,7 +2,7 @@
 import fc from 'fast-check';
 import t from 'tap';
 import * as Y from 'yjs';
-import { EditorStore } from '../../src/doc/editor-store.js';
+import { EditorDoc } from '../../src/doc/editor-doc.js';
 import { createLogger } from '../../src/log.js';
 import { Store, type WriteTx } from '../../src/store/env.js';
 import { Snapshots } from '../../src/store/snapshots.js';
@@ -12,9 +12,9 @@ const silent = createLogger('silent');
 const KEY = { apiKey: 'key', organizationId: 'org', documentId: 'doc' };
 const options: DurabilityOptions = { groupCommitMs: 0, compactAfterUpdates: 1000, compactAfterBytes: 1 << 20 };
 
-/** An EditorStore whose Y.Doc appends every update to `log`, as the actor wires it. */
-function logged(log: UpdateLog, editorId: string): { store: EditorStore; commits: Array<Promise<void>> } {
-  const store = new EditorStore(KEY, editorId);
+/** An EditorDoc whose Y.Doc appends every update to `log`, as the actor wires it. */
+function logged(log: UpdateLog, editorId: string): { store: EditorDoc; commits: Array<Promise<void>> } {
+  const store = new EditorDoc(KEY, editorId);
   const commits: Array<Promise<void>> = [];
   store.doc.on('update', (update: Uint8Array) => {
     store.touch({ userId: 'u', sessionId: 's' }, Date.now());
@@ -26,7 +26,7 @@ function logged(log: UpdateLog, editorId: string): { store: EditorStore; commits
 function rebuild(snapshots: Snapshots, editorId: string): Y.Doc | undefined {
   const loaded = snapshots.load('key', 'org', 'doc').find((s) => s.editorId === editorId);
   if (loaded === undefined) return undefined;
-  return new EditorStore(KEY, editorId, loaded).doc;
+  return new EditorDoc(KEY, editorId, loaded).doc;
 }
 
 t.test('appends of one event-loop turn commit in one transaction', async (t) => {
