@@ -23,8 +23,11 @@ export const DB = {
   docUpdates: 'doc-updates',
   /** binary. [apiKey, organizationId, documentId, editorId] -> Yjs state snapshot (encodeStateAsUpdate) */
   docSnapshots: 'doc-snapshots',
-  /** [apiKey, organizationId, documentId, editorId] -> StoreMeta (type, contentKey, lastUpdate, lastUpdatedBy, sessionId, nextSeq) */
-  docStores: 'doc-stores',
+  /**
+   * [apiKey, organizationId, documentId, editorId] -> StoreMeta (type, contentKey, lastUpdate, lastUpdatedBy, sessionId,
+   * nextSeq) of one editor doc. Named 'doc-stores' on disk: renaming a named database would need a migration.
+   */
+  editorDocMeta: 'doc-stores',
   /** [apiKey, organizationId, documentId, annotationId] -> AnnotationRecord */
   annotations: 'annotations',
   /** [apiKey, organizationId, documentId, userId] -> PresenceRecord */

@@ -6,7 +6,7 @@ import { DB, KEY_END } from './keys.js';
 /** The root type of an editor doc's content (the REST CRDT `type`), stored with its meta. */
 export type StoreType = 'text' | 'map' | 'array' | 'xml';
 
-/** One store's record in DB.docStores, written in the same transaction as its log entries. */
+/** One editor doc's record in DB.editorDocMeta, written in the same transaction as its log entries. */
 export interface StoreMeta {
   type: StoreType | null;
   contentKey: string;
@@ -44,7 +44,7 @@ export class Snapshots {
   constructor(store: Store | null) {
     this.updates = store?.binary(DB.docUpdates);
     this.snapshots = store?.binary(DB.docSnapshots);
-    this.stores = store?.records<StoreMeta>(DB.docStores);
+    this.stores = store?.records<StoreMeta>(DB.editorDocMeta);
   }
 
   /** Every store of a document: its meta, snapshot and the log entries not folded into it. */

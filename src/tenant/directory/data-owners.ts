@@ -14,7 +14,7 @@ export interface DocumentDataOwner {
 }
 
 /** The databases keyed [apiKey, organizationId, documentId, ...] that hold document data. */
-const DOCUMENT_DATABASES = [DB.docUpdates, DB.docSnapshots, DB.docStores, DB.annotations, DB.presence] as const;
+const DOCUMENT_DATABASES = [DB.docUpdates, DB.docSnapshots, DB.editorDocMeta, DB.annotations, DB.presence] as const;
 
 /**
  * Removes the LMDB ranges directly. Correct when no actor holds the document in memory; the sync and comment
