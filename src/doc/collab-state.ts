@@ -91,7 +91,6 @@ const NO_PRESENCE: LivePresenceChange = { users: [], removed: [] };
 /** Times a read or a join snapshot is built again when a change it held failed to commit before it went out. */
 const ATTEMPTS = 3;
 
-
 /**
  * Changes follow src/doc/document-writes.ts: a task changes memory inside the host's mailbox and submits its writes;
  * the mailbox goes on with its next task while the REST caller waits for the commit. Nothing leaves before it is
