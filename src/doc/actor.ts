@@ -24,7 +24,7 @@ import { EditorDocs } from './editor-docs.js';
 import { topics, UpdateFanout } from './fanout.js';
 import { Mailbox, type TaskFailures } from './mailbox.js';
 import { REST_ORIGIN, type ChangeOrigin, type ConnectionListener, type DocumentActorView, type Peer, type PeerInfo, type TopicPublisher } from './peer.js';
-import type { DocumentKey } from './document-key.js';
+import type { DocumentKey } from '../document-key.js';
 
 export interface ActorDeps {
   readonly updateLog: UpdateLog;

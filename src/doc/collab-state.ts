@@ -4,21 +4,11 @@ import type { Logger } from '../log.js';
 import type { Outbox } from '../events/outbox.js';
 import type { Store } from '../store/env.js';
 import { DB, KEY_END } from '../store/keys.js';
-import { documentKeyString, type DocumentKey } from './document-key.js';
-import type { ConnectionListener, DocumentActorView, PeerInfo } from './peer.js';
+import { documentKeyString, type DocumentKey } from '../document-key.js';
+import type { ConnectionListener, DocumentActorLoader, DocumentActorView, PeerInfo } from './peer.js';
 import { AnnotationState, type AnnotationDeps, type LiveAnnotationChange, type Mutation } from './annotations/state.js';
 import { DocumentWrites } from './document-writes.js';
 import { PresenceState, type LivePresenceChange, type PresenceDeps } from './presence.js';
-
-/**
- * Loads a document's actor and keeps it loaded while `use` runs (DocumentActors.use). The state here needs of the
- * actor only the DocumentActorView port (serial execution, a way to reach its sockets), and lives as long as it.
- */
-export interface DocumentActorLoader {
-  use<T>(ref: DocumentKey, use: (host: DocumentActorView) => Promise<T>): Promise<T>;
-  /** Tells `listener` after a host was unloaded (DocumentActors.onUnloaded), so nothing here keeps it reachable. */
-  onUnloaded?(listener: (ref: DocumentKey) => void): void;
-}
 
 /** The body of the live WebSocket message (docs/comments-and-presence.md). */
 export interface LiveMessage {

@@ -5,7 +5,7 @@ import type { LogStream } from '../store/update-log.js';
 import { DEFAULT_CONTENT_KEY, readData } from './crdt.js';
 import type { StoreType } from '../store/snapshots.js';
 import type { ChangeOrigin, Peer } from './peer.js';
-import type { DocumentKey } from './document-key.js';
+import type { DocumentKey } from '../document-key.js';
 
 /** One record of Get CRDT Data (spec 2.16). */
 export interface CrdtRecord {

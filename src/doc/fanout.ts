@@ -2,7 +2,7 @@
 import * as Y from 'yjs';
 import { writeUpdate } from '../sync/protocol.js';
 import { type Peer, type TopicPublisher } from './peer.js';
-import { documentKeyString, type DocumentKey } from './document-key.js';
+import { documentKeyString, type DocumentKey } from '../document-key.js';
 
 /**
  * The topics of one document, spelled here and nowhere else. Every connection subscribes to `document` (awareness,

@@ -1,5 +1,5 @@
 // Owns the contract between a document actor and one connection: what the actor may ask of a socket it does not own.
-import type { DocumentKey } from './document-key.js';
+import type { DocumentKey } from '../document-key.js';
 
 /** Who made a change, recorded as a store's lastUpdatedBy / sessionId. */
 export interface ChangeOrigin {
@@ -63,6 +63,16 @@ export interface DocumentActorView {
   run<T>(task: () => T | Promise<T>): Promise<T>;
   broadcast(bytes: Uint8Array): number;
   sendTo(sessionId: string, bytes: Uint8Array): boolean;
+}
+
+/**
+ * Loads a document's actor and keeps it loaded while `use` runs (DocumentActors.use): how comments, presence and live
+ * state reach the actor without importing the registry. They need of it only the DocumentActorView port.
+ */
+export interface DocumentActorLoader {
+  use<T>(key: DocumentKey, use: (actor: DocumentActorView) => Promise<T> | T): Promise<T>;
+  /** Tells `listener` after an actor was unloaded (DocumentActors.onUnloaded), so nothing kept beside it stays reachable. */
+  onUnloaded?(listener: (key: DocumentKey) => void): void;
 }
 
 /** lastUpdatedBy of changes made through the REST CRDT operations, which carry no user. */

@@ -2,7 +2,7 @@
 import type { Database, Key } from 'lmdb';
 import type { Store } from '../store/env.js';
 import { DB, KEY_END } from '../store/keys.js';
-import type { DocumentKey } from './document-key.js';
+import type { DocumentKey } from '../document-key.js';
 import { DocumentWrites, superseded, type DocumentChange } from './document-writes.js';
 
 const NO_CHANGE: LivePresenceChange = Object.freeze({ users: Object.freeze([]), removed: Object.freeze([]) });

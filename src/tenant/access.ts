@@ -1,6 +1,6 @@
 // Owns the answer to "what may this user do on this document": the effective role, and when that access lapses.
 import type { AccessRole, TokenResource, UserClaims } from '../auth/user-tokens.js';
-import type { DocumentKey } from '../doc/document-key.js';
+import type { DocumentKey } from '../document-key.js';
 import type { AccessType } from './api-key-config.js';
 import type { GrantRecord, Level, Principal } from './directory/records.js';
 

@@ -138,7 +138,7 @@ t.test('the expiry timer removes an offline user and tells the document sockets'
     outbox: new Outbox(store),
     now: Date.now,
     offlineTtlMs: 20,
-    actors: { use: (_ref, use) => use(host) },
+    actors: { use: async (_ref, use) => use(host) },
     encode: encodeLiveMessage,
     log: createLogger('silent'),
   });

@@ -1,7 +1,7 @@
 // Owns turning a raised change into an outbox event draft: upstream CommentPayload with the thread's final view.
 import type { EventDraft, EventPayload } from '../../events/types.js';
 import { commentView, type AnnotationView, type CommentView, type Priority, type Status, type UserRef } from './model.js';
-import type { DocumentKey } from '../document-key.js';
+import type { DocumentKey } from '../../document-key.js';
 import type { RaisedEvent } from './mutations.js';
 
 /** `data` of a comment event: upstream `CommentPayload` (WebhookV2Payload.data). */

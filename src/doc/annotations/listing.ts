@@ -2,7 +2,7 @@
 import type { Store } from '../../store/env.js';
 import type { CollabDocuments } from '../collab-state.js';
 import { annotationView, type AnnotationView } from './model.js';
-import type { DocumentKey } from '../document-key.js';
+import type { DocumentKey } from '../../document-key.js';
 import { countFor, matches, page, type AnnotationFilter, type Order, type Row } from './query.js';
 import { AnnotationState } from './state.js';
 

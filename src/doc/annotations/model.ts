@@ -1,5 +1,5 @@
 // Owns the shapes of comment annotations: request inputs (spec 2.4-2.7), stored records, and read views (spec 2.5, 4.10).
-import type { DocumentKey } from '../document-key.js';
+import type { DocumentKey } from '../../document-key.js';
 
 /** A user reference (spec 2.1). Extra fields the customer sends (photoUrl, color...) are kept as given. */
 export interface UserRef {

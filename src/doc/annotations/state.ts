@@ -7,7 +7,7 @@ import { DB, KEY_END } from '../../store/keys.js';
 import { DocumentWrites } from '../document-writes.js';
 import { deleteComments, updateComments, type CommentChange, type CommentUpdate } from './comment-mutations.js';
 import { annotationView, commentView, type AnnotationInput, type AnnotationRecord, type AnnotationView, type CommentInput, type CommentRecord, type CommentView } from './model.js';
-import type { DocumentKey } from '../document-key.js';
+import type { DocumentKey } from '../../document-key.js';
 import { appendComments, applyUpdate, buildAnnotation, swapUsers, type AnnotationUpdate, type RaisedEvent, type UserSwap } from './mutations.js';
 import { matches } from './query.js';
 import { ThreadChanges, type Change, type LiveAnnotationChange } from './thread-changes.js';

@@ -5,7 +5,7 @@ import type { WriteTx } from '../../store/env.js';
 import type { DocumentChange } from '../document-writes.js';
 import { eventDraft } from './events.js';
 import type { AnnotationRecord, AnnotationView } from './model.js';
-import type { DocumentKey } from '../document-key.js';
+import type { DocumentKey } from '../../document-key.js';
 import type { RaisedEvent } from './mutations.js';
 
 /** One thread's change, with the events it raises. */

@@ -1,5 +1,5 @@
 // Owns the document a request names: its body's organizationId + documentId, under the caller's API key.
-import type { DocumentKey } from '../../doc/document-key.js';
+import type { DocumentKey } from '../../document-key.js';
 import type { ApiKeyIdentity } from '../../tenant/workspaces.js';
 
 /** The fields of a request body that name one document of the caller's API key. */

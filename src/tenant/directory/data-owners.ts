@@ -1,7 +1,7 @@
 // Owns the seam through which deleting directory entries also deletes the document data other modules hold.
 import type { Store } from '../../store/env.js';
 import { DB, KEY_END } from '../../store/keys.js';
-import type { DocumentKey } from '../../doc/document-key.js';
+import type { DocumentKey } from '../../document-key.js';
 
 /**
  * A module that keeps data per document (CRDT stores, comment annotations, presence). The directory calls it
@@ -14,7 +14,7 @@ export interface DocumentDataOwner {
 }
 
 /** The databases keyed [apiKey, organizationId, documentId, ...] that hold document data. */
-const DOCUMENT_DATABASES = [DB.docUpdates, DB.docSnapshots, DB.editorDocMeta, DB.annotations, DB.presence] as const;
+export const DOCUMENT_DATABASES = [DB.docUpdates, DB.docSnapshots, DB.editorDocMeta, DB.annotations, DB.presence, DB.liveState, DB.recordings] as const;
 
 /**
  * Removes the LMDB ranges directly. Correct when no actor holds the document in memory; the sync and comment
