@@ -29,6 +29,7 @@ import { syncBehavior } from './ws/behavior.js';
 import { Outbox } from './events/outbox.js';
 import { encodeLiveMessage, encodeLiveStateMessage } from './ws/live-messages.js';
 import { Directory, LmdbDocumentData } from './tenant/directory.js';
+import { defaultConsoleDir, mountConsole } from './console/serve.js';
 import { Domains } from './tenant/domains.js';
 import { domainOperations } from './http/routes/domains.js';
 import { legacyOperations } from './http/routes/legacy.js';
@@ -224,6 +225,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
       },
     }),
   );
+  mountConsole(app, defaultConsoleDir(), log);
   app.options('/*', preflight(deps));
   app.any('/*', fallback(knownPaths, deps));
 
