@@ -1,6 +1,7 @@
 // Owns post-processing of a run's findings (spec 4.20 `postProcess`): guardrails, deleting the previous run's suggestions, annotations.
 import type { CollabDocuments } from '../doc/collab-state.js';
-import type { AnnotationInput, DocumentRef } from '../doc/annotations/model.js';
+import type { AnnotationInput } from '../doc/annotations/model.js';
+import type { DocumentKey } from '../document-key.js';
 import { stageOn, type AnnotationStrategy, type PostProcess } from './model.js';
 import type { Finding } from './tasks.js';
 
@@ -123,7 +124,7 @@ export interface Applied {
 }
 
 /** Writes the run's annotations through the document's actor (connected sync clients see them live). */
-export async function applyToDocument(collab: CollabDocuments, ref: DocumentRef, run: RunIdentity, findings: readonly Finding[], post: PostProcess | undefined): Promise<Applied> {
+export async function applyToDocument(collab: CollabDocuments, ref: DocumentKey, run: RunIdentity, findings: readonly Finding[], post: PostProcess | undefined): Promise<Applied> {
   let deleted = 0;
   if (stageOn(post?.deletePreviousSuggestions)) {
     const previous = await collab.read(ref, (doc) =>

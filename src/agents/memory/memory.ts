@@ -2,7 +2,7 @@
 import type { Database, Key } from 'lmdb';
 import { randomId } from '../../auth/secrets.js';
 import type { LiveAnnotationChange } from '../../doc/annotations/state.js';
-import type { DocumentRef } from '../../doc/annotations/model.js';
+import type { DocumentKey } from '../../document-key.js';
 import { AppError } from '../../errors.js';
 import type { Logger } from '../../log.js';
 import type { Store } from '../../store/env.js';
@@ -58,7 +58,7 @@ export class Memory {
   }
 
   /** The listener for CollabDocuments.onAnnotationsCommitted: picks accepted/rejected suggestions written by an agent. */
-  observe(ref: DocumentRef, changes: readonly LiveAnnotationChange[]): void {
+  observe(ref: DocumentKey, changes: readonly LiveAnnotationChange[]): void {
     for (const change of changes) {
       if (change.op !== 'upsert' || change.annotation.type !== 'suggestion') continue;
       const agentId = change.annotation.context?.['agentId'];

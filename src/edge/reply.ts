@@ -1,9 +1,10 @@
-// Owns writing HTTP responses from uWebSockets.js: status lines, common headers, the success and error envelopes.
+// Owns writing HTTP responses from uWebSockets.js (status line, common headers, envelopes), shared by src/http and the src/ws upgrade.
 import type { HttpResponse } from 'uWebSockets.js';
 import type { AppError } from '../errors.js';
 
 const STATUS_LINES: Record<number, string> = {
   200: '200 OK',
+  202: '202 Accepted',
   204: '204 No Content',
   400: '400 Bad Request',
   401: '401 Unauthorized',
