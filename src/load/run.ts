@@ -48,6 +48,18 @@ const SATURATED = 0.9;
 
 const workerUrl = (): URL => new URL(`./worker${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url);
 
+/**
+ * The compiled build runs worker.js directly. From the sources (tests, `npm run dev`-style use) the worker is
+ * TypeScript: a small eval'd entry registers tsx in the thread first (Node 20 does not apply an inherited
+ * `--import=tsx` to a worker's entry module).
+ */
+function startWorker(plan: WorkerPlan): Worker {
+  const url = workerUrl();
+  if (!url.pathname.endsWith('.ts')) return new Worker(url, { workerData: plan });
+  const entry = `import('tsx/esm/api').then(({ register }) => { register(); return import(${JSON.stringify(url.href)}); })`;
+  return new Worker(entry, { eval: true, workerData: plan });
+}
+
 function defaultLog(line: string, live = false): void {
   if (live && process.stderr.isTTY) process.stderr.write(`\r\x1b[2K${line}`);
   else if (!live) process.stderr.write(`${process.stderr.isTTY ? '\r\x1b[2K' : ''}${line}\n`);
@@ -121,7 +133,7 @@ export async function runLoad(options: RunOptions): Promise<RunResult> {
       clients: clients.filter((client) => client.id % workerCount === workerId),
       intervalMs,
     };
-    const worker = new Worker(workerUrl(), { workerData: plan });
+    const worker = startWorker(plan);
     worker.on('message', (message: FromWorker) => {
       if (message.type === 'ready') ready++;
       else if (message.type === 'interval') {
