@@ -8,6 +8,8 @@ interface Line {
 
 const COLORS = ['#2563eb', '#dc2626', '#16a34a', '#9333ea', '#ea580c', '#0891b2', '#4d7c0f', '#be185d'];
 
+const LEGEND_COLUMNS = 3;
+
 const escape = (s: string): string => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
 /** 1, 2 or 5 times a power of ten, at least `value` (axis tops). */
@@ -23,11 +25,11 @@ const tick = (v: number): string => (v >= 100 ? v.toFixed(0) : v >= 10 ? v.toFix
 /** A line chart as an SVG element; every line is a `path.series` (the report test counts them). */
 export function lineChart(title: string, unit: string, lines: readonly Line[], duration: number): string {
   const width = 640;
-  const height = 240;
+  const height = 240 + Math.max(0, Math.ceil(lines.length / LEGEND_COLUMNS) - 1) * 14;
   const left = 56;
   const right = 12;
   const top = 28;
-  const bottom = 40;
+  const bottom = 40 + Math.max(0, Math.ceil(lines.length / LEGEND_COLUMNS) - 1) * 14;
   const plotW = width - left - right;
   const plotH = height - top - bottom;
   const drawn = lines.filter((line) => line.points.length > 0);
@@ -56,8 +58,8 @@ export function lineChart(title: string, unit: string, lines: readonly Line[], d
       const [t, v] = line.points[0] ?? [0, 0];
       parts.push(`<circle cx="${x(t).toFixed(1)}" cy="${y(v).toFixed(1)}" r="2.5" fill="${color}"/>`);
     }
-    const lx = left + 8 + (i % 4) * 150;
-    const ly = height - 10 - Math.floor(i / 4) * 0;
+    const lx = left + (i % LEGEND_COLUMNS) * ((width - left) / LEGEND_COLUMNS);
+    const ly = height - bottom + 32 + Math.floor(i / LEGEND_COLUMNS) * 14;
     parts.push(`<rect x="${lx}" y="${ly - 8}" width="10" height="3" fill="${color}"/><text x="${lx + 14}" y="${ly - 4}" class="legend">${escape(line.name)}</text>`);
   });
   parts.push('</svg>');

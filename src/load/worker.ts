@@ -21,6 +21,8 @@ interface LiveClient {
   stamps?: Y.Array<number[]>;
   open: boolean;
   everSynced: boolean;
+  /** When the first handshake completed: presence states stamped earlier are not live changes. */
+  syncedAt?: number;
   connects: number;
   disconnects: number;
   live: number;
@@ -35,6 +37,8 @@ const post = (message: FromWorker): void => port.postMessage(message);
 
 const recorder = new Recorder();
 const random = rng(plan.seed + plan.workerId * 7919);
+/** Arrival times draw from their own stream, so one seed makes one schedule whatever the answers and content. */
+const scheduleRandom = rng(plan.seed * 31 + plan.workerId);
 const clients = new Map<number, LiveClient>();
 const sentPerDoc = new Array<number>(plan.scenario.documents).fill(0);
 const errorKinds = new Map<string, number>();
@@ -76,9 +80,10 @@ function join(client: LiveClient, intendedAt: number): void {
     synced: () => {
       if (client.everSynced) return;
       client.everSynced = true;
-      recorder.record('sync.join', nowMs() - intendedAt);
-      // a churning client shows itself once it is in (its arrival is its presence change)
-      if (p.role === 'churn') setPresence(client, intendedAt);
+      client.syncedAt = nowMs();
+      recorder.record('sync.join', client.syncedAt - intendedAt);
+      // a churning client shows itself once it is in: its arrival is its presence change, timed from now
+      if (p.role === 'churn') setPresence(client, client.syncedAt);
     },
   });
   client.conn = conn;
@@ -102,13 +107,14 @@ function join(client: LiveClient, intendedAt: number): void {
     }
   });
   conn.awareness.on('change', ({ added, updated }: { added: number[]; updated: number[] }, origin: unknown) => {
-    if (origin === 'local') return;
+    if (origin === 'local' || client.syncedAt === undefined) return;
     const now = nowMs();
     const states = conn.awareness.getStates();
     for (const id of [...added, ...updated]) {
       if (id === conn.doc.clientID) continue;
       const t = (states.get(id) as { t?: unknown } | undefined)?.t;
-      if (typeof t !== 'number') continue;
+      // states older than this client's arrival are the server's snapshot for a newcomer, not live changes
+      if (typeof t !== 'number' || t < client.syncedAt) continue;
       recorder.count('presence.received');
       recorder.record('presence.e2e', now - t);
     }
@@ -154,7 +160,7 @@ function edit(client: LiveClient, intendedAt: number): void {
 /** Arms a recurring per-client stream of `rate`/s from the client's join (no ramp: joins are the ramp). */
 function every(rate: number, from: number, fire: (intendedAt: number) => void): void {
   if (rate <= 0 || scheduler === undefined) return;
-  const arrivals = new Arrivals(rate, 0, plan.scenario.arrivals, random, from);
+  const arrivals = new Arrivals(rate, 0, plan.scenario.arrivals, scheduleRandom, from);
   scheduler.at(startAt + arrivals.next() * 1000, (at) => {
     fire(at);
     return startAt + arrivals.next() * 1000;
@@ -218,7 +224,7 @@ function armRest(): void {
   if (s === undefined || plan.rest === undefined) return;
   const share = 1 / plan.workers;
   const stream = (rate: number, fire: (at: number) => void): void => {
-    const arrivals = new Arrivals(rate * share, scenario.rampUpSeconds, scenario.arrivals, random);
+    const arrivals = new Arrivals(rate * share, scenario.rampUpSeconds, scenario.arrivals, scheduleRandom);
     s.at(startAt + arrivals.next() * 1000, (at) => {
       fire(at);
       return startAt + arrivals.next() * 1000;

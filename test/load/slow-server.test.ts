@@ -1,0 +1,46 @@
+// No coordinated omission: behind a delaying proxy the same scenario shows higher latency and sends exactly as much.
+import t from 'tap';
+import { runLoad, type RunResult } from '../../src/load/run.js';
+import { resolveScenario } from '../../src/load/scenario.js';
+import { delayProxy } from '../helpers/delay-proxy.js';
+import { startTestServer } from '../helpers/server.js';
+
+const DELAY_MS = 100;
+
+t.test('a slowed server shows higher latency, not a lower send rate', async (t) => {
+  const { url, api, server } = await startTestServer(t);
+  const credentials = await api.createWorkspace();
+  const proxyPort = await delayProxy(t, server.port, DELAY_MS);
+  const scenario = resolveScenario(['editing', 'readers', 'rest'], [
+    {
+      documents: 2,
+      rampUpSeconds: 1,
+      steadySeconds: 3,
+      editing: { editorsPerDocument: 2, editsPerSecond: 5 },
+      readers: { perDocument: 1, lateJoinersPerDocument: 0 },
+      // one request takes at least 2 × DELAY_MS behind the proxy: a closed-loop client could not keep this rate
+      rest: { requestsPerSecond: 30, mix: { 'presence.get': 1, 'comments.get': 1 } },
+    },
+  ]);
+  const run = (target: string): Promise<RunResult> =>
+    runLoad({ url: target, kind: 'plait', scenario, apiKey: credentials.apiKey, authToken: credentials.authToken, workers: 1, seed: 42, log: () => {} });
+  const direct = await run(url);
+  const slowed = await run(`http://127.0.0.1:${proxyPort}`);
+
+  const sent = (r: RunResult, name: string): number => r.report.phases.all.counters[name] ?? 0;
+  const restSent = (r: RunResult): number => sent(r, 'rest.presence.get.sent') + sent(r, 'rest.comments.get.sent');
+  t.ok(sent(direct, 'edits.sent') > 0, `edits sent directly: ${sent(direct, 'edits.sent')}`);
+  t.equal(sent(slowed, 'edits.sent'), sent(direct, 'edits.sent'), 'the same edits are sent through the slow path (same seed, same schedule)');
+  t.ok(restSent(direct) > 0, `REST requests sent directly: ${restSent(direct)}`);
+  t.equal(restSent(slowed), restSent(direct), 'the same REST requests are sent through the slow path');
+  t.equal(slowed.report.delivery.complete, slowed.report.delivery.clients, 'every reader still holds every edit');
+
+  const e2e = (r: RunResult): { p50: number; count: number } => r.report.phases.all.histograms['sync.e2e'] ?? { p50: 0, count: 0 };
+  t.ok(e2e(slowed).count > 0 && e2e(direct).count > 0, 'both runs measured edits end to end');
+  // an edit crosses the proxy twice (sender to server, server to receiver)
+  t.ok(e2e(slowed).p50 >= 2 * DELAY_MS, `edit p50 behind the proxy ${e2e(slowed).p50} ms >= ${2 * DELAY_MS} ms`);
+  t.ok(e2e(slowed).p50 > e2e(direct).p50, `edit p50 ${e2e(slowed).p50} ms > ${e2e(direct).p50} ms direct`);
+  const rest = (r: RunResult): number => r.report.phases.all.histograms['rest.presence.get']?.p50 ?? 0;
+  t.ok(rest(slowed) >= 2 * DELAY_MS, `REST p50 behind the proxy ${rest(slowed)} ms >= ${2 * DELAY_MS} ms (request and answer)`);
+  t.ok(rest(slowed) > rest(direct), `REST p50 ${rest(slowed)} ms > ${rest(direct)} ms direct`);
+});
