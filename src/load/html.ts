@@ -45,8 +45,8 @@ export function lineChart(title: string, unit: string, lines: readonly Line[], d
     parts.push(`<line x1="${left}" x2="${width - right}" y1="${y(v).toFixed(1)}" y2="${y(v).toFixed(1)}" class="grid"/>`);
     parts.push(`<text x="${left - 6}" y="${(y(v) + 4).toFixed(1)}" class="axis" text-anchor="end">${tick(v)}</text>`);
   }
-  for (let i = 0; i <= 5; i++) {
-    const t = (xMax * i) / 5;
+  const xStep = niceMax(xMax / 6);
+  for (let t = 0; t <= xMax + 1e-9; t += xStep) {
     parts.push(`<text x="${x(t).toFixed(1)}" y="${height - bottom + 16}" class="axis" text-anchor="middle">${tick(t)} s</text>`);
   }
   if (drawn.length === 0) parts.push(`<text x="${left + plotW / 2}" y="${top + plotH / 2}" class="axis" text-anchor="middle">no data</text>`);

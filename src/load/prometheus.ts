@@ -33,7 +33,10 @@ export async function scrape(url: string): Promise<{ samples?: Record<string, nu
     const response = await fetch(url, { signal: AbortSignal.timeout(10_000) });
     const body = await response.text();
     if (!response.ok) return { note: `HTTP ${response.status}` };
-    return { samples: parsePrometheus(body) };
+    const samples = parsePrometheus(body);
+    // some servers answer every path (Hocuspocus greets): no sample, no metrics
+    if (Object.keys(samples).length === 0) return { note: `HTTP ${response.status} without Prometheus samples` };
+    return { samples };
   } catch (error) {
     return { note: (error as { cause?: { code?: string } }).cause?.code ?? (error as Error).message };
   }

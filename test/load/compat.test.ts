@@ -13,7 +13,12 @@ async function yWebsocketServer(t: Test): Promise<string> {
     docs: Map<string, { awareness: { destroy(): void }; destroy(): void }>;
   };
   const wss = new WebSocketServer({ noServer: true });
-  const server = createServer((_request, response) => response.writeHead(404).end());
+  // a /metrics endpoint, as a deployment behind a Prometheus exporter would have: each scrape counts itself
+  let scrapes = 0;
+  const server = createServer((request, response) => {
+    if (request.url !== '/metrics') return void response.writeHead(404).end();
+    response.writeHead(200, { 'content-type': 'text/plain; version=0.0.4' }).end(`# TYPE scrapes_total counter\nscrapes_total ${++scrapes}\nopen_docs ${docs.size}\n`);
+  });
   wss.on('connection', setupWSConnection);
   server.on('upgrade', (request, socket, head) => wss.handleUpgrade(request, socket, head, (ws) => wss.emit('connection', ws, request)));
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -67,5 +72,10 @@ for (const [kind, start] of Object.entries(servers)) {
     t.match(report.warnings.join('\n'), /no Plait REST API: the comments and REST workloads are left out/, 'the REST workloads are dropped with a warning');
     t.equal(report.scenario.comments, undefined);
     t.equal(report.phases.all.counters['errors'] ?? 0, 0, `no errors (${report.errors.join('; ')})`);
+    if (kind === 'y-websocket') {
+      t.equal(report.server.available, true, 'the server figures were scraped');
+      t.equal(report.server.delta?.['scrapes_total'], 1, 'counters as the change over the run');
+      t.equal(report.server.after?.['open_docs'], 2, 'gauges as they were at the end');
+    } else t.equal(report.server.available, false, 'a server without /metrics is noted, not an error');
   });
 }
