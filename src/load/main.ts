@@ -1,11 +1,10 @@
 #!/usr/bin/env node
 // Owns the plait-load command line: `run` (default) against a deployment, and `merge` of several generator machines' reports.
-import { readFileSync, mkdirSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { htmlReport } from './html.js';
 import { mergeReports, textSummary, type LoadReport } from './report.js';
-import { runLoad } from './run.js';
+import { runLoad, writeReport } from './run.js';
 import { resolveScenario, type ScenarioPatch } from './scenario.js';
 import { TARGET_KINDS, type TargetKind } from './sync-client.js';
 
@@ -36,10 +35,11 @@ run
   --out DIR              report.json and report.html              (./plait-load-<time>)
   --keep                 keep the organization, documents and comments the run made
   --drain-timeout S      how long the end waits for readers to catch up   (30)
+  --start-at TIME        ISO time to start at (several machines, one scenario)
 
 Exit status: 0 done, 1 could not run, 2 some client did not receive every edit.`;
 
-const FLAGS = {
+export const FLAGS = {
   url: { type: 'string' },
   'api-key': { type: 'string' },
   'auth-token': { type: 'string' },
@@ -69,6 +69,7 @@ const FLAGS = {
   out: { type: 'string' },
   keep: { type: 'boolean' },
   'drain-timeout': { type: 'string' },
+  'start-at': { type: 'string' },
   help: { type: 'boolean' },
 } as const;
 
@@ -126,6 +127,8 @@ async function run(values: Values): Promise<number> {
   const seed = number(values, 'seed');
   const drain = number(values, 'drain-timeout');
   const metricsUrl = values['metrics-url'];
+  const startAt = typeof values['start-at'] === 'string' ? Date.parse(values['start-at']) : undefined;
+  if (startAt !== undefined && Number.isNaN(startAt)) throw new Error(`--start-at must be an ISO time (2026-01-31T12:00:00Z), got "${String(values['start-at'])}"`);
   const result = await runLoad({
     url,
     kind,
@@ -138,17 +141,16 @@ async function run(values: Values): Promise<number> {
     ...(seed === undefined ? {} : { seed }),
     ...(drain === undefined ? {} : { drainTimeoutMs: drain * 1000 }),
     ...(typeof metricsUrl === 'string' ? { metricsUrl } : {}),
+    ...(startAt === undefined ? {} : { startAtEpochMs: startAt }),
   });
-  process.stdout.write(`\n${textSummary(result.report)}\n\nreports: ${result.files.json ?? ''} ${result.files.html ?? ''}\n`);
+  process.stdout.write(`\n${textSummary(result.report)}\n\nreports: ${result.files.json ?? ''} ${result.files.html ?? ''} ${result.files.summary ?? ''}\n`);
   return result.report.delivery.complete < result.report.delivery.clients ? 2 : 0;
 }
 
 /** `merge`: one report (JSON, HTML, summary) of several machines' JSON reports. */
 export function mergeFiles(files: readonly string[], outDir: string): LoadReport {
   const merged = mergeReports(files.map((file) => JSON.parse(readFileSync(file, 'utf8')) as LoadReport));
-  mkdirSync(outDir, { recursive: true });
-  writeFileSync(join(outDir, 'report.json'), `${JSON.stringify(merged, null, 1)}\n`);
-  writeFileSync(join(outDir, 'report.html'), htmlReport(merged));
+  writeReport(merged, outDir);
   return merged;
 }
 

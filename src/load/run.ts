@@ -32,6 +32,8 @@ export interface RunOptions {
   /** How long the end waits for every reader to hold every edit. */
   readonly drainTimeoutMs?: number;
   readonly intervalMs?: number;
+  /** Wall-clock time (ms since the epoch) to start at, so several generator machines start one scenario together. */
+  readonly startAtEpochMs?: number;
   /** Progress and warnings (default: stderr). */
   readonly log?: (line: string, live?: boolean) => void;
 }
@@ -41,7 +43,23 @@ export interface RunResult {
   /** Per-client outcomes (the delivery check's raw material). */
   readonly clients: readonly ClientResult[];
   readonly sentPerDoc: readonly number[];
-  readonly files: { readonly json?: string; readonly html?: string };
+  readonly files: ReportFiles | Record<string, never>;
+}
+
+export interface ReportFiles {
+  readonly json: string;
+  readonly html: string;
+  readonly summary: string;
+}
+
+/** Writes report.json, report.html and summary.txt into `outDir`. */
+export function writeReport(report: LoadReport, outDir: string): ReportFiles {
+  mkdirSync(outDir, { recursive: true });
+  const files = { json: join(outDir, 'report.json'), html: join(outDir, 'report.html'), summary: join(outDir, 'summary.txt') };
+  writeFileSync(files.json, `${JSON.stringify(report, null, 1)}\n`);
+  writeFileSync(files.html, htmlReport(report));
+  writeFileSync(files.summary, `${textSummary(report)}\n`);
+  return files;
 }
 
 const SATURATED = 0.9;
@@ -161,6 +179,12 @@ export async function runLoad(options: RunOptions): Promise<RunResult> {
   let progressTimer: NodeJS.Timeout | undefined;
   try {
     await until(() => ready === workerCount);
+    if (options.startAtEpochMs !== undefined) {
+      const wait = options.startAtEpochMs - Date.now();
+      if (wait < 0) warnings.push(`started ${(-wait / 1000).toFixed(1)} s after the agreed --start-at`);
+      else log(`waiting ${(wait / 1000).toFixed(1)} s for --start-at`);
+      await new Promise((resolve) => setTimeout(resolve, Math.max(0, wait)));
+    }
     const startAt = nowMs() + 100;
     send({ type: 'start', startAt });
     log(`running ${scenario.name}: ${clients.length} sync clients on ${workerCount} threads for ${duration} s against ${options.kind} ${options.url}`);
@@ -202,14 +226,7 @@ export async function runLoad(options: RunOptions): Promise<RunResult> {
       warnings,
       server: serverMetrics(metricsUrl, before.samples, after),
     };
-    const files: { json?: string; html?: string } = {};
-    if (options.outDir !== undefined) {
-      mkdirSync(options.outDir, { recursive: true });
-      files.json = join(options.outDir, 'report.json');
-      files.html = join(options.outDir, 'report.html');
-      writeFileSync(files.json, `${JSON.stringify(report, null, 1)}\n`);
-      writeFileSync(files.html, htmlReport(report));
-    }
+    const files = options.outDir === undefined ? {} : writeReport(report, options.outDir);
     return { report, clients: results, sentPerDoc, files };
   } finally {
     clearInterval(progressTimer);

@@ -1,7 +1,8 @@
 // plait-load's pure parts: scenarios (presets, combining, validation, flags), arrival schedules, the client plan, Prometheus parsing, histogram merging.
+import { readFileSync } from 'node:fs';
 import t from 'tap';
 import { decode, mergeEncoded, newHistogram, recordMs, toEncoded } from '../../src/load/histograms.js';
-import { flagPatch } from '../../src/load/main.js';
+import { FLAGS, USAGE, flagPatch } from '../../src/load/main.js';
 import { Arrivals, planClients, rng } from '../../src/load/plan.js';
 import { parsePrometheus, serverMetrics } from '../../src/load/prometheus.js';
 import { PRESETS, resolveScenario } from '../../src/load/scenario.js';
@@ -79,4 +80,18 @@ t.test('histograms merge exactly', async (t) => {
   t.equal(decode(merged.encoded).totalCount, 1000);
   recordMs(a, 0);
   t.equal(a.minNonZeroValue, 1, 'values below a microsecond count as one');
+});
+
+t.test('the README and --help list every flag; the README shows the committed example report', async (t) => {
+  const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+  for (const flag of Object.keys(FLAGS)) {
+    if (flag === 'help') continue;
+    t.ok(readme.includes(`\`--${flag}\``), `README names --${flag}`);
+    t.ok(USAGE.includes(`--${flag}`), `--help names --${flag}`);
+  }
+  const summary = readFileSync(new URL('../../docs/load-example/summary.txt', import.meta.url), 'utf8').trim();
+  t.ok(readme.includes(summary), 'the README quotes docs/load-example/summary.txt');
+  const example = JSON.parse(readFileSync(new URL('../../docs/load-example/report.json', import.meta.url), 'utf8')) as { format: string; delivery: { complete: number; clients: number } };
+  t.equal(example.format, 'plait-load/1');
+  t.ok(example.delivery.clients > 0 && example.delivery.complete === example.delivery.clients, 'the example run delivered every edit');
 });
