@@ -129,7 +129,15 @@ async function run(values: Values): Promise<number> {
   const metricsUrl = values['metrics-url'];
   const startAt = typeof values['start-at'] === 'string' ? Date.parse(values['start-at']) : undefined;
   if (startAt !== undefined && Number.isNaN(startAt)) throw new Error(`--start-at must be an ISO time (2026-01-31T12:00:00Z), got "${String(values['start-at'])}"`);
+  // Ctrl-C ends the schedule early; the run still drains, reports and cleans up. A second one exits at once.
+  const stop = new AbortController();
+  process.once('SIGINT', () => {
+    process.stderr.write('\nstopping early (Ctrl-C again to quit without report or clean-up)\n');
+    stop.abort();
+    process.once('SIGINT', () => process.exit(130));
+  });
   const result = await runLoad({
+    signal: stop.signal,
     url,
     kind,
     scenario,

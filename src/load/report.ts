@@ -137,7 +137,7 @@ export function textSummary(report: LoadReport): string {
     lines.push(`${pad(labelOf(name) + (steady.histograms[name] === undefined ? ' (all)' : ''), 40)}${cells.map((c) => c.padStart(10)).join('')}`);
   }
   const c = all.counters;
-  const rate = (n: number | undefined): string => `${((n ?? 0) / Math.max(steady.seconds, 1e-9)).toFixed(1)}/s`;
+  const rate = (n: number | undefined): string => (steady.seconds > 0 ? `${((n ?? 0) / steady.seconds).toFixed(1)}/s` : 'n/a');
   lines.push('');
   lines.push(`edits sent ${c['edits.sent'] ?? 0} (steady ${rate(steady.counters['edits.sent'])}), received live ${c['edits.received'] ?? 0} (steady ${rate(steady.counters['edits.received'])}), caught up ${c['edits.caughtUp'] ?? 0}`);
   const d = report.delivery;

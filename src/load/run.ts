@@ -36,6 +36,8 @@ export interface RunOptions {
   readonly startAtEpochMs?: number;
   /** Progress and warnings (default: stderr). */
   readonly log?: (line: string, live?: boolean) => void;
+  /** Ends the schedule early (Ctrl-C): the run still drains, reports and cleans up. */
+  readonly signal?: AbortSignal;
 }
 
 export interface RunResult {
@@ -78,9 +80,13 @@ function startWorker(plan: WorkerPlan): Worker {
   return new Worker(entry, { eval: true, workerData: plan });
 }
 
+let liveLines = 0;
+
+/** A terminal gets the live line redrawn in place; a log file gets every tenth one. */
 function defaultLog(line: string, live = false): void {
   if (live && process.stderr.isTTY) process.stderr.write(`\r\x1b[2K${line}`);
   else if (!live) process.stderr.write(`${process.stderr.isTTY ? '\r\x1b[2K' : ''}${line}\n`);
+  else if (line !== '' && liveLines++ % 10 === 0) process.stderr.write(`${line}\n`);
 }
 
 async function inBatches<T>(items: readonly T[], size: number, each: (item: T) => Promise<void>): Promise<void> {
@@ -110,10 +116,15 @@ export async function runLoad(options: RunOptions): Promise<RunResult> {
     log(`setting up: organization ${runId}, ${clients.length} user tokens`);
     await createOrganization(auth, runId, `plait-load ${scenario.name}`);
     const restAuth = auth;
-    await inBatches(clients, 16, async (client) => {
-      const viewer = client.role === 'reader' || client.role === 'late' ? `${runId}-d${client.doc}` : undefined;
-      client.token = await mintToken(restAuth, client.userId, runId, viewer);
-    });
+    try {
+      await inBatches(clients, 16, async (client) => {
+        const viewer = client.role === 'reader' || client.role === 'late' ? `${runId}-d${client.doc}` : undefined;
+        client.token = await mintToken(restAuth, client.userId, runId, viewer);
+      });
+    } catch (error) {
+      if (options.keep !== true) await deleteOrganization(restAuth, runId).catch(() => log(`clean-up failed, organization ${runId} is left behind`));
+      throw error;
+    }
   }
   const metricsUrl = options.metricsUrl ?? `${options.url.replace(/^ws/, 'http').replace(/\/+$/, '')}/metrics`;
   const before = await scrape(metricsUrl);
@@ -190,8 +201,16 @@ export async function runLoad(options: RunOptions): Promise<RunResult> {
     log(`running ${scenario.name}: ${clients.length} sync clients on ${workerCount} threads for ${duration} s against ${options.kind} ${options.url}`);
     const mainElu = performance.eventLoopUtilization();
     progressTimer = setInterval(() => log(progressLine(intervals, workerCount, intervalMs, duration, scenario.rampUpSeconds), true), 1000);
-    await new Promise((resolve) => setTimeout(resolve, Math.max(0, startAt + duration * 1000 - nowMs())));
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, Math.max(0, startAt + duration * 1000 - nowMs()));
+      options.signal?.addEventListener('abort', () => {
+        clearTimeout(timer);
+        warnings.push(`stopped early, at ${((nowMs() - startAt) / 1000).toFixed(1)} s of ${duration} s`);
+        resolve();
+      });
+    });
     clearInterval(progressTimer);
+    const ranFor = Math.min(duration, Math.max(0, (nowMs() - startAt) / 1000));
     const coordinatorElu = performance.eventLoopUtilization(mainElu).utilization;
     if (coordinatorElu > SATURATED) warnings.push(`the coordinating thread was ${(coordinatorElu * 100).toFixed(0)}% busy`);
     log('', true);
@@ -212,7 +231,7 @@ export async function runLoad(options: RunOptions): Promise<RunResult> {
       }
     }
     const results = [...drained.values()].flatMap((d) => d.clients).sort((a, b) => a.id - b.id);
-    const { series, all, steady } = buildPhases(intervals, intervalMs, scenario.rampUpSeconds, duration);
+    const { series, all, steady } = buildPhases(intervals, intervalMs, scenario.rampUpSeconds, Math.max(ranFor, Math.min(duration, scenario.rampUpSeconds)));
     const report: LoadReport = {
       format: REPORT_FORMAT,
       scenario,
@@ -228,6 +247,11 @@ export async function runLoad(options: RunOptions): Promise<RunResult> {
     };
     const files = options.outDir === undefined ? {} : writeReport(report, options.outDir);
     return { report, clients: results, sentPerDoc, files };
+  } catch (error) {
+    if (auth !== undefined && options.keep !== true) {
+      await deleteOrganization(auth, runId).catch((cleanup: unknown) => log(`clean-up failed, organization ${runId} is left behind: ${(cleanup as Error).message}`));
+    }
+    throw error;
   } finally {
     clearInterval(progressTimer);
     await Promise.all(workers.map((worker) => worker.terminate()));

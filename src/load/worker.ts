@@ -75,7 +75,7 @@ function join(client: LiveClient, intendedAt: number): void {
       client.open = false;
       client.disconnects++;
       recorder.count('sync.disconnects');
-      noteError(`sync close ${code ?? '-'} ${reason}`.trim());
+      noteError(`sync close ${code ?? '-'} ${reason} (${p.role})`.replace('  ', ' '));
     },
     synced: () => {
       if (client.everSynced) return;
