@@ -89,7 +89,7 @@ export function addCounters(into: Counters, from: Readonly<Counters>): Counters 
  * recorded since the last take and starts afresh, so an interval's figures are its own.
  */
 export class Recorder {
-  private histograms = new Map<string, hdr.Histogram>();
+  private readonly histograms = new Map<string, hdr.Histogram>();
   private counters: Counters = {};
 
   record(name: string, valueMs: number): void {
@@ -107,11 +107,12 @@ export class Recorder {
 
   take(): { histograms: Record<string, string>; counters: Counters } {
     const histograms: Record<string, string> = {};
+    // kept and reset, not rebuilt: a histogram of this range is ~180 KB of counts
     for (const [name, histogram] of this.histograms) {
-      if (histogram.totalCount > 0) histograms[name] = encode(histogram);
-      histogram.destroy();
+      if (histogram.totalCount === 0) continue;
+      histograms[name] = encode(histogram);
+      histogram.reset();
     }
-    this.histograms = new Map();
     const counters = this.counters;
     this.counters = {};
     return { histograms, counters };

@@ -35,12 +35,15 @@ t.test('a slowed server shows higher latency, not a lower send rate', async (t) 
   t.equal(restSent(slowed), restSent(direct), 'the same REST requests are sent through the slow path');
   t.equal(slowed.report.delivery.complete, slowed.report.delivery.clients, 'every reader still holds every edit');
 
-  const e2e = (r: RunResult): { p50: number; count: number } => r.report.phases.all.histograms['sync.e2e'] ?? { p50: 0, count: 0 };
+  // Every edit crosses the proxy twice (sender to server, server to receiver) and every REST call once each way,
+  // so the slowed run's fastest figure is bounded below by the delay (less a millisecond of timer rounding):
+  // a bound the proxy guarantees, whatever else the machine is doing.
+  const floor = 2 * DELAY_MS - 2;
+  const e2e = (r: RunResult): { min: number; p50: number; count: number } => r.report.phases.all.histograms['sync.e2e'] ?? { min: 0, p50: 0, count: 0 };
   t.ok(e2e(slowed).count > 0 && e2e(direct).count > 0, 'both runs measured edits end to end');
-  // an edit crosses the proxy twice (sender to server, server to receiver)
-  t.ok(e2e(slowed).p50 >= 2 * DELAY_MS, `edit p50 behind the proxy ${e2e(slowed).p50} ms >= ${2 * DELAY_MS} ms`);
-  t.ok(e2e(slowed).p50 > e2e(direct).p50, `edit p50 ${e2e(slowed).p50} ms > ${e2e(direct).p50} ms direct`);
-  const rest = (r: RunResult): number => r.report.phases.all.histograms['rest.presence.get']?.p50 ?? 0;
-  t.ok(rest(slowed) >= 2 * DELAY_MS, `REST p50 behind the proxy ${rest(slowed)} ms >= ${2 * DELAY_MS} ms (request and answer)`);
-  t.ok(rest(slowed) > rest(direct), `REST p50 ${rest(slowed)} ms > ${rest(direct)} ms direct`);
+  t.ok(e2e(slowed).min >= floor, `every edit behind the proxy took at least ${floor} ms (fastest ${e2e(slowed).min} ms, p50 ${e2e(slowed).p50} ms)`);
+  t.ok(e2e(direct).min < e2e(slowed).min, `direct edits were faster (fastest ${e2e(direct).min} ms, p50 ${e2e(direct).p50} ms)`);
+  const rest = (r: RunResult): { min: number; p50: number } => r.report.phases.all.histograms['rest.presence.get'] ?? { min: 0, p50: 0 };
+  t.ok(rest(slowed).min >= floor, `every REST call behind the proxy took at least ${floor} ms (fastest ${rest(slowed).min} ms, p50 ${rest(slowed).p50} ms)`);
+  t.ok(rest(direct).min < rest(slowed).min, `direct REST calls were faster (fastest ${rest(direct).min} ms, p50 ${rest(direct).p50} ms)`);
 });
