@@ -14,11 +14,15 @@ const MAX_IN_FLIGHT = 4096;
 const MAX_ERROR_KINDS = 50;
 const STAMPS = 'plait-load';
 const TEXT = 'content';
+/** Stamps each sender leaves in the document (older ones are deleted as it sends). */
+const KEEP_STAMPS = 32;
 
 interface LiveClient {
   readonly plan: ClientPlan;
   conn?: SyncConnection;
   stamps?: Y.Array<number[]>;
+  /** Highest sequence number seen per sending client: Yjs applies one client's updates in order, so it holds all below. */
+  readonly seen: Map<number, number>;
   open: boolean;
   everSynced: boolean;
   /** When the first handshake completed: presence states stamped earlier are not live changes. */
@@ -96,6 +100,8 @@ function join(client: LiveClient, intendedAt: number): void {
     const now = nowMs();
     for (const item of event.changes.added) {
       for (const stamp of item.content.getContent() as number[][]) {
+        const [sender = -1, seq = -1] = stamp;
+        if (seq > (client.seen.get(sender) ?? -1)) client.seen.set(sender, seq);
         if (!live) {
           recorder.count('edits.caughtUp');
           continue;
@@ -136,6 +142,24 @@ function setPresence(client: LiveClient, intendedAt: number): void {
   recorder.count('presence.sent');
 }
 
+function deleteOldestStamp(stamps: Y.Array<number[]>, sender: number): void {
+  let index = 0;
+  for (const stamp of stamps) {
+    if (stamp[0] === sender) {
+      stamps.delete(index, 1);
+      return;
+    }
+    index++;
+  }
+}
+
+/** Edits a client's copy holds: for each sender, everything up to the highest sequence seen. */
+function received(client: LiveClient): number {
+  let sum = 0;
+  for (const seq of client.seen.values()) sum += seq + 1;
+  return sum;
+}
+
 function edit(client: LiveClient, intendedAt: number): void {
   const editing = plan.scenario.editing;
   const conn = client.conn;
@@ -151,7 +175,11 @@ function edit(client: LiveClient, intendedAt: number): void {
       text.delete(Math.floor(random() * (length - cut + 1)), cut);
     }
     text.insert(Math.floor(random() * (text.length + 1)), inserted);
-    stamps.push([[client.plan.id, client.seq++, intendedAt]]);
+    const seq = client.seq++;
+    stamps.push([[client.plan.id, seq, intendedAt]]);
+    client.seen.set(client.plan.id, seq);
+    // each sender keeps only its latest stamps, so long runs do not grow every copy of the document without bound
+    if (seq >= KEEP_STAMPS) deleteOldestStamp(stamps, client.plan.id);
   });
   sentPerDoc[client.plan.doc] = (sentPerDoc[client.plan.doc] ?? 0) + 1;
   recorder.count('edits.sent');
@@ -168,7 +196,7 @@ function every(rate: number, from: number, fire: (intendedAt: number) => void): 
 }
 
 function armClient(p: ClientPlan): void {
-  const client: LiveClient = { plan: p, open: false, everSynced: false, connects: 0, disconnects: 0, live: 0, seq: 0, left: false };
+  const client: LiveClient = { plan: p, seen: new Map(), open: false, everSynced: false, connects: 0, disconnects: 0, live: 0, seq: 0, left: false };
   clients.set(p.id, client);
   const s = scheduler;
   if (s === undefined) return;
@@ -308,7 +336,7 @@ function results(): ClientResult[] {
       id: client.plan.id,
       doc: client.plan.doc,
       role: client.plan.role,
-      received: client.stamps?.length ?? 0,
+      received: received(client),
       live: client.live,
       synced: !client.left && (client.conn?.isSynced() ?? false),
       disconnects: client.disconnects,
@@ -329,7 +357,7 @@ async function handle(message: ToWorker): Promise<void> {
   } else if (message.type === 'drain') {
     const expected = message.sentPerDoc;
     const waiting = (): LiveClient[] =>
-      [...clients.values()].filter((c) => !c.left && c.stamps !== undefined && c.stamps.length < (expected[c.plan.doc] ?? 0));
+      [...clients.values()].filter((c) => !c.left && c.stamps !== undefined && received(c) < (expected[c.plan.doc] ?? 0));
     await settle(() => waiting().length === 0, message.timeoutMs);
     clearTimeout(intervalTimer);
     emitInterval();

@@ -21,7 +21,8 @@ t.test('a small collaboration scenario against Plait', async (t) => {
       documents: 2,
       rampUpSeconds: 1,
       steadySeconds: 3,
-      editing: { editorsPerDocument: 2, editsPerSecond: 5, textSize: { min: 1, max: 8 } },
+      // 12/s for ~3.5 s: more stamps per editor than the document keeps (32), so pruning and catch-up from a pruned copy are exercised
+      editing: { editorsPerDocument: 2, editsPerSecond: 12, textSize: { min: 1, max: 8 } },
       readers: { perDocument: 2, lateJoinersPerDocument: 1, lateJoinAtSeconds: 2 },
       presence: { updatesPerSecond: 2, churnPerSecond: 1, churnHoldSeconds: 1 },
       comments: { threadsPerSecond: 2, repliesPerThread: 1, replyEverySeconds: 0.5 },
