@@ -1,5 +1,5 @@
 // Owns the self-contained HTML report: inline SVG charts over time and the summary tables, no script and nothing fetched.
-import { labelOf, sumMatching, textSummary, type LoadReport, type SeriesPoint } from './report.js';
+import { labelOf, restRows, sumMatching, textSummary, type LoadReport, type SeriesPoint } from './report.js';
 
 interface Line {
   readonly name: string;
@@ -164,6 +164,8 @@ ${report.warnings.map((w) => `<p class="warn">warning: ${escape(w)}</p>`).join('
 <div class="charts">${charts(report).join('\n')}</div>
 <h2>Latency, steady phase (ms)</h2>
 ${table(['measure', 'count', 'p50', 'p90', 'p99', 'p99.9', 'max'], histogramRows)}
+<h2>REST by operation (whole run)</h2>
+${table(['operation', 'sent', 'ok', 'failed', 'dropped'], restRows(all.counters).map((r) => [r.op, String(r.sent), String(r.ok), String(r.failed), String(r.dropped)]))}
 <h2>Counters</h2>
 ${table(['counter', 'whole run', 'steady phase'], counterRows)}
 <h2>Errors</h2>

@@ -145,6 +145,9 @@ export function textSummary(report: LoadReport): string {
   const restSent = sumMatching(c, /^rest\..*\.sent$/);
   const restErr = sumMatching(c, /^rest\..*\.error$/) + sumMatching(c, /^rest\..*\.dropped$/);
   if (restSent > 0) lines.push(`REST: ${restSent} requests (steady ${rate(sumMatching(steady.counters, /^rest\..*\.sent$/))}), ${restErr} failed`);
+  for (const row of restRows(c)) {
+    if (row.failed + row.dropped > 0) lines.push(`  ${row.op}: ${row.sent} sent, ${row.ok} ok, ${row.failed} failed, ${row.dropped} dropped`);
+  }
   lines.push(`connections: ${c['sync.connects'] ?? 0} opened, ${c['sync.disconnects'] ?? 0} dropped, ${c['sync.reconnects'] ?? 0} reconnects; presence ${c['presence.sent'] ?? 0} sent, ${c['presence.received'] ?? 0} received`);
   lines.push(`errors: ${c['errors'] ?? 0}`);
   for (const error of report.errors.slice(0, 10)) lines.push(`  ${error}`);
@@ -152,6 +155,18 @@ export function textSummary(report: LoadReport): string {
   const server = report.server;
   lines.push(server.available ? `server /metrics: ${Object.keys(server.after ?? {}).length} samples scraped (in the JSON and HTML reports)` : `server /metrics: not exposed (${server.note ?? 'no answer'})`);
   return lines.join('\n');
+}
+
+/** Per REST operation: requests sent, answered ok, failed, dropped (in-flight cap). */
+export function restRows(counters: Counters): Array<{ op: string; sent: number; ok: number; failed: number; dropped: number }> {
+  const ops = [...new Set(Object.keys(counters).filter((k) => /^rest\..*\.sent$/.test(k)).map((k) => k.slice(5, -5)))].sort();
+  return ops.map((op) => ({
+    op,
+    sent: counters[`rest.${op}.sent`] ?? 0,
+    ok: counters[`rest.${op}.ok`] ?? 0,
+    failed: counters[`rest.${op}.error`] ?? 0,
+    dropped: counters[`rest.${op}.dropped`] ?? 0,
+  }));
 }
 
 export function sumMatching(counters: Counters, pattern: RegExp): number {
