@@ -9,7 +9,7 @@ import { htmlReport } from './html.js';
 import { planClients, type ClientResult, type FromWorker, type IntervalFigures, type ToWorker, type WorkerPlan } from './plan.js';
 import { scrape, serverMetrics } from './prometheus.js';
 import { REPORT_FORMAT, buildDelivery, buildPhases, sumMatching, textSummary, type LoadReport } from './report.js';
-import { createOrganization, deleteOrganization, mintToken, type RestAuth } from './rest-client.js';
+import { addUsers, createOrganization, deleteOrganization, mintToken, type RestAuth } from './rest-client.js';
 import { durationSeconds, needsRest, type Scenario } from './scenario.js';
 import { nowMs } from './scheduler.js';
 import type { SyncTarget, TargetKind } from './sync-client.js';
@@ -113,10 +113,11 @@ export async function runLoad(options: RunOptions): Promise<RunResult> {
   if (options.kind === 'plait') {
     if (options.apiKey === undefined || options.authToken === undefined) throw new Error('a Plait target needs --api-key and --auth-token');
     auth = { url: options.url.replace(/^ws/, 'http'), apiKey: options.apiKey, authToken: options.authToken };
-    log(`setting up: organization ${runId}, ${clients.length} user tokens`);
+    log(`setting up: organization ${runId}, ${clients.length} users and their tokens`);
     await createOrganization(auth, runId, `plait-load ${scenario.name}`);
     const restAuth = auth;
     try {
+      await addUsers(restAuth, runId, clients.map((client) => ({ userId: client.userId, viewer: client.role === 'reader' || client.role === 'late' })));
       await inBatches(clients, 16, async (client) => {
         const viewer = client.role === 'reader' || client.role === 'late' ? `${runId}-d${client.doc}` : undefined;
         client.token = await mintToken(restAuth, client.userId, runId, viewer);

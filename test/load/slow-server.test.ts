@@ -22,10 +22,14 @@ t.test('a slowed server shows higher latency, not a lower send rate', async (t) 
       rest: { requestsPerSecond: 30, mix: { 'presence.get': 1, 'comments.get': 1 } },
     },
   ]);
-  const run = (target: string): Promise<RunResult> =>
-    runLoad({ url: target, kind: 'plait', scenario, apiKey: credentials.apiKey, authToken: credentials.authToken, workers: 1, seed: 42, log: () => {} });
-  const direct = await run(url);
+  const run = (target: string, keep = false): Promise<RunResult> =>
+    runLoad({ url: target, kind: 'plait', scenario, apiKey: credentials.apiKey, authToken: credentials.authToken, workers: 1, seed: 42, keep, log: () => {} });
+  const direct = await run(url, true);
   const slowed = await run(`http://127.0.0.1:${proxyPort}`);
+
+  // --keep: the run's organization stays, with the users it created through the REST API
+  const kept = await api.call<Array<{ userId: string }>>(credentials, '/v2/users/get', { organizationId: direct.report.machines[0]?.runId ?? '' });
+  t.equal(kept.body.result?.data.length, direct.clients.length, 'the kept organization lists one user per sync client');
 
   const sent = (r: RunResult, name: string): number => r.report.phases.all.counters[name] ?? 0;
   const restSent = (r: RunResult): number => sent(r, 'rest.presence.get.sent') + sent(r, 'rest.comments.get.sent');
