@@ -97,7 +97,8 @@ export async function runLoad(options: RunOptions): Promise<RunResult> {
   const log = options.log ?? defaultLog;
   const seed = options.seed ?? Math.floor(Math.random() * 2 ** 31);
   const runId = `load-${Date.now().toString(36)}-${seed.toString(36)}`;
-  const intervalMs = options.intervalMs ?? 1000;
+  // one point a second, coarser for long runs so a report keeps at most ~600 points
+  const intervalMs = options.intervalMs ?? Math.max(1, Math.ceil(durationSeconds(options.scenario) / 600)) * 1000;
   const warnings: string[] = [];
   let scenario = options.scenario;
   if (options.kind !== 'plait' && needsRest(scenario)) {
