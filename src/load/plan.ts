@@ -127,7 +127,7 @@ export interface ClientResult {
   readonly disconnects: number;
 }
 
-export type ToWorker = { type: 'start'; startAt: number } | { type: 'stop' } | { type: 'drain'; sentPerDoc: number[]; timeoutMs: number } | { type: 'close' };
+export type ToWorker = { type: 'start'; startAt: number } | { type: 'stop'; early: boolean } | { type: 'drain'; sentPerDoc: number[]; timeoutMs: number } | { type: 'close' };
 
 export interface IntervalFigures {
   readonly index: number;

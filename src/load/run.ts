@@ -203,21 +203,23 @@ export async function runLoad(options: RunOptions): Promise<RunResult> {
     log(`running ${scenario.name}: ${clients.length} sync clients on ${workerCount} threads for ${duration} s against ${options.kind} ${options.url}`);
     const mainElu = performance.eventLoopUtilization();
     progressTimer = setInterval(() => log(progressLine(intervals, workerCount, intervalMs, duration, scenario.rampUpSeconds), true), 1000);
+    let stoppedEarly = false;
     await new Promise<void>((resolve) => {
       const timer = setTimeout(resolve, Math.max(0, startAt + duration * 1000 - nowMs()));
       options.signal?.addEventListener('abort', () => {
         clearTimeout(timer);
+        stoppedEarly = true;
         warnings.push(`stopped early, at ${((nowMs() - startAt) / 1000).toFixed(1)} s of ${duration} s`);
         resolve();
       });
     });
     clearInterval(progressTimer);
-    const ranFor = Math.min(duration, Math.max(0, (nowMs() - startAt) / 1000));
+    const ranFor = stoppedEarly ? Math.min(duration, Math.max(0, (nowMs() - startAt) / 1000)) : duration;
     const coordinatorElu = performance.eventLoopUtilization(mainElu).utilization;
     if (coordinatorElu > SATURATED) warnings.push(`the coordinating thread was ${(coordinatorElu * 100).toFixed(0)}% busy`);
     log('', true);
     log('sending stopped; waiting for answers in flight and for every reader to catch up');
-    send({ type: 'stop' });
+    send({ type: 'stop', early: stoppedEarly });
     await until(() => stopped.size === workerCount);
     const sentPerDoc = new Array<number>(scenario.documents).fill(0);
     for (const perDoc of stopped.values()) perDoc.forEach((n, doc) => (sentPerDoc[doc] = (sentPerDoc[doc] ?? 0) + n));

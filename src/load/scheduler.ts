@@ -30,6 +30,21 @@ export class Scheduler {
     this.arm();
   }
 
+  /**
+   * Fires, late, every task still due before the end (a thread that fell behind catches up here instead of
+   * dropping the tail of its schedule), then stops.
+   */
+  finish(): void {
+    for (let top = this.heap[0]; top !== undefined && !this.stopped; top = this.heap[0]) {
+      this.pop();
+      this.lag(nowMs() - top.at);
+      const next = top.fire(top.at);
+      if (next !== undefined && next < this.end) this.push({ at: next, fire: top.fire });
+    }
+    this.stop();
+  }
+
+  /** Drops whatever is still scheduled (an early stop). */
   stop(): void {
     this.stopped = true;
     clearTimeout(this.timer);

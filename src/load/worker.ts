@@ -351,7 +351,8 @@ async function handle(message: ToWorker): Promise<void> {
     for (const client of plan.clients) armClient(client);
     armRest();
   } else if (message.type === 'stop') {
-    scheduler?.stop();
+    if (message.early) scheduler?.stop();
+    else scheduler?.finish();
     await settle(() => inFlight === 0, 30_000);
     post({ type: 'stopped', workerId: plan.workerId, sentPerDoc });
   } else if (message.type === 'drain') {

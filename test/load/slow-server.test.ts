@@ -40,14 +40,15 @@ t.test('a slowed server shows higher latency, not a lower send rate', async (t) 
   t.equal(slowed.report.delivery.complete, slowed.report.delivery.clients, 'every reader still holds every edit');
 
   // Every edit crosses the proxy twice (sender to server, server to receiver) and every REST call once each way,
-  // so the slowed run's fastest figure is bounded below by the delay (less a millisecond of timer rounding):
-  // a bound the proxy guarantees, whatever else the machine is doing.
+  // so each latency of the slowed run is bounded below by the delay (less a millisecond of timer rounding): a bound
+  // the proxy guarantees, whatever else the machine is doing. Comparing with the direct run's figures would be
+  // timing (on a loaded machine the direct run can be slower still), so those are only printed.
   const floor = 2 * DELAY_MS - 2;
   const e2e = (r: RunResult): { min: number; p50: number; count: number } => r.report.phases.all.histograms['sync.e2e'] ?? { min: 0, p50: 0, count: 0 };
   t.ok(e2e(slowed).count > 0 && e2e(direct).count > 0, 'both runs measured edits end to end');
   t.ok(e2e(slowed).min >= floor, `every edit behind the proxy took at least ${floor} ms (fastest ${e2e(slowed).min} ms, p50 ${e2e(slowed).p50} ms)`);
-  t.ok(e2e(direct).min < e2e(slowed).min, `direct edits were faster (fastest ${e2e(direct).min} ms, p50 ${e2e(direct).p50} ms)`);
-  const rest = (r: RunResult): { min: number; p50: number } => r.report.phases.all.histograms['rest.presence.get'] ?? { min: 0, p50: 0 };
+  const rest = (r: RunResult): { min: number; p50: number; count: number } => r.report.phases.all.histograms['rest.presence.get'] ?? { min: 0, p50: 0, count: 0 };
+  t.ok(rest(slowed).count > 0, 'REST latency measured behind the proxy');
   t.ok(rest(slowed).min >= floor, `every REST call behind the proxy took at least ${floor} ms (fastest ${rest(slowed).min} ms, p50 ${rest(slowed).p50} ms)`);
-  t.ok(rest(direct).min < rest(slowed).min, `direct REST calls were faster (fastest ${rest(direct).min} ms, p50 ${rest(direct).p50} ms)`);
+  t.comment(`direct: edit p50 ${e2e(direct).p50} ms, REST p50 ${rest(direct).p50} ms; behind the proxy: ${e2e(slowed).p50} ms, ${rest(slowed).p50} ms`);
 });
