@@ -11,7 +11,7 @@ import { startTestServer } from '../helpers/server.js';
 
 const CHROMIUM = process.env['CHROMIUM_PATH'] ?? '/usr/bin/chromium';
 /** Screenshots are kept here for people to look at (ignored by git). */
-const ARTIFACTS = process.env['ARTIFACT_DIR'] ?? join(process.cwd(), '.artifacts');
+const ARTIFACTS = process.env['ARTIFACT_DIR'] ?? join(process.cwd(), 'test-artifacts');
 
 t.test('a small collaboration scenario against Plait', async (t) => {
   const { url, api } = await startTestServer(t);
