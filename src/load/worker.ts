@@ -25,8 +25,10 @@ interface LiveClient {
   readonly seen: Map<number, number>;
   open: boolean;
   everSynced: boolean;
-  /** When the first handshake completed: presence states stamped earlier are not live changes. */
+  /** When the first handshake completed. */
   syncedAt?: number;
+  /** When the current socket opened: presence states stamped earlier are its snapshot, not live changes. */
+  presenceSince?: number;
   connects: number;
   disconnects: number;
   live: number;
@@ -72,6 +74,7 @@ function join(client: LiveClient, intendedAt: number): void {
   const conn = openSync(plan.target, documentIdOf(plan.runId, p.doc), p.token, {
     connected: () => {
       client.open = true;
+      client.presenceSince = nowMs();
       recorder.count(client.connects++ === 0 ? 'sync.connects' : 'sync.reconnects');
     },
     disconnected: (code, reason) => {
@@ -113,14 +116,15 @@ function join(client: LiveClient, intendedAt: number): void {
     }
   });
   conn.awareness.on('change', ({ added, updated }: { added: number[]; updated: number[] }, origin: unknown) => {
-    if (origin === 'local' || client.syncedAt === undefined) return;
+    const since = client.presenceSince;
+    if (origin === 'local' || since === undefined) return;
     const now = nowMs();
     const states = conn.awareness.getStates();
     for (const id of [...added, ...updated]) {
       if (id === conn.doc.clientID) continue;
       const t = (states.get(id) as { t?: unknown } | undefined)?.t;
-      // states older than this client's arrival are the server's snapshot for a newcomer, not live changes
-      if (typeof t !== 'number' || t < client.syncedAt) continue;
+      // states older than this socket are the snapshot a (re)connecting client gets, not live changes
+      if (typeof t !== 'number' || t < since) continue;
       recorder.count('presence.received');
       recorder.record('presence.e2e', now - t);
     }
