@@ -114,6 +114,7 @@ export function flagPatch(values: Values): ScenarioPatch {
 async function run(values: Values): Promise<number> {
   const url = values['url'];
   if (typeof url !== 'string') throw new Error('--url is required (the deployment to load, e.g. --url http://127.0.0.1:8080)');
+  if (!/^(https?|wss?):\/\/[^/]/.test(url)) throw new Error(`--url must start with http://, https://, ws:// or wss:// (got "${url}")`);
   const kind = (values['target'] ?? 'plait') as TargetKind;
   if (!(TARGET_KINDS as readonly string[]).includes(kind)) throw new Error(`--target must be one of ${TARGET_KINDS.join(', ')}`);
   const file = values['scenario-file'];

@@ -1,4 +1,5 @@
 // Owns reading the server's own figures: a Prometheus text exposition scraped from `/metrics` before and after a run, and what changed.
+import { networkReason } from './rest-client.js';
 
 export interface ServerMetrics {
   /** Whether the server exposed `/metrics` (a 404 or a refused connection is not an error of the run). */
@@ -38,7 +39,7 @@ export async function scrape(url: string): Promise<{ samples?: Record<string, nu
     if (Object.keys(samples).length === 0) return { note: `HTTP ${response.status} without Prometheus samples` };
     return { samples };
   } catch (error) {
-    return { note: (error as { cause?: { code?: string } }).cause?.code ?? (error as Error).message };
+    return { note: networkReason(error) };
   }
 }
 

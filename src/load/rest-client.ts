@@ -20,6 +20,14 @@ export interface RestOutcome {
 
 const TIMEOUT_MS = 30_000;
 
+/** Why a fetch got no answer: the socket error's code (ECONNREFUSED…), else the most specific message. */
+export function networkReason(error: unknown): string {
+  const cause = (error as { cause?: { code?: unknown; message?: unknown } }).cause;
+  if (typeof cause?.code === 'string') return cause.code;
+  if (typeof cause?.message === 'string') return cause.message;
+  return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+}
+
 /** POSTs `{data}` to `path`; never throws (a network failure is an outcome with status 0). */
 export async function restCall(auth: RestAuth, path: string, data: unknown, timeoutMs = TIMEOUT_MS): Promise<RestOutcome> {
   let response: Response;
@@ -31,8 +39,7 @@ export async function restCall(auth: RestAuth, path: string, data: unknown, time
       signal: AbortSignal.timeout(timeoutMs),
     });
   } catch (error) {
-    const cause = (error as { cause?: { code?: string } }).cause?.code;
-    return { ok: false, status: 0, error: cause ?? (error as Error).name, message: (error as Error).message };
+    return { ok: false, status: 0, error: networkReason(error), message: (error as Error).message };
   }
   let body: { result?: { data?: unknown }; error?: { status?: string; message?: string } } = {};
   try {

@@ -9,7 +9,7 @@ import { htmlReport } from './html.js';
 import { planClients, type ClientResult, type FromWorker, type IntervalFigures, type ToWorker, type WorkerPlan } from './plan.js';
 import { scrape, serverMetrics } from './prometheus.js';
 import { REPORT_FORMAT, buildDelivery, buildPhases, sumMatching, textSummary, type LoadReport } from './report.js';
-import { addUsers, createOrganization, deleteOrganization, mintToken, type RestAuth } from './rest-client.js';
+import { addUsers, createOrganization, deleteOrganization, mintToken, networkReason, type RestAuth } from './rest-client.js';
 import { durationSeconds, needsRest, type Scenario } from './scenario.js';
 import { nowMs } from './scheduler.js';
 import type { SyncTarget, TargetKind } from './sync-client.js';
@@ -80,6 +80,16 @@ function startWorker(plan: WorkerPlan): Worker {
   return new Worker(entry, { eval: true, workerData: plan });
 }
 
+/** Fails fast, with the reason, when nothing answers at the URL (any HTTP answer, even 404 or 426, will do). */
+async function reachable(url: string): Promise<void> {
+  try {
+    const response = await fetch(url.replace(/^ws/, 'http'), { signal: AbortSignal.timeout(10_000) });
+    await response.arrayBuffer();
+  } catch (error) {
+    throw new Error(`nothing answers at ${url}: ${networkReason(error)}`);
+  }
+}
+
 let liveLines = 0;
 
 /** A terminal gets the live line redrawn in place; a log file gets every tenth one. */
@@ -111,6 +121,7 @@ export async function runLoad(options: RunOptions): Promise<RunResult> {
   const target: SyncTarget = { kind: options.kind, url: options.url, ...(options.kind === 'plait' ? { organizationId: runId, editorId: 'main' } : {}) };
   const clients = planClients(scenario, runId, seed);
 
+  if (options.kind !== 'plait') await reachable(options.url);
   if (options.kind === 'plait') {
     if (options.apiKey === undefined || options.authToken === undefined) throw new Error('a Plait target needs --api-key and --auth-token');
     auth = { url: options.url.replace(/^ws/, 'http'), apiKey: options.apiKey, authToken: options.authToken };
