@@ -273,6 +273,8 @@ export async function runLoad(options: RunOptions): Promise<RunResult> {
   }
 }
 
+const ms = (v: number): string => (v >= 1000 ? `${(v / 1000).toFixed(2)}s` : `${v.toPrecision(3)}ms`);
+
 /** The live line: where the run is, rates and percentiles of the last few seconds. */
 function progressLine(intervals: readonly IntervalFigures[], workers: number, intervalMs: number, duration: number, ramp: number): string {
   const last = Math.max(-1, ...intervals.map((f) => f.index));
@@ -291,8 +293,8 @@ function progressLine(intervals: readonly IntervalFigures[], workers: number, in
   const rate = (n: number | undefined): string => ((n ?? 0) / seconds).toFixed(0);
   return (
     `[${'#'.repeat(done)}${'.'.repeat(width - done)}] ${t.toFixed(0)}/${duration} s ${t < ramp ? 'ramp-up' : 'steady'} | conns ${open}` +
-    ` | edits ${rate(counters['edits.sent'])}/s recv ${rate(counters['edits.received'])}/s p50 ${e2e.p50} p99 ${e2e.p99} p99.9 ${e2e.p999} ms` +
-    ` | REST ${rate(sumMatching(counters, /^rest\..*\.sent$/))}/s p99 ${restHist.p99} ms | errors ${counters['errors'] ?? 0} reconnects ${counters['sync.reconnects'] ?? 0}` +
+    ` | edits ${rate(counters['edits.sent'])}/s recv ${rate(counters['edits.received'])}/s p50 ${ms(e2e.p50)} p99 ${ms(e2e.p99)} p99.9 ${ms(e2e.p999)}` +
+    ` | REST ${rate(sumMatching(counters, /^rest\..*\.sent$/))}/s p99 ${ms(restHist.p99)} | errors ${counters['errors'] ?? 0} reconnects ${counters['sync.reconnects'] ?? 0}` +
     ` | gen ${(elu * 100).toFixed(0)}% of ${workers} threads`
   );
 }

@@ -299,6 +299,9 @@ function armRest(): void {
 // ---- figures ----
 
 function emitInterval(): void {
+  // the interval that just ended by the clock: a thread that fell behind skips indexes rather than drifting
+  const index = Math.max(intervalIndex, Math.floor((nowMs() - startAt) / plan.intervalMs) - 1);
+  intervalIndex = index + 1;
   const next = performance.eventLoopUtilization();
   const used = performance.eventLoopUtilization(next, elu);
   elu = next;
@@ -313,7 +316,7 @@ function emitInterval(): void {
   post({
     type: 'interval',
     workerId: plan.workerId,
-    figures: { index: intervalIndex++, histograms, counters, gauges: { 'connections.open': open, 'connections.synced': synced, 'rest.inFlight': inFlight }, elu: used.utilization },
+    figures: { index, histograms, counters, gauges: { 'connections.open': open, 'connections.synced': synced, 'rest.inFlight': inFlight }, elu: used.utilization },
   });
 }
 
