@@ -82,7 +82,7 @@ const percentileLines = (report: LoadReport, histogram: string): Line[] =>
 
 /** Every chart of the report, in reading order. */
 export function charts(report: LoadReport): string[] {
-  const per = (n: number | undefined): number => (n ?? 0) / report.intervalSeconds;
+  const per = (n: number | undefined, point: SeriesPoint): number => (n ?? 0) / (point.seconds || report.intervalSeconds);
   const duration = report.phases.all.seconds;
   const restOps = [...new Set(report.series.flatMap((p) => Object.keys(p.histograms)).filter((n) => n.startsWith('rest.')))].sort();
   const out = [
@@ -93,10 +93,10 @@ export function charts(report: LoadReport): string[] {
       'Throughput',
       'per second',
       [
-        line(report, 'edits sent', (p) => per(p.counters['edits.sent'])),
-        line(report, 'edits received', (p) => per(p.counters['edits.received'])),
-        line(report, 'presence received', (p) => per(p.counters['presence.received'])),
-        line(report, 'REST requests', (p) => per(sumMatching(p.counters, /^rest\..*\.sent$/))),
+        line(report, 'edits sent', (p) => per(p.counters['edits.sent'], p)),
+        line(report, 'edits received', (p) => per(p.counters['edits.received'], p)),
+        line(report, 'presence received', (p) => per(p.counters['presence.received'], p)),
+        line(report, 'REST requests', (p) => per(sumMatching(p.counters, /^rest\..*\.sent$/), p)),
       ],
       duration,
     ),
@@ -104,9 +104,9 @@ export function charts(report: LoadReport): string[] {
       'Errors and reconnects',
       'per second',
       [
-        line(report, 'errors', (p) => per(p.counters['errors'])),
-        line(report, 'disconnects', (p) => per(p.counters['sync.disconnects'])),
-        line(report, 'reconnects', (p) => per(p.counters['sync.reconnects'])),
+        line(report, 'errors', (p) => per(p.counters['errors'], p)),
+        line(report, 'disconnects', (p) => per(p.counters['sync.disconnects'], p)),
+        line(report, 'reconnects', (p) => per(p.counters['sync.reconnects'], p)),
       ],
       duration,
     ),

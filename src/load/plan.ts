@@ -131,6 +131,8 @@ export type ToWorker = { type: 'start'; startAt: number } | { type: 'stop'; earl
 
 export interface IntervalFigures {
   readonly index: number;
+  /** Seconds the figures cover: the interval, or more when the thread fell behind and skipped indexes. */
+  readonly seconds: number;
   readonly histograms: Record<string, string>;
   readonly counters: Counters;
   /** Open sockets, synced clients, REST requests in flight at the interval's end. */

@@ -15,6 +15,8 @@ export interface Phase {
 export interface SeriesPoint {
   /** End of the interval, seconds from the start. */
   readonly t: number;
+  /** Seconds the counters cover (the interval, or more after a starved thread skipped); rates divide by it. */
+  readonly seconds: number;
   readonly counters: Counters;
   readonly gauges: Record<string, number>;
   /** Highest event-loop utilization of any generator thread in the interval (0..1). */
@@ -76,7 +78,8 @@ export function buildPhases(
         addCounters(counters, part.counters);
         addCounters(gauges, part.gauges);
       }
-      return { t: ((index + 1) * intervalMs) / 1000, counters, gauges, elu: Math.max(0, ...parts.map((part) => part.elu)), histograms };
+      const seconds = Math.max(intervalMs / 1000, ...parts.map((part) => part.seconds));
+      return { t: ((index + 1) * intervalMs) / 1000, seconds, counters, gauges, elu: Math.max(0, ...parts.map((part) => part.elu)), histograms };
     });
   const phase = (points: readonly SeriesPoint[], seconds: number): Phase => {
     const names = new Set(points.flatMap((point) => Object.keys(point.histograms)));
@@ -206,7 +209,7 @@ export function mergeReports(reports: readonly LoadReport[]): LoadReport {
       addCounters(counters, p.counters);
       addCounters(gauges, p.gauges);
     }
-    return { t, counters, gauges, elu: Math.max(0, ...points.map((p) => p.elu)), histograms };
+    return { t, seconds: Math.max(...points.map((p) => p.seconds)), counters, gauges, elu: Math.max(0, ...points.map((p) => p.elu)), histograms };
   });
   const deliveries = reports.map((r) => r.delivery);
   return {

@@ -53,6 +53,7 @@ let startAt = 0;
 let scheduler: Scheduler | undefined;
 let intervalTimer: NodeJS.Timeout | undefined;
 let intervalIndex = 0;
+let lastEmitAt: number | undefined;
 let elu: EventLoopUtilization = performance.eventLoopUtilization();
 
 function noteError(kind: string): void {
@@ -300,7 +301,10 @@ function armRest(): void {
 
 function emitInterval(): void {
   // the interval that just ended by the clock: a thread that fell behind skips indexes rather than drifting
-  const index = Math.max(intervalIndex, Math.floor((nowMs() - startAt) / plan.intervalMs) - 1);
+  const now = nowMs();
+  const index = Math.max(intervalIndex, Math.floor((now - startAt) / plan.intervalMs) - 1);
+  const seconds = (now - (lastEmitAt ?? startAt)) / 1000;
+  lastEmitAt = now;
   intervalIndex = index + 1;
   const next = performance.eventLoopUtilization();
   const used = performance.eventLoopUtilization(next, elu);
@@ -316,7 +320,7 @@ function emitInterval(): void {
   post({
     type: 'interval',
     workerId: plan.workerId,
-    figures: { index, histograms, counters, gauges: { 'connections.open': open, 'connections.synced': synced, 'rest.inFlight': inFlight }, elu: used.utilization },
+    figures: { index, seconds, histograms, counters, gauges: { 'connections.open': open, 'connections.synced': synced, 'rest.inFlight': inFlight }, elu: used.utilization },
   });
 }
 
