@@ -18,7 +18,7 @@ import { userOperations } from './http/routes/users.js';
 import { commentOperations } from './http/routes/comments.js';
 import { presenceOperations } from './http/routes/presence.js';
 import { workspaceOperations } from './http/routes/workspace.js';
-import { loadUws } from './http/uws.js';
+import { loadUwsChoice } from './http/uws.js';
 import { Store } from './store/env.js';
 import { folderDocumentsFrom } from './doc/annotations/listing.js';
 import { CollabDocuments } from './doc/collab-state.js';
@@ -103,7 +103,8 @@ function allOperations(services: Services): Operation[] {
 const STOP_DRAIN_MS = 10_000;
 
 export async function startServer(config: Config, log: Logger): Promise<RunningServer> {
-  const uws = loadUws();
+  const { uws, build, version, skipped } = loadUwsChoice();
+  log.info(`uWebSockets.js: ${build} ${version}`, { skipped });
   const services = await openServices(config, log);
   const app = uws.App();
   const deps: RouteDeps = {
