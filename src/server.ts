@@ -1,5 +1,5 @@
 // Owns wiring: opens the store and services, mounts every operation and the sync endpoint on one uWS App, and stops them.
-import type { us_listen_socket } from 'uWebSockets.js';
+import type { TemplatedApp, us_listen_socket } from 'uWebSockets.js';
 import { Secrets } from './auth/secrets.js';
 import { UserTokens } from './auth/user-tokens.js';
 import type { Config } from './config.js';
@@ -19,6 +19,9 @@ import { commentOperations } from './http/routes/comments.js';
 import { presenceOperations } from './http/routes/presence.js';
 import { workspaceOperations } from './http/routes/workspace.js';
 import { loadUwsChoice } from './http/uws.js';
+import { buildOpenApi, plaitVersion } from './http/openapi.js';
+import { mountMetrics, mountSite } from './http/site.js';
+import { createMetricsRegistry } from './metrics/registry.js';
 import { Store } from './store/env.js';
 import { folderDocumentsFrom } from './doc/annotations/listing.js';
 import { CollabDocuments } from './doc/collab-state.js';
@@ -51,6 +54,10 @@ export interface RunningServer {
   readonly services: Services;
   /** Every operation path served, for the README check. */
   readonly paths: readonly string[];
+  /** The registered operations (the OpenAPI document and the client are generated from them). */
+  readonly operations: readonly Operation[];
+  /** The port of the separate metrics listener (METRICS_PORT), when there is one. */
+  readonly metricsPort: number | undefined;
   stop(): Promise<void>;
 }
 
@@ -83,7 +90,7 @@ export async function openServices(config: Config, log: Logger): Promise<Service
 }
 
 /** Every REST operation, area by area (one file per spec area under src/http/routes). */
-function allOperations(services: Services): Operation[] {
+export function allOperations(services: Services): Operation[] {
   return [
     ...workspaceOperations(services.workspaces, services.secrets),
     ...authOperations(services.userTokens),
@@ -119,7 +126,8 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     gate: new RequestGate(),
   };
   const knownPaths = new Set<string>();
-  for (const op of allOperations(services)) {
+  const operations = allOperations(services);
+  for (const op of operations) {
     const handlerFor = route(op, deps);
     for (const path of op.paths) {
       if (knownPaths.has(path)) throw new Error(`two operations claim ${path}`);
@@ -132,21 +140,28 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
   };
   app.get('/healthz', getJson(() => ({ status: 'ok' })));
   app.get('/.well-known/jwks.json', getJson(() => services.userTokens.jwks()));
+  let stopping: Promise<void> | undefined;
+  mountSite(app, {
+    corsOrigin: config.corsOrigin,
+    log,
+    openApi: buildOpenApi(operations, { title: 'Plait', version: plaitVersion() }),
+    notReady: () => (stopping === undefined ? services.store.problem() : 'the server is stopping'),
+  });
+  const metrics = createMetricsRegistry({ documents: () => services.documents.stats() });
+  const metricsApp = config.metricsPort === undefined ? app : uws.App();
+  mountMetrics(metricsApp, metrics, { corsOrigin: config.corsOrigin, log });
   app.ws('/sync/*', syncBehavior({ ...services, access: services.directory.access }));
   app.options('/*', preflight(deps));
   app.any('/*', fallback(knownPaths, deps));
 
-  const listenSocket = await new Promise<us_listen_socket>((resolve, reject) => {
-    app.listen(config.host, config.port, (socket) => {
-      if (socket === false) reject(new Error(`could not listen on ${config.host}:${config.port}`));
-      else resolve(socket);
-    });
-  });
+  const listenSocket = await listen(app, config.host, config.port, '');
   const port = uws.us_socket_local_port(listenSocket);
-  let stopping: Promise<void> | undefined;
+  const metricsSocket =
+    config.metricsPort === undefined ? undefined : await listen(metricsApp, config.host, config.metricsPort, 'metrics');
   const stop = async (): Promise<void> => {
     // No new connections; requests on open connections are answered UNAVAILABLE from now on.
     uws.us_listen_socket_close(listenSocket);
+    if (metricsSocket !== undefined) uws.us_listen_socket_close(metricsSocket);
     // Requests in flight finish against an open store (their replies promise a commit).
     if (!(await deps.gate.close(STOP_DRAIN_MS))) {
       log.warn('stopping with requests still in flight', { requests: deps.gate.size, waitedMs: STOP_DRAIN_MS });
@@ -159,6 +174,17 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     port,
     services,
     paths: [...knownPaths].sort(),
+    operations,
+    metricsPort: metricsSocket === undefined ? undefined : uws.us_socket_local_port(metricsSocket),
     stop: () => (stopping ??= stop()),
   };
+}
+
+function listen(app: TemplatedApp, host: string, port: number, what: string): Promise<us_listen_socket> {
+  return new Promise<us_listen_socket>((resolve, reject) => {
+    app.listen(host, port, (socket) => {
+      if (socket === false) reject(new Error(`could not listen${what === '' ? '' : ` (${what})`} on ${host}:${port}`));
+      else resolve(socket);
+    });
+  });
 }

@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
 import { AppError, bodyTooLarge, permissionDenied, toAppError, unavailable, unsupportedMediaType } from '../errors.js';
 import type { Logger } from '../log.js';
+import { RestInstrument } from '../metrics/instruments.js';
 import type { ApiKeyIdentity, WorkspaceIdentity } from '../tenant/workspaces.js';
 import { isJsonContentType, parseEnvelope, readBody } from './body.js';
 import type { RequestGate } from './gate.js';
@@ -48,6 +49,9 @@ class Exchange implements ResponseState, RequestContext {
   identity: RequestContext['identity'] = null;
   /** The operation has started: a client leaving now does not finish the request, the operation's end does. */
   handling = false;
+  /** The HTTP status answered (0: none, the client left first; counted as 499 like nginx). */
+  httpStatus = 0;
+  private readonly started = performance.now();
   private finished = false;
   private logger: Logger | undefined;
 
@@ -55,6 +59,7 @@ class Exchange implements ResponseState, RequestContext {
     readonly res: HttpResponse,
     private readonly deps: RouteDeps,
     private readonly path: string,
+    private readonly instrument: RestInstrument,
     readonly requestId: string,
     readonly corsOrigin: string,
     private address: string | undefined,
@@ -75,39 +80,46 @@ class Exchange implements ResponseState, RequestContext {
     if (this.finished) return;
     this.finished = true;
     this.deps.gate.leave();
+    this.instrument.observe(this.httpStatus === 0 ? 499 : this.httpStatus, (performance.now() - this.started) / 1000);
   }
 }
 
 /** Builds the uWS handlers of one operation, one per path; its schema is compiled here, once. */
 export function route(op: Operation, deps: RouteDeps): (path: string) => (res: HttpResponse, req: HttpRequest) => void {
   const validate: Validator<unknown> = compileValidator(op.schema);
-  return (path) => (res, req) => {
-    if (!deps.gate.enter()) {
-      const state: ResponseState = { aborted: false, requestId: nextRequestId(), corsOrigin: deps.corsOrigin };
-      writeError(res, state, unavailable('the server is shutting down; retry shortly'), true);
-      return;
-    }
-    // Everything needed from `req` is copied now: uWS invalidates it when this function returns.
-    const incomingId = req.getHeader('x-request-id');
-    const requestId = incomingId !== '' && CALLER_ID.test(incomingId) ? incomingId : nextRequestId();
-    const ip = op.rateLimited ? Buffer.from(res.getRemoteAddressAsText()).toString() : undefined;
-    const exchange = new Exchange(res, deps, path, requestId, deps.corsOrigin, ip);
-    res.onAborted(() => {
-      exchange.aborted = true;
-      if (!exchange.handling) exchange.finish();
-    });
-    const length = req.getHeader('content-length');
-    if (length !== '' && Number(length) > deps.maxBodyBytes) {
-      writeError(res, exchange, bodyTooLarge(deps.maxBodyBytes), true);
-      exchange.finish();
-      return;
-    }
-    const contentType = req.getHeader('content-type');
-    const presented = credentials(op, req);
-    readBody(res, deps.maxBodyBytes).then(
-      (raw) => serve(op, deps, validate, exchange, contentType, presented, raw),
-      (error: unknown) => fail(exchange, toAppError(error), true),
-    );
+  return (path) => {
+    const instrument = new RestInstrument(path);
+    return (res, req) => {
+      if (!deps.gate.enter()) {
+        instrument.observe(503, 0);
+        const state: ResponseState = { aborted: false, requestId: nextRequestId(), corsOrigin: deps.corsOrigin };
+        writeError(res, state, unavailable('the server is shutting down; retry shortly'), true);
+        return;
+      }
+      // Everything needed from `req` is copied now: uWS invalidates it when this function returns.
+      const incomingId = req.getHeader('x-request-id');
+      const requestId = incomingId !== '' && CALLER_ID.test(incomingId) ? incomingId : nextRequestId();
+      const ip = op.rateLimited ? Buffer.from(res.getRemoteAddressAsText()).toString() : undefined;
+      const exchange = new Exchange(res, deps, path, instrument, requestId, deps.corsOrigin, ip);
+      res.onAborted(() => {
+        exchange.aborted = true;
+        if (!exchange.handling) exchange.finish();
+      });
+      const length = req.getHeader('content-length');
+      if (length !== '' && Number(length) > deps.maxBodyBytes) {
+        exchange.httpStatus = 413;
+        exchange.log.info('request rejected', { status: 'INVALID_ARGUMENT', httpStatus: 413, message: `content-length ${length} exceeds ${deps.maxBodyBytes}` });
+        writeError(res, exchange, bodyTooLarge(deps.maxBodyBytes), true);
+        exchange.finish();
+        return;
+      }
+      const contentType = req.getHeader('content-type');
+      const presented = credentials(op, req);
+      readBody(res, deps.maxBodyBytes).then(
+        (raw) => serve(op, deps, validate, exchange, contentType, presented, raw),
+        (error: unknown) => fail(exchange, toAppError(error), true),
+      );
+    };
   };
 }
 
@@ -144,6 +156,7 @@ async function serve(
       exchange.log.debug('client went away before the reply; the operation completed');
       return;
     }
+    exchange.httpStatus = 200;
     writeJson(exchange.res, exchange, 200, reply.kind === 'bare' ? { result: reply.result } : successEnvelope(reply.message, reply.data, reply.extra));
   } catch (error) {
     fail(exchange, toAppError(error), false);
@@ -153,8 +166,9 @@ async function serve(
 }
 
 function fail(exchange: Exchange, error: AppError, closeConnection: boolean): void {
+  if (!exchange.aborted) exchange.httpStatus = error.httpStatus;
   if (error.status === 'INTERNAL') exchange.log.error('operation failed', { error: error.cause ?? error });
-  else exchange.log.debug('request rejected', { status: error.status, message: error.message });
+  else exchange.log.info('request rejected', { status: error.status, httpStatus: error.httpStatus, message: error.message });
   writeError(exchange.res, exchange, error, closeConnection);
   exchange.finish();
 }
