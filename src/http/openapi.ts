@@ -108,7 +108,8 @@ export function buildOpenApi(operations: readonly Operation[], info: OpenApiInfo
   const paths: Json = {};
   const tags = new Set<string>();
   for (const op of operations) {
-    const [primary] = op.paths;
+    // The v2 path is the one to call; v1 paths are aliases kept for older clients.
+    const primary = op.paths.find((path) => path.startsWith('/v2/')) ?? op.paths[0];
     for (const path of op.paths) {
       const tag = tagOf(path);
       tags.add(tag);
