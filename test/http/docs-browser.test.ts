@@ -9,7 +9,7 @@ const executablePath = chromiumPath();
 
 t.test('/docs renders the API reference in Chromium, loading nothing from outside the server', { skip: executablePath === undefined ? NO_CHROMIUM : false }, async (t) => {
   const { url } = await startTestServer(t);
-  const browser = await chromium.launch({ executablePath, args: ['--no-sandbox'] });
+  const browser = await chromium.launch({ executablePath: executablePath ?? '', args: ['--no-sandbox'] });
   t.teardown(() => browser.close());
   const page = await browser.newPage();
   const requested: string[] = [];

@@ -26,7 +26,7 @@ t.test('GET /openapi.json is a valid OpenAPI 3.1 document that covers every oper
   t.equal(doc.openapi, '3.1.0');
 
   const validator = new Validator();
-  const result = await validator.validate(doc as unknown as object);
+  const result = await validator.validate(doc as unknown as Record<string, unknown>);
   t.ok(result.valid, `valid OpenAPI: ${JSON.stringify(result.errors ?? null).slice(0, 2000)}`);
   t.equal(validator.version, '3.1');
 
