@@ -130,6 +130,11 @@ export class Workspaces {
     return this.view(workspace);
   }
 
+  /** Every workspace, with its tokens in the clear (the admin CLI; never served over HTTP). */
+  list(): WorkspaceView[] {
+    return [...this.workspaces.getRange()].map(({ value }) => this.view(value));
+  }
+
   get(identity: WorkspaceIdentity): WorkspaceView {
     return this.view(this.workspaceRecord(identity.workspaceId));
   }
