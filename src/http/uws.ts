@@ -31,14 +31,19 @@ export interface UwsChoice {
 
 const require = createRequire(import.meta.url);
 
-/** The package version, read from its package.json next to the resolved entry (exports maps hide `./package.json`). */
-function versionOf(specifier: string): string {
+/**
+ * The package version, read from its package.json next to the resolved entry (exports maps hide `./package.json`),
+ * with the package's own name when it is not the expected one (the official build installed under the alias).
+ */
+function versionOf(specifier: string, expectedName: string): string {
   try {
     let dir = dirname(require.resolve(specifier));
     for (let i = 0; i < 4; i++, dir = dirname(dir)) {
       try {
         const pkg = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { name?: unknown; version?: unknown };
-        if (typeof pkg.version === 'string' && typeof pkg.name === 'string') return pkg.version;
+        if (typeof pkg.version === 'string' && typeof pkg.name === 'string') {
+          return pkg.name === expectedName ? pkg.version : `${pkg.version} (package ${pkg.name})`;
+        }
       } catch (error) {
         if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
       }
@@ -80,7 +85,7 @@ export function isNative(module: unknown): module is UwsModule {
 }
 
 /** Tries each candidate in order and returns the first native build; throws UwsFallbackError naming every reason. */
-export function chooseUws(candidates: readonly UwsCandidate[], version: (c: UwsCandidate) => string = (c) => versionOf(c.specifier)): UwsChoice {
+export function chooseUws(candidates: readonly UwsCandidate[], version: (c: UwsCandidate) => string = (c) => versionOf(c.specifier, c.name)): UwsChoice {
   const skipped: { build: string; reason: string }[] = [];
   for (const candidate of candidates) {
     let loaded: unknown;
