@@ -1,5 +1,4 @@
-// Owns the process-wide instruments the hot paths touch: plain counters and cached prom-client children, no registry.
-import { Counter, Histogram } from 'prom-client';
+// Owns the process-wide instruments the hot paths touch: plain numbers in cells made once, exported when scraped.
 
 /**
  * Counts bumped on every sync frame: plain numbers (an increment is one add), turned into Prometheus counters at
@@ -20,40 +19,134 @@ export const syncCounts = {
 /** Mailbox work refused because a document's mailbox was full (the sender is shed with RESOURCE_EXHAUSTED or close 1013). */
 export const mailboxCounts = { shed: 0 };
 
+type Labels = Readonly<Record<string, string>>;
+
+/** One series' value as prom-client's Registry prints it (`metricName` overrides the family name: `_bucket`, `_sum`). */
+export interface ExportedValue {
+  readonly value: number;
+  readonly labels: Labels;
+  readonly metricName?: string;
+}
+
+/** What a family hands the registry when scraped: the shape of prom-client's `MetricObject`. */
+export interface ExportedFamily {
+  readonly name: string;
+  readonly help: string;
+  readonly type: 'counter' | 'histogram';
+  readonly aggregator: 'sum';
+  readonly values: readonly ExportedValue[];
+}
+
+/** A histogram series: per-bucket counts (not cumulative until exported), sum and count. Observing allocates nothing. */
+export class HistogramCell {
+  private readonly counts: Float64Array;
+  private sum = 0;
+  private count = 0;
+
+  constructor(private readonly bounds: readonly number[]) {
+    this.counts = new Float64Array(bounds.length);
+  }
+
+  observe(value: number): void {
+    this.sum += value;
+    this.count++;
+    const bounds = this.bounds;
+    for (let i = 0; i < bounds.length; i++) {
+      if (value <= (bounds[i] as number)) {
+        this.counts[i] = (this.counts[i] as number) + 1;
+        return;
+      }
+    }
+  }
+
+  export(name: string, labels: Labels, into: ExportedValue[]): void {
+    let cumulative = 0;
+    for (let i = 0; i < this.bounds.length; i++) {
+      cumulative += this.counts[i] as number;
+      into.push({ metricName: `${name}_bucket`, labels: { ...labels, le: String(this.bounds[i]) }, value: cumulative });
+    }
+    into.push({ metricName: `${name}_bucket`, labels: { ...labels, le: '+Inf' }, value: this.count });
+    into.push({ metricName: `${name}_sum`, labels, value: this.sum });
+    into.push({ metricName: `${name}_count`, labels, value: this.count });
+  }
+}
+
+/** A counter series: one number. */
+export interface CounterCell {
+  value: number;
+}
+
+/** A labelled family of cells; `child` makes a series once (callers keep it), `collect` builds the scrape. */
+abstract class Family<C> {
+  private readonly children = new Map<string, { labels: Labels; cell: C }>();
+
+  constructor(
+    readonly name: string,
+    readonly help: string,
+  ) {}
+
+  protected abstract make(): C;
+  protected abstract exportCell(cell: C, labels: Labels, into: ExportedValue[]): void;
+  abstract readonly type: ExportedFamily['type'];
+
+  child(labels: Labels): C {
+    const key = JSON.stringify(labels);
+    let entry = this.children.get(key);
+    if (entry === undefined) this.children.set(key, (entry = { labels, cell: this.make() }));
+    return entry.cell;
+  }
+
+  /** prom-client's Registry calls get() on each registered metric at scrape time. */
+  get(): ExportedFamily {
+    const values: ExportedValue[] = [];
+    for (const { labels, cell } of this.children.values()) this.exportCell(cell, labels, values);
+    return { name: this.name, help: this.help, type: this.type, aggregator: 'sum', values };
+  }
+}
+
+export class HistogramFamily extends Family<HistogramCell> {
+  readonly type = 'histogram';
+
+  constructor(name: string, help: string, private readonly bounds: readonly number[]) {
+    super(name, help);
+  }
+
+  protected make(): HistogramCell {
+    return new HistogramCell(this.bounds);
+  }
+
+  protected exportCell(cell: HistogramCell, labels: Labels, into: ExportedValue[]): void {
+    cell.export(this.name, labels, into);
+  }
+}
+
+export class CounterFamily extends Family<CounterCell> {
+  readonly type = 'counter';
+
+  protected make(): CounterCell {
+    return { value: 0 };
+  }
+
+  protected exportCell(cell: CounterCell, labels: Labels, into: ExportedValue[]): void {
+    into.push({ labels, value: cell.value });
+  }
+}
+
+const SECONDS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10];
+
 /** Histograms of the group commits: `rest` is the REST write group commit, `updates` the document update log. */
-export const groupCommitSize = new Histogram({
-  name: 'plait_group_commit_size',
-  help: 'Changes written in one group-commit LMDB transaction',
-  labelNames: ['log'] as const,
-  buckets: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 5000],
-  registers: [],
-});
-export const groupCommitSeconds = new Histogram({
-  name: 'plait_group_commit_seconds',
-  help: 'Time from issuing a group commit to its LMDB commit resolving',
-  labelNames: ['log'] as const,
-  buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1],
-  registers: [],
-});
+export const groupCommitSize = new HistogramFamily('plait_group_commit_size', 'Changes written in one group-commit LMDB transaction', [
+  1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 5000,
+]);
+export const groupCommitSeconds = new HistogramFamily('plait_group_commit_seconds', 'Time from issuing a group commit to its LMDB commit resolving', SECONDS);
 
-export const restRequests = new Counter({
-  name: 'plait_rest_requests_total',
-  help: 'REST requests answered, by operation path and HTTP status',
-  labelNames: ['operation', 'status'] as const,
-  registers: [],
-});
-export const restSeconds = new Histogram({
-  name: 'plait_rest_request_seconds',
-  help: 'REST request latency from the first byte to the reply, by operation path',
-  labelNames: ['operation'] as const,
-  buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10],
-  registers: [],
-});
+export const restRequests = new CounterFamily('plait_rest_requests_total', 'REST requests answered, by operation path and HTTP status');
+export const restSeconds = new HistogramFamily('plait_rest_request_seconds', 'REST request latency from the first byte to the reply, by operation path', SECONDS);
 
-/** The instruments of one group commit (children looked up once). */
+/** The instruments of one group commit (series made once). */
 export function groupCommitInstrument(log: 'rest' | 'updates'): { observe(size: number, seconds: number): void } {
-  const size = groupCommitSize.labels(log);
-  const seconds = groupCommitSeconds.labels(log);
+  const size = groupCommitSize.child({ log });
+  const seconds = groupCommitSeconds.child({ log });
   return {
     observe(changes, elapsed) {
       size.observe(changes);
@@ -62,19 +155,19 @@ export function groupCommitInstrument(log: 'rest' | 'updates'): { observe(size: 
   };
 }
 
-/** The instruments of one REST path: its latency child, made once, and a counter child per HTTP status seen. */
+/** The instruments of one REST path: its latency series, made once, and a counter series per HTTP status seen. */
 export class RestInstrument {
-  private readonly latency: Histogram.Internal<'operation'>;
-  private readonly byStatus = new Map<number, Counter.Internal>();
+  private readonly latency: HistogramCell;
+  private readonly byStatus = new Map<number, CounterCell>();
 
   constructor(private readonly operation: string) {
-    this.latency = restSeconds.labels(operation);
+    this.latency = restSeconds.child({ operation });
   }
 
   observe(httpStatus: number, seconds: number): void {
     let counter = this.byStatus.get(httpStatus);
-    if (counter === undefined) this.byStatus.set(httpStatus, (counter = restRequests.labels(this.operation, String(httpStatus))));
-    counter.inc();
+    if (counter === undefined) this.byStatus.set(httpStatus, (counter = restRequests.child({ operation: this.operation, status: String(httpStatus) })));
+    counter.value++;
     this.latency.observe(seconds);
   }
 }

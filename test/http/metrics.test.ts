@@ -47,6 +47,10 @@ t.test('/metrics parses as Prometheus text and moves under REST and sync load', 
   t.equal(value(after, 'plait_rest_requests_total', { ...rest, status: '200' }) - value(before, 'plait_rest_requests_total', { ...rest, status: '200' }), 5);
   t.equal(value(after, 'plait_rest_requests_total', { ...rest, status: '400' }) - value(before, 'plait_rest_requests_total', { ...rest, status: '400' }), 1);
   t.equal(value(after, 'plait_rest_request_seconds_count', rest) - value(before, 'plait_rest_request_seconds_count', rest), 6, 'the latency histogram counts every request');
+  const buckets = after.samples.filter((s) => s.name === 'plait_rest_request_seconds_bucket' && s.labels['operation'] === rest.operation);
+  t.ok(buckets.length > 2 && buckets.every((b, i) => i === 0 || b.value >= (buckets[i - 1]?.value ?? 0)), 'buckets are cumulative');
+  t.equal(buckets.at(-1)?.labels['le'], '+Inf');
+  t.equal(buckets.at(-1)?.value, value(after, 'plait_rest_request_seconds_count', rest), 'the +Inf bucket is the count');
   t.equal(value(after, 'plait_sync_connections'), 2);
   t.ok(value(after, 'plait_documents_loaded') >= 2, 'the presence document and the synced one are loaded');
   t.ok(value(after, 'plait_sync_frames_in_total') - value(before, 'plait_sync_frames_in_total') >= 3, 'sync steps and the update came in');
