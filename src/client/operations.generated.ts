@@ -2,6 +2,72 @@
 // test/client/generated.test.ts fails when this file no longer matches the server's operations.
 import type { AuthLevel, OperationResult } from './types.js';
 
+export interface V1AuthTokenGetInput {
+  apiKey: string;
+  authToken: string;
+  userId: string;
+  userProperties: {
+    organizationId: string;
+    name?: string;
+    email?: string;
+    isAdmin?: boolean;
+    [k: string]: unknown;
+  };
+  [k: string]: unknown;
+}
+
+export interface V1OrganizationsDocumentsLocationsDataDeleteInput {
+  apiKey: string;
+  authToken: string;
+  organizationId: string;
+  documentId: string;
+  location: {
+    id: string;
+    locationName?: string;
+    [k: string]: unknown;
+  };
+  [k: string]: unknown;
+}
+
+export interface V1OrganizationsDocumentsLocationsUpdateInput {
+  apiKey: string;
+  authToken: string;
+  organizationId: string;
+  documentId: string;
+  migrate: {
+    oldLocation: {
+      id: string;
+      locationName?: string;
+      [k: string]: unknown;
+    };
+    newLocation: {
+      id: string;
+      locationName?: string;
+      [k: string]: unknown;
+    };
+    [k: string]: unknown;
+  };
+  merge?: boolean;
+  [k: string]: unknown;
+}
+
+export interface AuthGenerateSignatureInput {
+  /**
+   * @minItems 1
+   * @maxItems 1000
+   */
+  permissions: {
+    userId: string;
+    resourceId: string;
+    type: 'organization' | 'folder' | 'document';
+    hasAccess: boolean;
+    accessRole?: 'viewer' | 'editor';
+    expiresAt?: number;
+    [k: string]: unknown;
+  }[];
+  [k: string]: unknown;
+}
+
 export interface AuthGenerateTokenInput {
   userId: string;
   userProperties: {
@@ -524,6 +590,15 @@ export interface CrdtUpdateInput {
   [k: string]: unknown;
 }
 
+export interface LivestateBroadcastInput {
+  organizationId: string;
+  documentId: string;
+  liveStateDataId: string;
+  data: unknown;
+  merge?: boolean;
+  [k: string]: unknown;
+}
+
 export interface OrganizationsAccessDisablestateUpdateInput {
   /**
    * @minItems 1
@@ -615,6 +690,19 @@ export interface OrganizationsDocumentsGetInput {
   folderId?: string;
   pageSize?: number;
   pageToken?: string;
+  [k: string]: unknown;
+}
+
+export interface OrganizationsDocumentsMigrateInput {
+  organizationId: string;
+  documentId: string;
+  newDocumentId: string;
+  [k: string]: unknown;
+}
+
+export interface OrganizationsDocumentsMigrateStatusInput {
+  organizationId: string;
+  migrationId: string;
   [k: string]: unknown;
 }
 
@@ -822,6 +910,72 @@ export interface PresenceUpdateInput {
   [k: string]: unknown;
 }
 
+export interface RecordingsAddInput {
+  organizationId: string;
+  documentId: string;
+  /**
+   * @minItems 1
+   * @maxItems 100
+   */
+  recordings: {
+    annotationId?: string;
+    recordingType: string;
+    mode?: string;
+    metadata?: {
+      [k: string]: unknown;
+    };
+    recordedTime: {
+      duration: number;
+      display?: string;
+      [k: string]: unknown;
+    };
+    displayName?: string;
+    from?: {
+      userId: string;
+      name?: string;
+      email?: string;
+      [k: string]: unknown;
+    };
+    /**
+     * @maxItems 20
+     */
+    attachments: {
+      attachmentId?: string;
+      url: string;
+      mimeType: string;
+      name: string;
+      type?: string;
+      size: number;
+      [k: string]: unknown;
+    }[];
+    [k: string]: unknown;
+  }[];
+  [k: string]: unknown;
+}
+
+export interface RecordingsDeleteInput {
+  organizationId: string;
+  documentId: string;
+  /**
+   * @minItems 1
+   * @maxItems 1000
+   */
+  recordingIds: string[];
+  [k: string]: unknown;
+}
+
+export interface RecordingsGetInput {
+  organizationId: string;
+  documentId?: string;
+  /**
+   * @maxItems 30
+   */
+  recordingIds?: string[];
+  pageSize?: number;
+  pageToken?: string;
+  [k: string]: unknown;
+}
+
 export interface UsersAddInput {
   organizationId: string;
   documentId?: string;
@@ -840,6 +994,22 @@ export interface UsersAddInput {
   createOrganization?: boolean;
   createDocument?: boolean;
   createFolder?: boolean;
+  [k: string]: unknown;
+}
+
+export interface UsersDataDeleteInput {
+  userId: string;
+  [k: string]: unknown;
+}
+
+export interface UsersDataDeleteStatusInput {
+  jobId: string;
+  [k: string]: unknown;
+}
+
+export interface UsersDataGetInput {
+  userId: string;
+  pageToken?: string;
   [k: string]: unknown;
 }
 
@@ -867,6 +1037,8 @@ export interface UsersGetInput {
    * @maxItems 30
    */
   organizationUserGroupIds?: string[];
+  allDocuments?: boolean;
+  groupByDocumentId?: boolean;
   pageSize?: number;
   pageToken?: string;
   [k: string]: unknown;
@@ -955,13 +1127,69 @@ export interface WorkspaceCreateInput {
   [k: string]: unknown;
 }
 
+export interface WorkspaceDomainsAddInput {
+  /**
+   * @minItems 1
+   * @maxItems 100
+   */
+  domains: string[];
+  [k: string]: unknown;
+}
+
+export interface WorkspaceDomainsDeleteInput {
+  /**
+   * @minItems 1
+   * @maxItems 100
+   */
+  domains: string[];
+  [k: string]: unknown;
+}
+
+export interface WorkspaceDomainsGetInput {
+  [k: string]: unknown;
+}
+
 export interface WorkspaceGetInput {
+  [k: string]: unknown;
+}
+
+export interface WorkspacePermissionproviderconfigGetInput {
+  [k: string]: unknown;
+}
+
+export interface WorkspacePermissionproviderconfigUpdateInput {
+  usePermissionProvider?: boolean;
+  permissionProviderConfig?: {
+    permissionProviderUrl?: string;
+    authToken?: string;
+    [k: string]: unknown;
+  };
   [k: string]: unknown;
 }
 
 /** Every REST operation as a typed method; PlaitClient (src/client/index.ts) supplies the transport. */
 export abstract class GeneratedOperations {
   protected abstract call<T>(path: string, auth: AuthLevel, data: unknown): Promise<OperationResult<T>>;
+
+  /** POST /v1/auth/token/get (auth: public). */
+  v1AuthTokenGet<T = unknown>(data: V1AuthTokenGetInput): Promise<OperationResult<T>> {
+    return this.call<T>('/v1/auth/token/get', 'public', data);
+  }
+
+  /** POST /v1/organizations/documents/locations/data/delete (auth: public). */
+  v1OrganizationsDocumentsLocationsDataDelete<T = unknown>(data: V1OrganizationsDocumentsLocationsDataDeleteInput): Promise<OperationResult<T>> {
+    return this.call<T>('/v1/organizations/documents/locations/data/delete', 'public', data);
+  }
+
+  /** POST /v1/organizations/documents/locations/update (auth: public). */
+  v1OrganizationsDocumentsLocationsUpdate<T = unknown>(data: V1OrganizationsDocumentsLocationsUpdateInput): Promise<OperationResult<T>> {
+    return this.call<T>('/v1/organizations/documents/locations/update', 'public', data);
+  }
+
+  /** POST /v2/auth/generate_signature (auth: apiKey). */
+  authGenerateSignature<T = unknown>(data: AuthGenerateSignatureInput): Promise<OperationResult<T>> {
+    return this.call<T>('/v2/auth/generate_signature', 'apiKey', data);
+  }
 
   /** POST /v2/auth/generate_token (auth: apiKey). */
   authGenerateToken<T = unknown>(data: AuthGenerateTokenInput): Promise<OperationResult<T>> {
@@ -1043,6 +1271,11 @@ export abstract class GeneratedOperations {
     return this.call<T>('/v2/crdt/update', 'apiKey', data);
   }
 
+  /** POST /v2/livestate/broadcast (auth: apiKey); also served at /v1/livestate/broadcast. */
+  livestateBroadcast<T = unknown>(data: LivestateBroadcastInput): Promise<OperationResult<T>> {
+    return this.call<T>('/v2/livestate/broadcast', 'apiKey', data);
+  }
+
   /** POST /v2/organizations/access/disablestate/update (auth: apiKey); also served at /v1/organizations/access/disablestate/update. */
   organizationsAccessDisablestateUpdate<T = unknown>(data: OrganizationsAccessDisablestateUpdateInput): Promise<OperationResult<T>> {
     return this.call<T>('/v2/organizations/access/disablestate/update', 'apiKey', data);
@@ -1081,6 +1314,16 @@ export abstract class GeneratedOperations {
   /** POST /v2/organizations/documents/get (auth: apiKey); also served at /v1/organizations/documents/get. */
   organizationsDocumentsGet<T = unknown>(data: OrganizationsDocumentsGetInput): Promise<OperationResult<T>> {
     return this.call<T>('/v2/organizations/documents/get', 'apiKey', data);
+  }
+
+  /** POST /v2/organizations/documents/migrate (auth: apiKey). */
+  organizationsDocumentsMigrate<T = unknown>(data: OrganizationsDocumentsMigrateInput): Promise<OperationResult<T>> {
+    return this.call<T>('/v2/organizations/documents/migrate', 'apiKey', data);
+  }
+
+  /** POST /v2/organizations/documents/migrate/status (auth: apiKey). */
+  organizationsDocumentsMigrateStatus<T = unknown>(data: OrganizationsDocumentsMigrateStatusInput): Promise<OperationResult<T>> {
+    return this.call<T>('/v2/organizations/documents/migrate/status', 'apiKey', data);
   }
 
   /** POST /v2/organizations/documents/move (auth: apiKey); also served at /v1/organizations/documents/move. */
@@ -1163,9 +1406,39 @@ export abstract class GeneratedOperations {
     return this.call<T>('/v2/presence/update', 'apiKey', data);
   }
 
+  /** POST /v2/recordings/add (auth: apiKey). */
+  recordingsAdd<T = unknown>(data: RecordingsAddInput): Promise<OperationResult<T>> {
+    return this.call<T>('/v2/recordings/add', 'apiKey', data);
+  }
+
+  /** POST /v2/recordings/delete (auth: apiKey). */
+  recordingsDelete<T = unknown>(data: RecordingsDeleteInput): Promise<OperationResult<T>> {
+    return this.call<T>('/v2/recordings/delete', 'apiKey', data);
+  }
+
+  /** POST /v2/recordings/get (auth: apiKey). */
+  recordingsGet<T = unknown>(data: RecordingsGetInput): Promise<OperationResult<T>> {
+    return this.call<T>('/v2/recordings/get', 'apiKey', data);
+  }
+
   /** POST /v2/users/add (auth: apiKey); also served at /v1/users/add. */
   usersAdd<T = unknown>(data: UsersAddInput): Promise<OperationResult<T>> {
     return this.call<T>('/v2/users/add', 'apiKey', data);
+  }
+
+  /** POST /v2/users/data/delete (auth: apiKey); also served at /v1/users/data/delete. */
+  usersDataDelete<T = unknown>(data: UsersDataDeleteInput): Promise<OperationResult<T>> {
+    return this.call<T>('/v2/users/data/delete', 'apiKey', data);
+  }
+
+  /** POST /v2/users/data/delete/status (auth: apiKey); also served at /v1/users/data/delete/status. */
+  usersDataDeleteStatus<T = unknown>(data: UsersDataDeleteStatusInput): Promise<OperationResult<T>> {
+    return this.call<T>('/v2/users/data/delete/status', 'apiKey', data);
+  }
+
+  /** POST /v2/users/data/get (auth: apiKey); also served at /v1/users/data/get. */
+  usersDataGet<T = unknown>(data: UsersDataGetInput): Promise<OperationResult<T>> {
+    return this.call<T>('/v2/users/data/get', 'apiKey', data);
   }
 
   /** POST /v2/users/delete (auth: apiKey); also served at /v1/users/delete. */
@@ -1223,8 +1496,33 @@ export abstract class GeneratedOperations {
     return this.call<T>('/v2/workspace/create', 'public', data);
   }
 
+  /** POST /v2/workspace/domains/add (auth: apiKey); also served at /v1/workspace/domains/add. */
+  workspaceDomainsAdd<T = unknown>(data: WorkspaceDomainsAddInput): Promise<OperationResult<T>> {
+    return this.call<T>('/v2/workspace/domains/add', 'apiKey', data);
+  }
+
+  /** POST /v2/workspace/domains/delete (auth: apiKey); also served at /v1/workspace/domains/delete. */
+  workspaceDomainsDelete<T = unknown>(data: WorkspaceDomainsDeleteInput): Promise<OperationResult<T>> {
+    return this.call<T>('/v2/workspace/domains/delete', 'apiKey', data);
+  }
+
+  /** POST /v2/workspace/domains/get (auth: apiKey). */
+  workspaceDomainsGet<T = unknown>(data: WorkspaceDomainsGetInput): Promise<OperationResult<T>> {
+    return this.call<T>('/v2/workspace/domains/get', 'apiKey', data);
+  }
+
   /** POST /v2/workspace/get (auth: workspace). */
   workspaceGet<T = unknown>(data: WorkspaceGetInput): Promise<OperationResult<T>> {
     return this.call<T>('/v2/workspace/get', 'workspace', data);
+  }
+
+  /** POST /v2/workspace/permissionproviderconfig/get (auth: apiKey). */
+  workspacePermissionproviderconfigGet<T = unknown>(data: WorkspacePermissionproviderconfigGetInput): Promise<OperationResult<T>> {
+    return this.call<T>('/v2/workspace/permissionproviderconfig/get', 'apiKey', data);
+  }
+
+  /** POST /v2/workspace/permissionproviderconfig/update (auth: apiKey). */
+  workspacePermissionproviderconfigUpdate<T = unknown>(data: WorkspacePermissionproviderconfigUpdateInput): Promise<OperationResult<T>> {
+    return this.call<T>('/v2/workspace/permissionproviderconfig/update', 'apiKey', data);
   }
 }
