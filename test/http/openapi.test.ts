@@ -54,7 +54,8 @@ t.test('GET /openapi.json is a valid OpenAPI 3.1 document that covers every oper
         t.equal(post.responses[code]?.$ref, `#/components/responses/Error${code}`, `${path}: answers ${code} with the error envelope`);
       }
       t.ok(post.responses['200'] !== undefined, `${path}: documents its success answer`);
-      const auth = row.auth === 'public' ? [] : row.auth === 'workspace' ? [{ workspaceId: [], workspaceAuthToken: [] }] : [{ apiKey: [], authToken: [] }];
+      // `body creds` operations carry their credentials in `data`, so no header scheme applies.
+      const auth = row.auth === 'public' || row.auth === 'body creds' ? [] : row.auth === 'workspace' ? [{ workspaceId: [], workspaceAuthToken: [] }] : [{ apiKey: [], authToken: [] }];
       t.same(post.security, auth, `${path}: security matches the README's auth column (${row.auth})`);
     }
   }
