@@ -97,6 +97,7 @@ export function route(op: Operation, deps: RouteDeps): (path: string) => (res: H
       if (!deps.gate.enter()) {
         instrument.observe(503, 0);
         const state: ResponseState = { aborted: false, requestId: nextRequestId(), corsOrigin: deps.corsOrigin };
+        deps.log.info('request rejected', { status: 'UNAVAILABLE', httpStatus: 503, message: 'the server is shutting down', path });
         writeError(res, state, unavailable('the server is shutting down; retry shortly'), true);
         return;
       }
@@ -218,7 +219,7 @@ function authenticate(op: Operation, auth: Authenticator, presented: readonly [s
 /** For paths no operation serves: 405 on a known path with another method, 404 otherwise. */
 export function fallback(
   knownPaths: ReadonlySet<string>,
-  deps: Pick<RouteDeps, 'corsOrigin'>,
+  deps: Pick<RouteDeps, 'corsOrigin' | 'log'>,
 ): (res: HttpResponse, req: HttpRequest) => void {
   return (res, req) => {
     const path = req.getUrl();
@@ -230,6 +231,7 @@ export function fallback(
     const error = knownPaths.has(path)
       ? new AppError('INVALID_ARGUMENT', `method ${method} is not allowed on ${path}; every operation is POST`, { httpStatus: 405 })
       : new AppError('NOT_FOUND', `no operation at ${method} ${path}`);
+    deps.log.info('request rejected', { status: error.status, httpStatus: error.httpStatus, message: error.message, requestId: state.requestId });
     writeJson(res, state, error.httpStatus, errorEnvelope(error), {
       closeConnection: method !== 'GET' && method !== 'HEAD',
       headers: error.httpStatus === 405 ? { allow: 'POST, OPTIONS' } : {},
