@@ -1149,6 +1149,17 @@ export interface WorkspaceDomainsGetInput {
   [k: string]: unknown;
 }
 
+export interface WorkspaceEmailSendLoginLinkInput {
+  email: string;
+  continueUrl: string;
+  [k: string]: unknown;
+}
+
+export interface WorkspaceEmailStatusInput {
+  ownerEmail: string;
+  [k: string]: unknown;
+}
+
 export interface WorkspaceGetInput {
   [k: string]: unknown;
 }
@@ -1509,6 +1520,16 @@ export abstract class GeneratedOperations {
   /** POST /v2/workspace/domains/get (auth: apiKey). */
   workspaceDomainsGet<T = unknown>(data: WorkspaceDomainsGetInput): Promise<OperationResult<T>> {
     return this.call<T>('/v2/workspace/domains/get', 'apiKey', data);
+  }
+
+  /** POST /v2/workspace/email/send-login-link (auth: public). */
+  workspaceEmailSendLoginLink<T = unknown>(data: WorkspaceEmailSendLoginLinkInput): Promise<OperationResult<T>> {
+    return this.call<T>('/v2/workspace/email/send-login-link', 'public', data);
+  }
+
+  /** POST /v2/workspace/email/status (auth: public). */
+  workspaceEmailStatus<T = unknown>(data: WorkspaceEmailStatusInput): Promise<OperationResult<T>> {
+    return this.call<T>('/v2/workspace/email/status', 'public', data);
   }
 
   /** POST /v2/workspace/get (auth: workspace). */
