@@ -24,6 +24,7 @@ export interface Config {
   readonly compactAfterBytes: number;
   readonly persistence: boolean;
   readonly presenceOfflineTtlMs: number;
+  readonly metricsPort: number | undefined;
   readonly outboundAllowedNetworks: readonly string[];
   readonly smtpUrl: string | undefined;
   readonly emailFrom: string;
@@ -82,6 +83,7 @@ const integer = (min: number, max: number): Parser<number> => (raw, name) => {
   }
   return value;
 };
+const optionalPort: Parser<number | undefined> = (raw, name) => (raw === '' ? undefined : integer(0, 65535)(raw, name));
 const logLevel: Parser<LogLevel> = (raw, name) => {
   const found = LOG_LEVELS.find((level) => level === raw);
   if (found === undefined) throw new ConfigError(`${name} must be one of ${LOG_LEVELS.join(', ')}, got "${raw}"`);
@@ -185,6 +187,7 @@ const OPTIONS: readonly OptionSpec<keyof Config>[] = [
   { key: 'compactAfterUpdates', env: 'COMPACT_AFTER_UPDATES', fallback: 1000, parse: integer(1, 10_000_000), doc: 'Log entries of one store that trigger a snapshot and log truncation.' },
   { key: 'compactAfterBytes', env: 'COMPACT_AFTER_BYTES', fallback: 4 * MiB, parse: integer(1024, 1024 * MiB), doc: 'Log bytes of one store that trigger a snapshot and log truncation.' },
   { key: 'persistence', env: 'PERSISTENCE', fallback: true, parse: bool, doc: 'false keeps documents in memory only (for benchmarks); REST metadata is still stored.' },
+  { key: 'metricsPort', env: 'METRICS_PORT', fallback: undefined, parse: optionalPort, doc: 'Serve `GET /metrics` (Prometheus) on this port of `HOST` instead of the main port (0 picks a free port). Unset: on the main port.' },
   { key: 'presenceOfflineTtlMs', env: 'PRESENCE_OFFLINE_TTL_MS', fallback: 60_000, parse: integer(0, 86_400_000), doc: 'How long a disconnected user stays `offline` in presence before removal.' },
   { key: 'outboundAllowedNetworks', env: 'OUTBOUND_ALLOWED_NETWORKS', fallback: [], parse: networks, doc: 'Comma-separated CIDRs that outbound HTTP (webhooks, agents) may reach although private or loopback, e.g. `127.0.0.0/8` for local development; everything non-public is refused otherwise.' },
   { key: 'smtpUrl', env: 'SMTP_URL', fallback: undefined, parse: smtpUrl, doc: 'SMTP server for `default` email, e.g. `smtp://user:pass@host:587` (`smtps://` for implicit TLS); unset: each email is logged as one JSON line instead.' },

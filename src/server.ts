@@ -1,5 +1,5 @@
 // Owns wiring: opens the store and services, mounts every operation and the sync endpoint on one uWS App, and stops them.
-import type { us_listen_socket } from 'uWebSockets.js';
+import type { TemplatedApp, us_listen_socket } from 'uWebSockets.js';
 import { Secrets } from './auth/secrets.js';
 import { UserTokens } from './auth/user-tokens.js';
 import type { Config } from './config.js';
@@ -24,7 +24,10 @@ import { userOperations } from './http/routes/users.js';
 import { commentOperations } from './http/routes/comments.js';
 import { presenceOperations } from './http/routes/presence.js';
 import { workspaceOperations } from './http/routes/workspace.js';
-import { loadUws } from './http/uws.js';
+import { loadUwsChoice } from './http/uws.js';
+import { buildOpenApi, plaitVersion } from './http/openapi.js';
+import { mountMetrics, mountSite } from './http/site.js';
+import { createMetricsRegistry } from './metrics/registry.js';
 import { Store } from './store/env.js';
 import { folderDocumentsFrom } from './doc/annotations/listing.js';
 import { CollabDocuments } from './doc/collab-state.js';
@@ -107,6 +110,10 @@ export interface RunningServer {
   readonly services: Services;
   /** Every operation path served, for the README check. */
   readonly paths: readonly string[];
+  /** The registered operations (the OpenAPI document and the client are generated from them). */
+  readonly operations: readonly Operation[];
+  /** The port of the separate metrics listener (METRICS_PORT), when there is one. */
+  readonly metricsPort: number | undefined;
   stop(): Promise<void>;
 }
 
@@ -213,7 +220,7 @@ function publicUrl(config: Config): string {
 const boundPorts = new WeakMap<Config, number>();
 
 /** Every REST operation, area by area (one file per spec area under src/http/routes). */
-function allOperations(services: Services): Operation[] {
+export function allOperations(services: Services): Operation[] {
   return [
     ...workspaceOperations(services.workspaces, services.secrets, services.domains, (workspace) => {
       services.ownerEmails.created(workspace.id);
@@ -248,7 +255,8 @@ function allOperations(services: Services): Operation[] {
 const STOP_DRAIN_MS = 10_000;
 
 export async function startServer(config: Config, log: Logger, options: ServerOptions = {}): Promise<RunningServer> {
-  const uws = loadUws();
+  const { uws, build, version, skipped } = loadUwsChoice();
+  log.info(`uWebSockets.js: ${build} ${version}`, { skipped });
   const app = uws.App();
   // uWS's app.publish reaches every subscriber of a topic (ws.publish would skip its own socket).
   const services = await openServices(config, log, { publish: (topic, bytes) => void app.publish(topic, bytes, true) }, options);
@@ -270,7 +278,8 @@ export async function startServer(config: Config, log: Logger, options: ServerOp
     originPolicy: (apiKey, origin) => services.domains.policy(apiKey, origin),
   };
   const knownPaths = new Set<string>();
-  for (const op of allOperations(services)) {
+  const operations = allOperations(services);
+  for (const op of operations) {
     const handlerFor = route(op, deps);
     for (const path of op.paths) {
       if (knownPaths.has(path)) throw new Error(`two operations claim ${path}`);
@@ -283,6 +292,16 @@ export async function startServer(config: Config, log: Logger, options: ServerOp
   };
   app.get('/healthz', getJson(() => ({ status: 'ok' })));
   app.get('/.well-known/jwks.json', getJson(() => services.userTokens.jwks()));
+  let stopping: Promise<void> | undefined;
+  mountSite(app, {
+    corsOrigin: config.corsOrigin,
+    log,
+    openApi: buildOpenApi(operations, { title: 'Plait', version: plaitVersion() }),
+    notReady: () => (stopping === undefined ? services.store.problem() : 'the server is stopping'),
+  });
+  const metrics = createMetricsRegistry({ documents: () => services.documentActors.stats() });
+  const metricsApp = config.metricsPort === undefined ? app : uws.App();
+  mountMetrics(metricsApp, metrics, { corsOrigin: config.corsOrigin, log });
   // A key expired for want of owner verification opens no sync connection either (its user tokens outlive it).
   const activeKeys = {
     apiKeyRecord: (apiKey: string) => {
@@ -320,20 +339,17 @@ export async function startServer(config: Config, log: Logger, options: ServerOp
   app.options('/*', preflight(deps));
   app.any('/*', fallback(knownPaths, deps));
 
-  const listenSocket = await new Promise<us_listen_socket>((resolve, reject) => {
-    app.listen(config.host, config.port, (socket) => {
-      if (socket === false) reject(new Error(`could not listen on ${config.host}:${config.port}`));
-      else resolve(socket);
-    });
-  });
+  const listenSocket = await listen(app, config.host, config.port, '');
   const port = uws.us_socket_local_port(listenSocket);
+  const metricsSocket =
+    config.metricsPort === undefined ? undefined : await listen(metricsApp, config.host, config.metricsPort, 'metrics');
   boundPorts.set(config, port);
   // Every job kind is registered by now; jobs a crash interrupted run again (each is idempotent).
   services.jobs.resume();
-  let stopping: Promise<void> | undefined;
   const stop = async (): Promise<void> => {
     // No new connections; requests on open connections are answered UNAVAILABLE from now on.
     uws.us_listen_socket_close(listenSocket);
+    if (metricsSocket !== undefined) uws.us_listen_socket_close(metricsSocket);
     // Requests in flight finish against an open store (their replies promise a commit).
     if (!(await deps.gate.close(STOP_DRAIN_MS))) {
       log.warn('stopping with requests still in flight', { requests: deps.gate.size, waitedMs: STOP_DRAIN_MS });
@@ -350,7 +366,17 @@ export async function startServer(config: Config, log: Logger, options: ServerOp
     port,
     services,
     paths: [...knownPaths].sort(),
+    operations,
+    metricsPort: metricsSocket === undefined ? undefined : uws.us_socket_local_port(metricsSocket),
     stop: () => (stopping ??= stop()),
   };
 }
 
+function listen(app: TemplatedApp, host: string, port: number, what: string): Promise<us_listen_socket> {
+  return new Promise<us_listen_socket>((resolve, reject) => {
+    app.listen(host, port, (socket) => {
+      if (socket === false) reject(new Error(`could not listen${what === '' ? '' : ` (${what})`} on ${host}:${port}`));
+      else resolve(socket);
+    });
+  });
+}

@@ -121,6 +121,11 @@ export class DocumentActor implements DocumentActorView, TaskFailures, EditorDoc
     return this.peerCount + this.attaching;
   }
 
+  /** Tasks waiting in the mailbox (for the metrics scrape). */
+  get queued(): number {
+    return this.mailbox.size;
+  }
+
   /** Admits a connection: sends SyncStep1, the awareness states and, for viewers, the read-only notice. */
   attach(peer: Peer, hint: RootHint = {}): void {
     this.attaching++;

@@ -85,6 +85,21 @@ export class DocumentActors {
     return this.entries.size;
   }
 
+  /** Loaded documents, their connections and queued mailbox work, summed when metrics are scraped. */
+  stats(): { loaded: number; connections: number; mailboxDepth: number; mailboxMax: number } {
+    let connections = 0;
+    let mailboxDepth = 0;
+    let mailboxMax = 0;
+    for (const entry of this.entries.values()) {
+      const actor = entry.actor;
+      if (actor === undefined) continue;
+      connections += actor.connectionCount;
+      mailboxDepth += actor.queued;
+      mailboxMax = Math.max(mailboxMax, actor.queued);
+    }
+    return { loaded: this.entries.size, connections, mailboxDepth, mailboxMax };
+  }
+
   /** Registers a listener told (inside the mailbox) when a connection joins or leaves any document. */
   onConnection(listener: ConnectionListener): void {
     this.listeners.push(listener);

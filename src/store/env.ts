@@ -38,6 +38,7 @@ export class StoreError extends Error {
 
 export class Store {
   private readonly opened = new Map<string, Database<unknown, Key>>();
+  private closing = false;
   /** Where every write goes: the root itself, or what a test wrapped it in. */
   private readonly writes: TransactionRoot;
   /**
@@ -125,8 +126,19 @@ export class Store {
     return this.root.flushed;
   }
 
+  /** Why the store cannot serve now (undefined when it can): it is closing, or its schema stamp cannot be read. */
+  problem(): string | undefined {
+    if (this.closing) return 'the store is closing';
+    try {
+      return this.records<unknown>(DB.meta).get('schemaVersion') === SCHEMA_VERSION ? undefined : 'the schema stamp is missing';
+    } catch (error) {
+      return `the store cannot be read: ${(error as Error).message}`;
+    }
+  }
+
   /** Lets grouped writes already submitted commit, refuses new ones, then flushes and closes. */
   async close(): Promise<void> {
+    this.closing = true;
     this.group.close(new StoreError('the store is closed'));
     await this.group.settled();
     await this.root.flushed;

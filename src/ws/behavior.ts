@@ -12,8 +12,9 @@ import { writeError, type ResponseState } from '../edge/reply.js';
 import type { Logger } from '../log.js';
 import type { AccessResolver, DocumentAccess } from '../tenant/access.js';
 import type { Workspaces } from '../tenant/workspaces.js';
+import { syncCounts } from '../metrics/instruments.js';
 import { readClientMessage } from '../sync/protocol.js';
-import { parseSyncTarget } from './target.js';
+import { answerProtocol, parseSyncTarget } from './target.js';
 
 export interface SyncDeps {
   readonly config: Pick<Config, 'wsMaxPayloadBytes' | 'wsMaxBackpressureBytes' | 'wsIdleTimeoutSeconds' | 'maxConnectionsPerDocument' | 'corsOrigin'>;
@@ -86,6 +87,7 @@ class SocketPeer implements Peer {
     this.ws.cork(() => {
       status = this.ws.send(bytes, true);
     });
+    syncCounts.framesSent++;
     if (this.closed) return false;
     if (status === SEND_DROPPED) {
       // A dropped Yjs frame would leave a gap in the client's document: end it so it reconnects and resyncs.
@@ -105,6 +107,7 @@ class SocketPeer implements Peer {
     // uWS excludes this socket, applies maxBackpressure / closeOnBackpressureLimit to every subscriber (a dropped
     // Yjs frame leaves a gap, so a slow reader is closed and resyncs on reconnect) and keeps each socket's order.
     this.ws.cork(() => this.ws.publish(topic, bytes, true));
+    syncCounts.framesPublished++;
     return true;
   }
 
@@ -129,7 +132,7 @@ export function syncBehavior(deps: SyncDeps): WebSocketBehavior<Session> {
   const { config, log } = deps;
 
   async function admit(request: CopiedUpgrade): Promise<Session> {
-    const target = parseSyncTarget(request.url, request.query);
+    const target = parseSyncTarget(request.url, request.query, request.secProtocol);
     const claims = await deps.userTokens.verify(target.token);
     if (!apiKeyExists(deps.workspaces, claims.apiKey)) throw unauthenticated('the API key this token was issued for no longer exists');
     if (deps.domains !== undefined && !deps.domains.allows(claims.apiKey, request.origin)) {
@@ -217,14 +220,14 @@ export function syncBehavior(deps: SyncDeps): WebSocketBehavior<Session> {
             return;
           }
           state.aborted = true;
-          res.cork(() => res.upgrade(session, request.secKey, request.secProtocol, request.secExtensions, context));
+          res.cork(() => res.upgrade(session, request.secKey, answerProtocol(request.secProtocol), request.secExtensions, context));
           // uWS runs open() inside upgrade(); if it did not, no socket will ever release the lease.
           if (session.peer === undefined) session.lease.release();
         },
         (error: unknown) => {
           const appError = toAppError(error);
           if (appError.status === 'INTERNAL') log.error('sync upgrade failed', { error });
-          else log.debug('sync upgrade refused', { status: appError.status, message: appError.message });
+          else log.info('sync connection refused', { status: appError.status, message: appError.message, path: request.url });
           writeError(res, state, appError, true);
         },
       );
@@ -234,6 +237,8 @@ export function syncBehavior(deps: SyncDeps): WebSocketBehavior<Session> {
       const session = ws.getUserData();
       const peer = new SocketPeer(ws, session);
       session.peer = peer;
+      syncCounts.opened++;
+      log.info('sync connection opened', { sessionId: session.sessionId, userId: session.userId, documentId: session.key.documentId, editorId: session.editorId, readOnly: session.readOnly });
       session.lease.actor.attach(peer, session.hint);
       armDeadline(session, peer);
     },
@@ -241,6 +246,7 @@ export function syncBehavior(deps: SyncDeps): WebSocketBehavior<Session> {
     message: (ws, message, isBinary) => {
       const session = ws.getUserData();
       const peer = session.peer;
+      syncCounts.framesIn++;
       if (peer === undefined || peer.closed) return;
       if (!isBinary) {
         peer.close(CLOSE.MALFORMED_FRAME, 'text frames are not part of the protocol');
@@ -260,8 +266,9 @@ export function syncBehavior(deps: SyncDeps): WebSocketBehavior<Session> {
       const session = ws.getUserData();
       if (session.timer !== undefined) clearTimeout(session.timer);
       const peer = session.peer;
-      log.debug('sync connection closed', { code, reason: Buffer.from(message).toString('utf8'), sessionId: session.sessionId, byServer: peer?.closed === true });
+      log.info('sync connection closed', { code, reason: Buffer.from(message).toString('utf8'), sessionId: session.sessionId, byServer: peer?.closed === true });
       if (peer === undefined) return;
+      syncCounts.closed++;
       peer.closed = true;
       session.lease.actor.detach(peer);
       // The lease kept the actor loaded for the life of the socket; detach is queued ahead of the idle check.
