@@ -21,7 +21,9 @@ export async function devBootstrap(
   const workspace = await workspaces.create({ ownerEmail: DEV_OWNER_EMAIL, name: 'Dev', workspaceName: 'Dev workspace' });
   // No mail reaches the dev owner's address: its keys must not expire for want of verification.
   await ownerEmails.exempt(workspace.id);
-  await meta.put('devBootstrapDone', true);
+  await store.transaction(() => {
+    void meta.put('devBootstrapDone', true);
+  });
   const apiKey = Object.keys(workspace.apiKeyList)[0];
   if (apiKey === undefined) return undefined;
   const identity = { kind: 'workspace', workspaceId: workspace.id } as const;
@@ -34,6 +36,9 @@ export async function devBootstrap(
     `  workspace auth token  ${workspace.authToken}`,
     `  API key               ${apiKey}`,
     `  auth token            ${authToken}`,
+    'The API key with its auth token signs every operation except /v2/workspace/*, which take the workspace id and the',
+    'workspace auth token (that one gives 403 elsewhere). For the README walkthrough, paste this into bash or zsh:',
+    `  export PORT=${config.port} API_KEY=${apiKey} AUTH_TOKEN=${authToken}`,
     'Try it:',
     `  curl -s -X POST ${base}/v2/workspace/apikeyconfig/get -H 'content-type: application/json' ` +
       `-H 'x-svc-api-key: ${apiKey}' -H 'x-svc-auth-token: ${authToken}' -d '{"data":{}}'`,

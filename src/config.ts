@@ -1,7 +1,7 @@
 // Owns the server configuration: one table of options read from env vars and --flags, validated and frozen.
 import { isIP } from 'node:net';
 import { resolve } from 'node:path';
-import { parseAllowedNetworks } from './delivery/outbound/address-policy.js';
+import { parseAllowedNetworks } from './allowed-networks.js';
 
 export interface Config {
   readonly host: string;
@@ -24,10 +24,23 @@ export interface Config {
   readonly compactAfterBytes: number;
   readonly persistence: boolean;
   readonly presenceOfflineTtlMs: number;
+  readonly metricsPort: number | undefined;
   readonly outboundAllowedNetworks: readonly string[];
   readonly smtpUrl: string | undefined;
   readonly emailFrom: string;
   readonly sendgridBaseUrl: string;
+  readonly agentPoolSize: number;
+  readonly agentQueueLimit: number;
+  readonly agentRunTimeoutMs: number;
+  readonly agentFetchTimeoutMs: number;
+  readonly agentFetchMaxBytes: number;
+  readonly chromiumPath: string | undefined;
+  readonly llmABaseUrl: string | undefined;
+  readonly llmAModel: string | undefined;
+  readonly llmAApiKey: string | undefined;
+  readonly llmBBaseUrl: string | undefined;
+  readonly llmBModel: string | undefined;
+  readonly llmBApiKey: string | undefined;
   readonly emailRateLimitPerHour: number;
   readonly emailStatusRateLimitPerMinute: number;
   readonly apiKeyRateLimitPerMinute: number;
@@ -72,6 +85,7 @@ const integer = (min: number, max: number): Parser<number> => (raw, name) => {
   }
   return value;
 };
+const optionalPort: Parser<number | undefined> = (raw, name) => (raw === '' ? undefined : integer(0, 65535)(raw, name));
 const logLevel: Parser<LogLevel> = (raw, name) => {
   const found = LOG_LEVELS.find((level) => level === raw);
   if (found === undefined) throw new ConfigError(`${name} must be one of ${LOG_LEVELS.join(', ')}, got "${raw}"`);
@@ -175,11 +189,24 @@ const OPTIONS: readonly OptionSpec<keyof Config>[] = [
   { key: 'compactAfterUpdates', env: 'COMPACT_AFTER_UPDATES', fallback: 1000, parse: integer(1, 10_000_000), doc: 'Log entries of one store that trigger a snapshot and log truncation.' },
   { key: 'compactAfterBytes', env: 'COMPACT_AFTER_BYTES', fallback: 4 * MiB, parse: integer(1024, 1024 * MiB), doc: 'Log bytes of one store that trigger a snapshot and log truncation.' },
   { key: 'persistence', env: 'PERSISTENCE', fallback: true, parse: bool, doc: 'false keeps documents in memory only (for benchmarks); REST metadata is still stored.' },
+  { key: 'metricsPort', env: 'METRICS_PORT', fallback: undefined, parse: optionalPort, doc: 'Serve `GET /metrics` (Prometheus) on this port of `HOST` instead of the main port (0 picks a free port). Unset: on the main port.' },
   { key: 'presenceOfflineTtlMs', env: 'PRESENCE_OFFLINE_TTL_MS', fallback: 60_000, parse: integer(0, 86_400_000), doc: 'How long a disconnected user stays `offline` in presence before removal.' },
   { key: 'outboundAllowedNetworks', env: 'OUTBOUND_ALLOWED_NETWORKS', fallback: [], parse: networks, doc: 'Comma-separated CIDRs that outbound HTTP (webhooks, agents) may reach although private or loopback, e.g. `127.0.0.0/8` for local development; everything non-public is refused otherwise.' },
   { key: 'smtpUrl', env: 'SMTP_URL', fallback: undefined, parse: smtpUrl, doc: 'SMTP server for `default` email, e.g. `smtp://user:pass@host:587` (`smtps://` for implicit TLS); unset: each email is logged as one JSON line instead.' },
   { key: 'emailFrom', env: 'EMAIL_FROM', fallback: 'Plait <no-reply@plait.localhost>', parse: text, doc: 'Sender of `default` email when the workspace sets no `fromEmail`.' },
   { key: 'sendgridBaseUrl', env: 'SENDGRID_BASE_URL', fallback: 'https://api.sendgrid.com', parse: httpUrl, doc: 'Base URL of the SendGrid v3 API used by `sendgrid` email (tests point it at a local fake).' },
+  { key: 'agentPoolSize', env: 'AGENT_POOL_SIZE', fallback: 2, parse: integer(1, 64), doc: 'Worker threads that run agents, prompt validation and ask-ai (piscina).' },
+  { key: 'agentQueueLimit', env: 'AGENT_QUEUE_LIMIT', fallback: 100, parse: integer(1, 100_000), doc: 'Agent tasks waiting for a worker before new ones get RESOURCE_EXHAUSTED.' },
+  { key: 'agentRunTimeoutMs', env: 'AGENT_RUN_TIMEOUT_MS', fallback: 120_000, parse: integer(1000, 3_600_000), doc: 'Time limit of one agent task; past it the worker thread is ended and the run fails with TIMEOUT.' },
+  { key: 'agentFetchTimeoutMs', env: 'AGENT_FETCH_TIMEOUT_MS', fallback: 10_000, parse: integer(100, 600_000), doc: 'Time limit of each page, link or API fetch an agent makes.' },
+  { key: 'agentFetchMaxBytes', env: 'AGENT_FETCH_MAX_BYTES', fallback: 5 * MiB, parse: integer(1024, 256 * MiB), doc: 'Largest response body an agent fetch reads; a larger page fails the run with TOO_LARGE.' },
+  { key: 'chromiumPath', env: 'CHROMIUM_PATH', fallback: '/usr/bin/chromium', parse: optionalText, doc: 'Chromium for browser strategies (screenshot, computed styles, site audit, browser-agent); when missing those runs fail with FAILED_PRECONDITION.' },
+  { key: 'llmABaseUrl', env: 'LLM_A_BASE_URL', fallback: undefined, parse: optionalText, doc: 'Provider `llm_a`: base URL of an OpenAI-compatible chat completions API (e.g. `http://127.0.0.1:8000/v1` for llama.cpp, vLLM, Ollama).' },
+  { key: 'llmAModel', env: 'LLM_A_MODEL', fallback: undefined, parse: optionalText, doc: 'Model name sent to `llm_a`; with LLM_A_BASE_URL it enables the provider.' },
+  { key: 'llmAApiKey', env: 'LLM_A_API_KEY', fallback: undefined, parse: optionalText, doc: 'API key for `llm_a` (sent as a bearer token; never logged).' },
+  { key: 'llmBBaseUrl', env: 'LLM_B_BASE_URL', fallback: undefined, parse: optionalText, doc: 'Provider `llm_b`: base URL of an Anthropic-style messages API.' },
+  { key: 'llmBModel', env: 'LLM_B_MODEL', fallback: undefined, parse: optionalText, doc: 'Model name sent to `llm_b`; with LLM_B_BASE_URL it enables the provider.' },
+  { key: 'llmBApiKey', env: 'LLM_B_API_KEY', fallback: undefined, parse: optionalText, doc: 'API key for `llm_b` (sent the way `@anthropic-ai/sdk` sends it; never logged).' },
   { key: 'userTokenLifetimeSeconds', env: 'USER_TOKEN_LIFETIME_SECONDS', fallback: 48 * 60 * 60, parse: integer(60, 30 * 24 * 60 * 60), doc: 'Lifetime of the user tokens `/v2/auth/generate_token` signs; a sync socket is closed with 4401 when its token expires.' },
   { key: 'stopDrainMs', env: 'STOP_DRAIN_MS', fallback: 10_000, parse: integer(0, 600_000), doc: 'On SIGTERM/SIGINT, how long REST requests in flight may run before the stop goes on without them (sockets are then closed with 1012).' },
 ];

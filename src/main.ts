@@ -32,8 +32,24 @@ async function main(): Promise<void> {
     );
   };
   process.on('SIGTERM', () => stop('SIGTERM'));
+  watchNpmParent(() => stop('npm exited'));
   process.on('SIGINT', () => stop('SIGINT'));
   process.on('unhandledRejection', (error) => log.error('unhandled rejection', { error }));
+}
+
+/**
+ * Under `npm start`, npm runs `sh -c "node …"`; on SIGTERM npm passes the signal to sh, which dies without passing it
+ * on, and node would keep listening as an orphan. A changed parent pid means the sh (and npm) above us have gone.
+ */
+function watchNpmParent(onGone: () => void): void {
+  if (process.env['npm_lifecycle_event'] === undefined) return;
+  const parent = process.ppid;
+  const timer = setInterval(() => {
+    if (process.ppid === parent) return;
+    clearInterval(timer);
+    onGone();
+  }, 250);
+  timer.unref();
 }
 
 main().catch((error: unknown) => {

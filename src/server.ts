@@ -1,12 +1,12 @@
 // Owns wiring: opens the store and services, mounts every operation and the sync endpoint on one uWS App, and stops them.
-import type { us_listen_socket } from 'uWebSockets.js';
+import type { TemplatedApp, us_listen_socket } from 'uWebSockets.js';
 import { Secrets } from './auth/secrets.js';
 import { systemClock, type Clock } from './clock.js';
 import { UserTokens } from './auth/user-tokens.js';
 import type { Config } from './config.js';
 import type { Logger } from './log.js';
 import { RequestGate } from './http/gate.js';
-import { writeJson } from './http/reply.js';
+import { writeJson } from './edge/reply.js';
 import { fallback, preflight, route, type RouteDeps } from './http/route.js';
 import type { Operation } from './http/operation.js';
 import { rateLimits } from './http/rate-limit.js';
@@ -25,11 +25,15 @@ import { userOperations } from './http/routes/users.js';
 import { commentOperations } from './http/routes/comments.js';
 import { presenceOperations } from './http/routes/presence.js';
 import { workspaceOperations } from './http/routes/workspace.js';
-import { loadUws } from './http/uws.js';
+import { loadUwsChoice } from './http/uws.js';
+import { buildOpenApi, plaitVersion } from './http/openapi.js';
+import { mountMetrics, mountSite } from './http/site.js';
+import { createMetricsRegistry } from './metrics/registry.js';
 import { Store } from './store/env.js';
 import { folderDocumentsFrom } from './doc/annotations/listing.js';
 import { CollabDocuments } from './doc/collab-state.js';
-import { DocumentRegistry } from './doc/registry.js';
+import { DocumentActors } from './doc/registry.js';
+import type { TopicPublisher } from './doc/peer.js';
 import { crdtOperations } from './http/routes/crdt.js';
 import { syncBehavior } from './ws/behavior.js';
 import { Outbox } from './events/outbox.js';
@@ -52,6 +56,11 @@ import { PermissionProvider } from './tenant/permission-provider.js';
 import { permissionProviderOperations } from './http/routes/permission-provider.js';
 import { OutboundHttp } from './delivery/outbound/http.js';
 import { DOCUMENT_DATABASES } from './tenant/directory/data-owners.js';
+import { openAgents, type AgentServices } from './agents/services.js';
+import { agentOperations } from './http/routes/agents.js';
+import { agentRunOperations } from './http/routes/agent-runs.js';
+import { agentAssistOperations } from './http/routes/agent-assist.js';
+import { memoryOperations } from './http/routes/memory.js';
 import { Workspaces } from './tenant/workspaces.js';
 
 export interface Services {
@@ -69,7 +78,7 @@ export interface Services {
   /** Comment annotations and presence per document. */
   readonly collab: CollabDocuments;
   /** Document actors (Yjs stores, awareness, sync connections); they also host `collab`. */
-  readonly documents: DocumentRegistry;
+  readonly documentActors: DocumentActors;
   /** Each API key's allowed web origins, checked at the sync upgrade and on cross-origin REST requests. */
   readonly domains: Domains;
   /** Named live values per document (livestate/broadcast), sent to extension-frame connections. */
@@ -87,6 +96,8 @@ export interface Services {
   readonly ownerEmails: OwnerEmails;
   /** Verification and sign-in emails, sent after the reply. */
   readonly accountMail: AccountMail;
+  /** Agent definitions, groups, runs and Memory (src/agents/). */
+  readonly agents: AgentServices;
 }
 
 /** Test seams: a manual clock, the account-email transport. */
@@ -105,13 +116,18 @@ export interface RunningServer {
   readonly services: Services;
   /** Every operation path served, for the README check. */
   readonly paths: readonly string[];
+  /** The registered operations (the OpenAPI document and the client are generated from them). */
+  readonly operations: readonly Operation[];
+  /** The port of the separate metrics listener (METRICS_PORT), when there is one. */
+  readonly metricsPort: number | undefined;
   stop(): Promise<void>;
 }
 
-export async function openServices(config: Config, log: Logger, options: ServerOptions = {}): Promise<Services> {
+/** `publisher` sends server-originated frames to a topic's sockets: the App's publish once the App exists. */
+export async function openServices(config: Config, log: Logger, publisher: TopicPublisher, options: ServerOptions = {}): Promise<Services> {
   const clock = serverClock(options);
   const now = clock.now;
-  const store = Store.open(config.dataDir, log.child({ component: 'store' }));
+  const store = Store.open(config.dataDir, { log: log.child({ component: 'store' }) });
   const secrets = Secrets.load(config.dataDir, config.secretKey);
   const workspaces = new Workspaces(store, secrets);
   const userTokens = await UserTokens.open(store, secrets, { now: clock.now, lifetimeSeconds: config.userTokenLifetimeSeconds });
@@ -122,18 +138,18 @@ export async function openServices(config: Config, log: Logger, options: ServerO
     dataOwners: [new LmdbDocumentData(store)],
   });
   const outbox = new Outbox(store);
-  const documents = new DocumentRegistry(config, store, log.child({ component: 'documents' }));
-  directory.addDataOwner(documents);
+  const documentActors = new DocumentActors(config, store, log.child({ component: 'documents' }), publisher);
+  directory.addDataOwner(documentActors);
   const collab = new CollabDocuments({
     store,
     outbox,
     now: clock.now,
     offlineTtlMs: config.presenceOfflineTtlMs,
-    hosts: documents,
+    actors: documentActors,
     encode: encodeLiveMessage,
     log,
   });
-  documents.onConnection(collab.connectionListener());
+  documentActors.onConnection(collab.connectionListener());
   // After the registry: its eviction drains the actor, whose departing connections write presence.
   directory.addDataOwner(collab);
   const domains = new Domains(store);
@@ -164,7 +180,7 @@ export async function openServices(config: Config, log: Logger, options: ServerO
   });
   const migrations = new DocumentMigrations({
     store,
-    documents,
+    documents: documentActors,
     directory: {
       knows: (apiKey, organizationId, documentId) => directory.documents.find(apiKey, organizationId, documentId) !== undefined,
       rekeyInWrite: (apiKey, organizationId, documentId, newDocumentId) => directory.documents.rekeyInWrite(apiKey, organizationId, documentId, newDocumentId),
@@ -172,8 +188,8 @@ export async function openServices(config: Config, log: Logger, options: ServerO
     jobs,
     databases: DOCUMENT_DATABASES,
   });
-  const liveStates = new LiveStates({ store, hosts: documents, encode: encodeLiveStateMessage, now: Date.now, log });
-  documents.onConnection(liveStates.connectionListener());
+  const liveStates = new LiveStates({ store, actors: documentActors, encode: encodeLiveStateMessage, now: Date.now, log });
+  documentActors.onConnection(liveStates.connectionListener());
   const ownerEmails = new OwnerEmails(store, secrets, workspaces, {
     graceMs: config.emailVerificationGraceMs,
     verificationLinkTtlMs: config.verificationLinkTtlMs,
@@ -192,7 +208,8 @@ export async function openServices(config: Config, log: Logger, options: ServerO
     verificationLinkTtlMs: config.verificationLinkTtlMs,
     loginLinkTtlMs: config.loginLinkTtlMs,
   });
-  return { config, log, clock, store, secrets, workspaces, userTokens, directory, outbox, collab, documents, domains, liveStates, recordings, jobs, migrations, userData, permissionProvider, ownerEmails, accountMail };
+  const agents = await openAgents({ store, secrets, config, collab, log });
+  return { config, log, clock, store, secrets, workspaces, userTokens, directory, outbox, collab, documentActors, domains, liveStates, recordings, jobs, migrations, userData, permissionProvider, ownerEmails, accountMail, agents };
 }
 
 function clockOf(options: ServerOptions): () => number {
@@ -217,7 +234,7 @@ function publicUrl(config: Config): string {
 const boundPorts = new WeakMap<Config, number>();
 
 /** Every REST operation, area by area (one file per spec area under src/http/routes). */
-function allOperations(services: Services): Operation[] {
+export function allOperations(services: Services): Operation[] {
   return [
     ...workspaceOperations(services.workspaces, services.secrets, services.domains, (workspace) => {
       services.ownerEmails.created(workspace.id);
@@ -240,14 +257,20 @@ function allOperations(services: Services): Operation[] {
     ...migrationOperations(services.migrations),
     ...userDataOperations(services.userData, services.jobs),
     ...permissionProviderOperations(services.permissionProvider),
-    ...crdtOperations(services.documents),
+    ...crdtOperations(services.documentActors),
+    ...agentOperations(services.agents.definitions, services.agents.groups),
+    ...agentRunOperations(services.agents),
+    ...agentAssistOperations(services.agents),
+    ...memoryOperations(services.agents.memory),
   ];
 }
 
 export async function startServer(config: Config, log: Logger, options: ServerOptions = {}): Promise<RunningServer> {
-  const uws = loadUws();
-  const services = await openServices(config, log, options);
+  const { uws, build, version, skipped } = loadUwsChoice();
+  log.info(`uWebSockets.js: ${build} ${version}`, { skipped });
   const app = uws.App();
+  // uWS's app.publish reaches every subscriber of a topic (ws.publish would skip its own socket).
+  const services = await openServices(config, log, { publish: (topic, bytes) => void app.publish(topic, bytes, true) }, options);
   const deps: RouteDeps = {
     auth: {
       workspace: (id, token) => services.workspaces.authenticateWorkspace(id, token),
@@ -266,7 +289,8 @@ export async function startServer(config: Config, log: Logger, options: ServerOp
     originPolicy: (apiKey, origin) => services.domains.policy(apiKey, origin),
   };
   const knownPaths = new Set<string>();
-  for (const op of allOperations(services)) {
+  const operations = allOperations(services);
+  for (const op of operations) {
     const handlerFor = route(op, deps);
     for (const path of op.paths) {
       if (knownPaths.has(path)) throw new Error(`two operations claim ${path}`);
@@ -279,6 +303,16 @@ export async function startServer(config: Config, log: Logger, options: ServerOp
   };
   app.get('/healthz', getJson(() => ({ status: 'ok' })));
   app.get('/.well-known/jwks.json', getJson(() => services.userTokens.jwks()));
+  let stopping: Promise<void> | undefined;
+  mountSite(app, {
+    corsOrigin: config.corsOrigin,
+    log,
+    openApi: buildOpenApi(operations, { title: 'Plait', version: plaitVersion() }),
+    notReady: () => (stopping === undefined ? services.store.problem() : 'the server is stopping'),
+  });
+  const metrics = createMetricsRegistry({ documents: () => services.documentActors.stats() });
+  const metricsApp = config.metricsPort === undefined ? app : uws.App();
+  mountMetrics(metricsApp, metrics, { corsOrigin: config.corsOrigin, log });
   // A key expired for want of owner verification opens no sync connection either (its user tokens outlive it).
   const activeKeys = {
     apiKeyRecord: (apiKey: string) => {
@@ -317,20 +351,17 @@ export async function startServer(config: Config, log: Logger, options: ServerOp
   app.options('/*', preflight(deps));
   app.any('/*', fallback(knownPaths, deps));
 
-  const listenSocket = await new Promise<us_listen_socket>((resolve, reject) => {
-    app.listen(config.host, config.port, (socket) => {
-      if (socket === false) reject(new Error(`could not listen on ${config.host}:${config.port}`));
-      else resolve(socket);
-    });
-  });
+  const listenSocket = await listen(app, config.host, config.port, '');
   const port = uws.us_socket_local_port(listenSocket);
+  const metricsSocket =
+    config.metricsPort === undefined ? undefined : await listen(metricsApp, config.host, config.metricsPort, 'metrics');
   boundPorts.set(config, port);
   // Every job kind is registered by now; jobs a crash interrupted run again (each is idempotent).
   services.jobs.resume();
-  let stopping: Promise<void> | undefined;
   const stop = async (): Promise<void> => {
     // No new connections; requests on open connections are answered UNAVAILABLE from now on.
     uws.us_listen_socket_close(listenSocket);
+    if (metricsSocket !== undefined) uws.us_listen_socket_close(metricsSocket);
     // Requests in flight finish against an open store (their replies promise a commit); sync upgrades get 503 from now on.
     if (!(await deps.gate.close(config.stopDrainMs))) {
       log.warn('stopping with requests still in flight', { requests: deps.gate.size, waitedMs: config.stopDrainMs });
@@ -338,7 +369,8 @@ export async function startServer(config: Config, log: Logger, options: ServerOp
     await services.accountMail.stop(5000);
     // Jobs in flight finish against open documents and store; one cut short by a crash resumes at the next start.
     await services.jobs.stop();
-    await services.documents.shutdown();
+    await services.agents.close();
+    await services.documentActors.shutdown();
     services.collab.close();
     await services.store.close();
   };
@@ -346,7 +378,17 @@ export async function startServer(config: Config, log: Logger, options: ServerOp
     port,
     services,
     paths: [...knownPaths].sort(),
+    operations,
+    metricsPort: metricsSocket === undefined ? undefined : uws.us_socket_local_port(metricsSocket),
     stop: () => (stopping ??= stop()),
   };
 }
 
+function listen(app: TemplatedApp, host: string, port: number, what: string): Promise<us_listen_socket> {
+  return new Promise<us_listen_socket>((resolve, reject) => {
+    app.listen(host, port, (socket) => {
+      if (socket === false) reject(new Error(`could not listen${what === '' ? '' : ` (${what})`} on ${host}:${port}`));
+      else resolve(socket);
+    });
+  });
+}

@@ -1,5 +1,6 @@
 // Owns the actor mailbox: a bounded FIFO of tasks drained by exactly one loop, so an actor's state has one writer.
 import { resourceExhausted } from '../errors.js';
+import { mailboxCounts } from '../metrics/instruments.js';
 
 type Task = () => unknown;
 
@@ -43,6 +44,7 @@ export class Mailbox {
    */
   ask<T>(task: () => T | Promise<T>, force = false): Promise<T> {
     if (!force && this.size >= this.capacity) {
+      mailboxCounts.shed++;
       return Promise.reject(resourceExhausted(`the document is busy: ${this.capacity} operations are queued; retry shortly`, 1));
     }
     return new Promise<T>((resolve, reject) => this.enqueue({ task, resolve: resolve as (value: unknown) => void, reject }));
@@ -50,7 +52,10 @@ export class Mailbox {
 
   /** Fire-and-forget: false when the mailbox is full and the task was not queued (the caller sheds the sender). */
   tell(task: () => unknown, force = false): boolean {
-    if (!force && this.size >= this.capacity) return false;
+    if (!force && this.size >= this.capacity) {
+      mailboxCounts.shed++;
+      return false;
+    }
     this.enqueue({ task, resolve: noop, reject: undefined });
     return true;
   }

@@ -1,15 +1,16 @@
 // Owns the per-request wrapper: abort tracking, header copy, body cap, auth, envelope, validation, reply and error mapping.
 import { randomUUID } from 'node:crypto';
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
-import { AppError, bodyTooLarge, permissionDenied, toAppError, unavailable, unsupportedMediaType } from '../errors.js';
+import { AppError, bodyTooLarge, methodNotAllowed, permissionDenied, toAppError, unavailable, unsupportedMediaType } from '../errors.js';
 import type { Logger } from '../log.js';
+import { RestInstrument } from '../metrics/instruments.js';
 import type { ApiKeyIdentity, WorkspaceIdentity } from '../tenant/workspaces.js';
 import { isJsonContentType, parseEnvelope, readBody } from './body.js';
 import type { RequestGate } from './gate.js';
 import type { Operation, RequestContext } from './operation.js';
 import { normalizeAddress, rateLimitKey, type ClientAddresses } from './client-address.js';
 import type { RateLimits } from './rate-limit.js';
-import { errorEnvelope, successEnvelope, writeError, writeJson, type ResponseState } from './reply.js';
+import { errorEnvelope, successEnvelope, writeError, writeJson, type ResponseState } from '../edge/reply.js';
 import { compileValidator, type Validator } from './validate.js';
 
 /** The credential checks the edge needs from the core. Each throws an AppError naming what is wrong. */
@@ -44,7 +45,7 @@ export function nextRequestId(): string {
 const CALLER_ID = /^[\w.:-]{1,128}$/;
 
 /**
- * One request from its first byte to its reply: the ResponseState of reply.ts, the RequestContext a handler gets, and
+ * One request from its first byte to its reply: the ResponseState of src/edge/reply.ts, the RequestContext a handler gets, and
  * its place in the gate. One object per request, with what is rarely used (the child logger, the client address)
  * made only when asked for.
  */
@@ -55,6 +56,9 @@ class Exchange implements ResponseState, RequestContext {
   identity: RequestContext['identity'] = null;
   /** The operation has started: a client leaving now does not finish the request, the operation's end does. */
   handling = false;
+  /** The HTTP status answered (0: none, the client left first; counted as 499 like nginx). */
+  httpStatus = 0;
+  private readonly started = performance.now();
   private finished = false;
   private logger: Logger | undefined;
 
@@ -62,6 +66,7 @@ class Exchange implements ResponseState, RequestContext {
     readonly res: HttpResponse,
     private readonly deps: RouteDeps,
     private readonly path: string,
+    private readonly instrument: RestInstrument,
     readonly requestId: string,
     public corsOrigin: string,
     private address: string | undefined,
@@ -82,42 +87,50 @@ class Exchange implements ResponseState, RequestContext {
     if (this.finished) return;
     this.finished = true;
     this.deps.gate.leave();
+    this.instrument.observe(this.httpStatus === 0 ? 499 : this.httpStatus, (performance.now() - this.started) / 1000);
   }
 }
 
 /** Builds the uWS handlers of one operation, one per path; its schema is compiled here, once. */
 export function route(op: Operation, deps: RouteDeps): (path: string) => (res: HttpResponse, req: HttpRequest) => void {
   const validate: Validator<unknown> = compileValidator(op.schema);
-  return (path) => (res, req) => {
-    if (!deps.gate.enter()) {
-      const state: ResponseState = { aborted: false, requestId: nextRequestId(), corsOrigin: deps.corsOrigin };
-      writeError(res, state, unavailable('the server is shutting down; retry shortly'), true);
-      return;
-    }
-    // Everything needed from `req` is copied now: uWS invalidates it when this function returns.
-    const incomingId = req.getHeader('x-request-id');
-    const requestId = incomingId !== '' && CALLER_ID.test(incomingId) ? incomingId : nextRequestId();
-    const ip = op.rateLimited
-      ? deps.clientAddresses.resolve(Buffer.from(res.getRemoteAddressAsText()).toString(), req.getHeader('x-forwarded-for'))
-      : undefined;
-    const exchange = new Exchange(res, deps, path, requestId, deps.corsOrigin, ip);
-    res.onAborted(() => {
-      exchange.aborted = true;
-      if (!exchange.handling) exchange.finish();
-    });
-    const length = req.getHeader('content-length');
-    if (length !== '' && Number(length) > deps.maxBodyBytes) {
-      writeError(res, exchange, bodyTooLarge(deps.maxBodyBytes), true);
-      exchange.finish();
-      return;
-    }
-    const contentType = req.getHeader('content-type');
-    const presented = credentials(op, req);
-    if (op.auth === 'apiKey' && deps.originPolicy !== undefined) exchange.origin = pageOrigin(req);
-    readBody(res, deps.maxBodyBytes).then(
-      (raw) => serve(op, deps, validate, exchange, contentType, presented, raw),
-      (error: unknown) => fail(exchange, toAppError(error), true),
-    );
+  return (path) => {
+    const instrument = new RestInstrument(path);
+    return (res, req) => {
+      if (!deps.gate.enter()) {
+        instrument.observe(503, 0);
+        const state: ResponseState = { aborted: false, requestId: nextRequestId(), corsOrigin: deps.corsOrigin };
+        deps.log.info('request rejected', { status: 'UNAVAILABLE', httpStatus: 503, message: 'the server is shutting down', path });
+        writeError(res, state, unavailable('the server is shutting down; retry shortly'), true);
+        return;
+      }
+      // Everything needed from `req` is copied now: uWS invalidates it when this function returns.
+      const incomingId = req.getHeader('x-request-id');
+      const requestId = incomingId !== '' && CALLER_ID.test(incomingId) ? incomingId : nextRequestId();
+      const ip = op.rateLimited
+        ? deps.clientAddresses.resolve(Buffer.from(res.getRemoteAddressAsText()).toString(), req.getHeader('x-forwarded-for'))
+        : undefined;
+      const exchange = new Exchange(res, deps, path, instrument, requestId, deps.corsOrigin, ip);
+      res.onAborted(() => {
+        exchange.aborted = true;
+        if (!exchange.handling) exchange.finish();
+      });
+      const length = req.getHeader('content-length');
+      if (length !== '' && Number(length) > deps.maxBodyBytes) {
+        exchange.httpStatus = 413;
+        exchange.log.info('request rejected', { status: 'INVALID_ARGUMENT', httpStatus: 413, message: `content-length ${length} exceeds ${deps.maxBodyBytes}` });
+        writeError(res, exchange, bodyTooLarge(deps.maxBodyBytes), true);
+        exchange.finish();
+        return;
+      }
+      const contentType = req.getHeader('content-type');
+      const presented = credentials(op, req);
+      if (op.auth === 'apiKey' && deps.originPolicy !== undefined) exchange.origin = pageOrigin(req);
+      readBody(res, deps.maxBodyBytes).then(
+        (raw) => serve(op, deps, validate, exchange, contentType, presented, raw),
+        (error: unknown) => fail(exchange, toAppError(error), true),
+      );
+    };
   };
 }
 
@@ -171,8 +184,13 @@ async function serve(
       exchange.log.debug('client went away before the reply; the operation completed');
       return;
     }
-    if (reply.kind === 'raw') writeJson(exchange.res, exchange, reply.httpStatus, reply.body);
-    else writeJson(exchange.res, exchange, 200, reply.kind === 'bare' ? { result: reply.result } : successEnvelope(reply.message, reply.data, reply.extra));
+    if (reply.kind === 'raw') {
+      exchange.httpStatus = reply.httpStatus;
+      writeJson(exchange.res, exchange, reply.httpStatus, reply.body);
+    } else {
+      exchange.httpStatus = 200;
+      writeJson(exchange.res, exchange, 200, reply.kind === 'bare' ? { result: reply.result } : successEnvelope(reply.message, reply.data, reply.extra));
+    }
   } catch (error) {
     fail(exchange, toAppError(error), false);
   } finally {
@@ -189,8 +207,9 @@ function takeRateLimits(op: Operation, limits: RateLimits, exchange: Exchange): 
 }
 
 function fail(exchange: Exchange, error: AppError, closeConnection: boolean): void {
+  if (!exchange.aborted) exchange.httpStatus = error.httpStatus;
   if (error.status === 'INTERNAL') exchange.log.error('operation failed', { error: error.cause ?? error });
-  else exchange.log.debug('request rejected', { status: error.status, message: error.message });
+  else exchange.log.info('request rejected', { status: error.status, httpStatus: error.httpStatus, message: error.message });
   writeError(exchange.res, exchange, error, closeConnection);
   exchange.finish();
 }
@@ -214,7 +233,7 @@ function authenticate(op: Operation, auth: Authenticator, presented: readonly [s
 /** For paths no operation serves: 405 on a known path with another method, 404 otherwise. */
 export function fallback(
   knownPaths: ReadonlySet<string>,
-  deps: Pick<RouteDeps, 'corsOrigin'>,
+  deps: Pick<RouteDeps, 'corsOrigin' | 'log'>,
 ): (res: HttpResponse, req: HttpRequest) => void {
   return (res, req) => {
     const path = req.getUrl();
@@ -224,8 +243,9 @@ export function fallback(
       state.aborted = true;
     });
     const error = knownPaths.has(path)
-      ? new AppError('INVALID_ARGUMENT', `method ${method} is not allowed on ${path}; every operation is POST`, { httpStatus: 405 })
+      ? methodNotAllowed(method, path)
       : new AppError('NOT_FOUND', `no operation at ${method} ${path}`);
+    deps.log.info('request rejected', { status: error.status, httpStatus: error.httpStatus, message: error.message, requestId: state.requestId });
     writeJson(res, state, error.httpStatus, errorEnvelope(error), {
       closeConnection: method !== 'GET' && method !== 'HEAD',
       headers: error.httpStatus === 405 ? { allow: 'POST, OPTIONS' } : {},

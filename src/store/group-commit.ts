@@ -1,4 +1,7 @@
 // Owns the group commit of REST writes: every change of a turn in one LMDB transaction, each in its own child transaction.
+import { groupCommitInstrument } from '../metrics/instruments.js';
+
+const instrument = groupCommitInstrument('rest');
 
 /** The two lmdb-js calls the group commit needs (a RootDatabase; tests pass one whose commit fails). */
 export interface TransactionRoot {
@@ -97,6 +100,7 @@ export class GroupCommit {
       }
     };
     let committing: Promise<unknown>;
+    const started = performance.now();
     try {
       committing = this.root.transaction(run);
     } catch (error) {
@@ -104,7 +108,10 @@ export class GroupCommit {
       committing = Promise.reject(error);
     }
     committing.then(
-      () => this.finish(batch ?? [], refused, undefined),
+      () => {
+        instrument.observe(batch?.length ?? 0, (performance.now() - started) / 1000);
+        this.finish(batch ?? [], refused, undefined);
+      },
       // A transaction that failed before running the callback fails what it would have carried.
       (error: unknown) => this.finish(batch ?? this.take(), refused, error ?? new Error('commit failed')),
     );

@@ -27,8 +27,11 @@ export const DB = {
   docUpdates: 'doc-updates',
   /** binary. [apiKey, organizationId, documentId, editorId] -> Yjs state snapshot (encodeStateAsUpdate) */
   docSnapshots: 'doc-snapshots',
-  /** [apiKey, organizationId, documentId, editorId] -> StoreMeta (type, contentKey, lastUpdate, lastUpdatedBy, sessionId, nextSeq) */
-  docStores: 'doc-stores',
+  /**
+   * [apiKey, organizationId, documentId, editorId] -> StoreMeta (type, contentKey, lastUpdate, lastUpdatedBy, sessionId,
+   * nextSeq) of one editor doc. Named 'doc-stores' on disk: renaming a named database would need a migration.
+   */
+  editorDocMeta: 'doc-stores',
   /** [apiKey, organizationId, documentId, annotationId] -> AnnotationRecord */
   annotations: 'annotations',
   /** [apiKey, organizationId, documentId, userId] -> PresenceRecord */
@@ -45,9 +48,31 @@ export const DB = {
   domains: 'domains',
   /** seq (a bare number: lmdb-js reads a one-element array key back as its element) -> OutboxEvent, written in the same transaction as its change */
   outbox: 'outbox',
+  /** [apiKey, agentId] -> AgentRecord (custom agents; src/agents/definitions.ts) */
+  agents: 'agents',
+  /** [apiKey, agentId, version] -> VersionRecord (behaviour with secrets sealed) */
+  agentVersions: 'agent-versions',
+  /** [apiKey, groupId] -> AgentGroup */
+  agentGroups: 'agent-groups',
+  /** [apiKey, agentId] -> AgentStats (execution count, last run, tokens) */
+  agentStats: 'agent-stats',
+  /** [apiKey, executionId] -> ExecutionRecord; [apiKey, '~time', startedAt, executionId] -> null (newest-first index) */
+  agentExecutions: 'agent-executions',
+  /** [apiKey, agentId, decidedAt, annotationId] -> Decision (Memory: suggestion accept/reject per agent) */
+  memoryDecisions: 'memory-decisions',
+  /** [apiKey, alertId] -> Alert; [apiKey, '~dedup', dedupKey] -> alertId */
+  memoryAlerts: 'memory-alerts',
+  /** [apiKey] -> AlertConfig */
+  memoryConfig: 'memory-config',
 } as const;
 
 export type DbName = (typeof DB)[keyof typeof DB];
+
+/**
+ * Upper bound for a key prefix: ordered-binary sorts the single byte 0xff above every string and number, so
+ * `{ start: prefix, end: [...prefix, KEY_END] }` is the range of every longer key starting with prefix.
+ */
+export const KEY_END = new Uint8Array([0xff]);
 
 /** Bumped when a stored shape changes incompatibly; checked at start. */
 export const SCHEMA_VERSION = 1;

@@ -1,7 +1,10 @@
 // Owns the document update log: appends batched into one LMDB transaction per turn (group commit) and compaction.
 import type { Logger } from '../log.js';
+import { groupCommitInstrument } from '../metrics/instruments.js';
 import type { Store } from './env.js';
 import { Snapshots, type StoreId, type StoreMeta } from './snapshots.js';
+
+const instrument = groupCommitInstrument('updates');
 
 /** One store's position in the log. The actor owns it; the log advances the counters. */
 export interface LogStream {
@@ -137,13 +140,17 @@ export class UpdateLog {
     const folded = new Set(folds.map((fold) => fold.stream));
     const metas = streams.filter((s) => !folded.has(s)).map((stream) => ({ stream, meta: stream.meta() }));
     const snapshots = this.snapshots;
-    const done = store.batch(() => {
+    const started = performance.now();
+    const done = store.transaction(() => {
       for (const entry of entries) if (!folded.has(entry.stream)) snapshots.putEntry(entry.stream.id, entry.seq, entry.update);
       for (const { stream, meta } of metas) snapshots.putMeta(stream.id, meta);
       for (const fold of folds) snapshots.fold(fold.stream.id, fold.snapshot, fold.meta, fold.boundary);
     });
     this.lastCommit = done.then(
-      () => batch.resolve(),
+      () => {
+        instrument.observe(entries.length + folds.length, (performance.now() - started) / 1000);
+        batch.resolve();
+      },
       (error: unknown) => {
         // What this batch held is still in memory: the next commit of these stores writes a full snapshot.
         for (const stream of streams) {

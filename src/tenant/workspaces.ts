@@ -130,6 +130,11 @@ export class Workspaces {
     return this.view(workspace);
   }
 
+  /** Every workspace, with its tokens in the clear (the admin CLI; never served over HTTP). */
+  list(): WorkspaceView[] {
+    return [...this.workspaces.getRange()].map(({ value }) => this.view(value));
+  }
+
   /** The workspace owned by `email` (case-insensitive), if any. */
   idForEmail(email: string): string | undefined {
     return this.byEmail.get(email.trim().toLowerCase());

@@ -5,16 +5,18 @@ import type { UserClaims, UserTokens } from '../auth/user-tokens.js';
 import type { Clock } from '../clock.js';
 import type { Config } from '../config.js';
 import type { RootHint } from '../doc/actor.js';
-import type { DocumentKey, Peer } from '../doc/peer.js';
-import type { DocumentRegistry, Lease } from '../doc/registry.js';
+import type { Peer } from '../doc/peer.js';
+import type { DocumentKey } from '../document-key.js';
+import type { DocumentActors, Lease } from '../doc/registry.js';
 import { AppError, CLOSE, permissionDenied, resourceExhausted, toAppError, unauthenticated, unavailable } from '../errors.js';
+import { writeError, type ResponseState } from '../edge/reply.js';
 import type { RequestGate } from '../http/gate.js';
-import { writeError, type ResponseState } from '../http/reply.js';
 import type { Logger } from '../log.js';
 import type { AccessResolver, DocumentAccess } from '../tenant/access.js';
 import type { Workspaces } from '../tenant/workspaces.js';
-import { readClientMessage } from './protocol.js';
-import { parseSyncTarget } from './target.js';
+import { syncCounts } from '../metrics/instruments.js';
+import { readClientMessage } from '../sync/protocol.js';
+import { answerProtocol, parseSyncTarget } from './target.js';
 
 export interface SyncDeps {
   readonly config: Pick<Config, 'wsMaxPayloadBytes' | 'wsMaxBackpressureBytes' | 'wsIdleTimeoutSeconds' | 'maxConnectionsPerDocument' | 'corsOrigin'>;
@@ -22,7 +24,7 @@ export interface SyncDeps {
   readonly userTokens: Pick<UserTokens, 'verify'>;
   readonly workspaces: Pick<Workspaces, 'apiKeyRecord'>;
   readonly access: AccessResolver;
-  readonly documents: DocumentRegistry;
+  readonly documentActors: DocumentActors;
   readonly clock: Clock;
   /** The REST gate: once a stop has begun (`closed`), upgrades are refused with 503 as REST requests are. */
   readonly gate: Pick<RequestGate, 'closed'>;
@@ -88,6 +90,7 @@ class SocketPeer implements Peer {
     this.ws.cork(() => {
       status = this.ws.send(bytes, true);
     });
+    syncCounts.framesSent++;
     if (this.closed) return false;
     if (status === SEND_DROPPED) {
       // A dropped Yjs frame would leave a gap in the client's document: end it so it reconnects and resyncs.
@@ -107,6 +110,7 @@ class SocketPeer implements Peer {
     // uWS excludes this socket, applies maxBackpressure / closeOnBackpressureLimit to every subscriber (a dropped
     // Yjs frame leaves a gap, so a slow reader is closed and resyncs on reconnect) and keeps each socket's order.
     this.ws.cork(() => this.ws.publish(topic, bytes, true));
+    syncCounts.framesPublished++;
     return true;
   }
 
@@ -132,7 +136,7 @@ export function syncBehavior(deps: SyncDeps): WebSocketBehavior<Session> {
 
   async function admit(request: CopiedUpgrade): Promise<Session> {
     if (deps.gate.closed) throw unavailable('the server is shutting down; reconnect shortly');
-    const target = parseSyncTarget(request.url, request.query);
+    const target = parseSyncTarget(request.url, request.query, request.secProtocol);
     const claims = await deps.userTokens.verify(target.token);
     if (!apiKeyExists(deps.workspaces, claims.apiKey)) throw unauthenticated('the API key this token was issued for no longer exists');
     if (deps.domains !== undefined && !deps.domains.allows(claims.apiKey, request.origin)) {
@@ -143,7 +147,7 @@ export function syncBehavior(deps: SyncDeps): WebSocketBehavior<Session> {
     let access = deps.access.documentAccess(claims, key, now);
     if (access.role === null && deps.providerAccess !== undefined) access = await deps.providerAccess(claims.userId, key);
     if (access.role === null) throw permissionDenied(`user ${claims.userId} has no access to document ${target.documentId}`);
-    const lease = await deps.documents.acquire(key);
+    const lease = await deps.documentActors.acquire(key);
     if (lease.actor.connectionCount >= config.maxConnectionsPerDocument) {
       lease.release();
       throw resourceExhausted(`the document has reached its limit of ${config.maxConnectionsPerDocument} connections`, 5);
@@ -219,14 +223,14 @@ export function syncBehavior(deps: SyncDeps): WebSocketBehavior<Session> {
             return;
           }
           state.aborted = true;
-          res.cork(() => res.upgrade(session, request.secKey, request.secProtocol, request.secExtensions, context));
+          res.cork(() => res.upgrade(session, request.secKey, answerProtocol(request.secProtocol), request.secExtensions, context));
           // uWS runs open() inside upgrade(); if it did not, no socket will ever release the lease.
           if (session.peer === undefined) session.lease.release();
         },
         (error: unknown) => {
           const appError = toAppError(error);
           if (appError.status === 'INTERNAL') log.error('sync upgrade failed', { error });
-          else log.debug('sync upgrade refused', { status: appError.status, message: appError.message });
+          else log.info('sync connection refused', { status: appError.status, message: appError.message, path: request.url });
           writeError(res, state, appError, true);
         },
       );
@@ -236,6 +240,8 @@ export function syncBehavior(deps: SyncDeps): WebSocketBehavior<Session> {
       const session = ws.getUserData();
       const peer = new SocketPeer(ws, session);
       session.peer = peer;
+      syncCounts.opened++;
+      log.info('sync connection opened', { sessionId: session.sessionId, userId: session.userId, documentId: session.key.documentId, editorId: session.editorId, readOnly: session.readOnly });
       session.lease.actor.attach(peer, session.hint);
       armDeadline(session, peer);
     },
@@ -243,6 +249,7 @@ export function syncBehavior(deps: SyncDeps): WebSocketBehavior<Session> {
     message: (ws, message, isBinary) => {
       const session = ws.getUserData();
       const peer = session.peer;
+      syncCounts.framesIn++;
       if (peer === undefined || peer.closed) return;
       if (!isBinary) {
         peer.close(CLOSE.MALFORMED_FRAME, 'text frames are not part of the protocol');
@@ -262,8 +269,9 @@ export function syncBehavior(deps: SyncDeps): WebSocketBehavior<Session> {
       const session = ws.getUserData();
       session.cancelTimer?.();
       const peer = session.peer;
-      log.debug('sync connection closed', { code, reason: Buffer.from(message).toString('utf8'), sessionId: session.sessionId, byServer: peer?.closed === true });
+      log.info('sync connection closed', { code, reason: Buffer.from(message).toString('utf8'), sessionId: session.sessionId, byServer: peer?.closed === true });
       if (peer === undefined) return;
+      syncCounts.closed++;
       peer.closed = true;
       session.lease.actor.detach(peer);
       // The lease kept the actor loaded for the life of the socket; detach is queued ahead of the idle check.

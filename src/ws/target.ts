@@ -1,5 +1,6 @@
-// Owns reading the sync URL: /sync/{organizationId}/{documentId}/{editorId}?token=&type=&contentKey=&ext=
-import { STORE_TYPES, type StoreType } from '../doc/crdt.js';
+// Owns reading the sync URL (/sync/{organizationId}/{documentId}/{editorId}?token=&type=&contentKey=&ext=) and the token subprotocol.
+import { STORE_TYPES } from '../doc/crdt.js';
+import type { StoreType } from '../store/snapshots.js';
 import { AppError, invalidArgument, unauthenticated } from '../errors.js';
 
 export const SYNC_PREFIX = '/sync/';
@@ -35,8 +36,38 @@ function checkId(value: string | undefined, name: string): string {
   return value;
 }
 
-/** Parses the upgrade URL; throws INVALID_ARGUMENT (400) or UNAUTHENTICATED (401) naming what is wrong. */
-export function parseSyncTarget(url: string, query: string): SyncTarget {
+/** The subprotocol a client offers to carry its user token out of the URL: `plait.token.<JWT>` (JWTs are valid token chars). */
+export const TOKEN_PROTOCOL_PREFIX = 'plait.token.';
+/** The subprotocol the server answers with when the client offers it beside its token entry. */
+export const SYNC_PROTOCOL = 'plait';
+
+function offeredProtocols(header: string): string[] {
+  return header === '' ? [] : header.split(',').map((entry) => entry.trim());
+}
+
+/** The user token from `Sec-WebSocket-Protocol: plait, plait.token.<JWT>`, or '' when none is offered. */
+export function tokenFromProtocols(header: string): string {
+  const entry = offeredProtocols(header).find((p) => p.startsWith(TOKEN_PROTOCOL_PREFIX));
+  return entry === undefined ? '' : entry.slice(TOKEN_PROTOCOL_PREFIX.length);
+}
+
+/**
+ * The subprotocol the upgrade answers with. Browsers fail a connection whose answer is not one they offered, so a
+ * client sending its token this way gets `plait` back when it offered it, else its token entry; other headers are
+ * answered as before (echoed).
+ */
+export function answerProtocol(header: string): string {
+  const offered = offeredProtocols(header);
+  const token = offered.find((p) => p.startsWith(TOKEN_PROTOCOL_PREFIX));
+  if (token === undefined) return header;
+  return offered.includes(SYNC_PROTOCOL) ? SYNC_PROTOCOL : token;
+}
+
+/**
+ * Parses the upgrade URL; the token comes from `?token=` or else from the `Sec-WebSocket-Protocol` header.
+ * Throws INVALID_ARGUMENT (400) or UNAUTHENTICATED (401) naming what is wrong.
+ */
+export function parseSyncTarget(url: string, query: string, protocols = ''): SyncTarget {
   if (!url.startsWith(SYNC_PREFIX)) throw new AppError('NOT_FOUND', `no sync endpoint at ${url}`);
   const segments = url.slice(SYNC_PREFIX.length).split('/');
   if (segments.length !== 3) {
@@ -44,8 +75,12 @@ export function parseSyncTarget(url: string, query: string): SyncTarget {
   }
   const [org, doc, editor] = segments.map(decodeSegment);
   const params = new URLSearchParams(query);
-  const token = params.get('token') ?? '';
-  if (token === '') throw unauthenticated('the token query parameter (a user JWT from /v2/auth/generate_token) is required');
+  const token = params.get('token') || tokenFromProtocols(protocols);
+  if (token === '') {
+    throw unauthenticated(
+      'a user JWT from /v2/auth/generate_token is required, in the token query parameter or as the subprotocol plait.token.<JWT>',
+    );
+  }
   const type = params.get('type');
   if (type !== null && !STORE_TYPES.includes(type as StoreType)) {
     throw invalidArgument(`the type query parameter must be one of ${STORE_TYPES.join(', ')}, got "${type}"`);

@@ -26,28 +26,27 @@ const cases = [
 
 t.test('add, get and update round-trip every store type', async (t) => {
   const { api } = await startTestServer(t);
-  const credentials = await api.createWorkspace();
+  const client = api.client(await api.createWorkspace());
   for (const { type, first, second } of cases) {
     const editorId = `editor-${type}`;
-    const added = await api.call(credentials, '/v2/crdt/add', { ...where, editorId, type, data: first });
-    t.equal(added.status, 200, `${type}: add`);
+    const added = await client.crdtAdd({ ...where, editorId, type, data: first });
+    t.equal(added.status, 'success', `${type}: add`);
     const before = Date.now();
-    let got = await api.call<CrdtRecord[]>(credentials, '/v2/crdt/get', { ...where, editorId });
-    t.same(got.body.result?.data.map((r) => r.data), [first], `${type}: get returns what add wrote`);
-    const again = await api.call(credentials, '/v2/crdt/add', { ...where, editorId, type, data: first });
-    t.equal(again.body.error?.status, 'ALREADY_EXISTS', `${type}: a second add fails`);
-    const updated = await api.call(credentials, '/v2/crdt/update', { ...where, editorId, type, data: second });
-    t.equal(updated.status, 200, `${type}: update`);
-    got = await api.call<CrdtRecord[]>(credentials, '/v2/crdt/get', { ...where, editorId });
-    const record = got.body.result?.data[0];
+    let got = await client.crdtGet<CrdtRecord[]>({ ...where, editorId });
+    t.same(got.data.map((r) => r.data), [first], `${type}: get returns what add wrote`);
+    await t.rejects(client.crdtAdd({ ...where, editorId, type, data: first }), { name: 'PlaitError', status: 'ALREADY_EXISTS', httpStatus: 409 }, `${type}: a second add fails`);
+    const updated = await client.crdtUpdate({ ...where, editorId, type, data: second });
+    t.equal(updated.status, 'success', `${type}: update`);
+    got = await client.crdtGet<CrdtRecord[]>({ ...where, editorId });
+    const record = got.data[0];
     t.same(record?.data, second, `${type}: get returns what update wrote`);
     t.equal(record?.id, editorId);
     t.equal(record?.lastUpdatedBy, 'rest-api');
     t.equal(record?.sessionId, null);
     t.ok(Date.parse(record?.lastUpdate ?? '') >= before - 1000, `${type}: lastUpdate is an ISO time`);
   }
-  const all = await api.call<CrdtRecord[]>(credentials, '/v2/crdt/get', where);
-  t.same(all.body.result?.data.map((r) => r.id).sort(), cases.map((c) => `editor-${c.type}`).sort(), 'no editorId: every store');
+  const all = await client.crdtGet<CrdtRecord[]>(where);
+  t.same(all.data.map((r) => r.id).sort(), cases.map((c) => `editor-${c.type}`).sort(), 'no editorId: every store');
 });
 
 t.test('update of an absent store is NOT_FOUND; mismatched data is INVALID_ARGUMENT', async (t) => {

@@ -1,4 +1,5 @@
-// Test helper: a small REST client for the POST/`data` envelope and a workspace-with-key fixture.
+// Test helper: a raw REST caller for the POST/`data` envelope (bad input, headers), the typed client, and a workspace fixture.
+import { PlaitClient } from 'plait/client';
 export interface ApiResponse<T = unknown> {
   readonly status: number;
   readonly headers: Headers;
@@ -38,20 +39,26 @@ export class ApiClient {
     return this.post<T>(path, data, apiKeyHeaders(credentials));
   }
 
+  /** The typed client (`plait/client`) for this server, with the workspace's and its API key's credentials when given. */
+  client(credentials?: Credentials): PlaitClient {
+    return new PlaitClient({
+      baseUrl: this.baseUrl,
+      ...(credentials === undefined
+        ? {}
+        : { apiKey: credentials.apiKey, authToken: credentials.authToken, workspaceId: credentials.workspaceId, workspaceAuthToken: credentials.workspaceToken }),
+    });
+  }
+
   /** Creates a fresh workspace and returns its credentials, with the API key's auth token already fetched. */
   async createWorkspace(ownerEmail = `owner${++emailCounter}.${process.pid}@example.com`): Promise<Credentials> {
-    const created = await this.post<{ id: string; authToken: string; apiKeyList: Record<string, unknown> }>('/v2/workspace/create', { ownerEmail });
-    const workspace = created.body.result?.data;
-    if (workspace === undefined) throw new Error(`workspace/create failed: ${JSON.stringify(created.body)}`);
+    const created = await this.client().workspaceCreate<{ id: string; authToken: string; apiKeyList: Record<string, unknown> }>({ ownerEmail });
+    const workspace = created.data;
     const apiKey = Object.keys(workspace.apiKeyList)[0];
     if (apiKey === undefined) throw new Error('workspace/create returned no API key');
-    const tokens = await this.post<{ authTokens: Array<{ token: string }> }>(
-      '/v2/workspace/authtokens/get',
-      { apiKey },
-      { 'x-svc-workspace-id': workspace.id, 'x-svc-workspace-auth-token': workspace.authToken },
-    );
-    const authToken = tokens.body.result?.data.authTokens[0]?.token;
-    if (authToken === undefined) throw new Error(`authtokens/get failed: ${JSON.stringify(tokens.body)}`);
+    const asOwner = this.client().with({ workspaceId: workspace.id, workspaceAuthToken: workspace.authToken });
+    const tokens = await asOwner.workspaceAuthtokensGet<{ authTokens: Array<{ token: string }> }>({ apiKey });
+    const authToken = tokens.data.authTokens[0]?.token;
+    if (authToken === undefined) throw new Error(`authtokens/get returned no token: ${JSON.stringify(tokens)}`);
     return { workspaceId: workspace.id, workspaceToken: workspace.authToken, apiKey, authToken };
   }
 }

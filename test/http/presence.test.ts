@@ -1,38 +1,53 @@
-// Tests the presence operations over real HTTP, including bad input for each required field.
+// Tests the presence operations over real HTTP (through the typed client), including bad input for each required field.
 import t from 'tap';
 import { env } from './comments-env.js';
 
 const scope = { organizationId: 'org-p', documentId: 'doc-p' };
 
 t.test('presence add, update, get and delete', async (t) => {
-  const { call } = await env(t);
-  const added = await call('/v2/presence/add', { ...scope, users: [{ userId: 'u1', name: 'Ann', email: 'ann@example.com' }, { userId: 'u2', status: 'away' }] });
+  const { server, creds } = await env(t);
+  const client = server.api.client(creds);
+  const added = await client.presenceAdd({ ...scope, users: [{ userId: 'u1', name: 'Ann', email: 'ann@example.com' }, { userId: 'u2', status: 'away' }] });
   t.same(added.data, { success: true });
-  const updated = await call('/v2/presence/update', { ...scope, users: [{ userId: 'u1', status: 'away' }, { userId: 'u3', name: 'Cy' }] });
+  t.equal(added.message, 'Presence added successfully.');
+  const updated = await client.presenceUpdate({ ...scope, users: [{ userId: 'u1', status: 'away' }, { userId: 'u3', name: 'Cy' }] });
   t.same(updated.data, { success: true });
-  const all = await call<Array<Record<string, unknown>>>('/v2/presence/get', { ...scope });
+  const all = await client.presenceGet<Array<Record<string, unknown>>>({ ...scope });
   t.match(all.data, [
     { userId: 'u1', name: 'Ann', email: 'ann@example.com', status: 'away', source: 'rest', connections: 0 },
     { userId: 'u2', status: 'away' },
     { userId: 'u3', name: 'Cy', status: 'online' },
   ]);
   t.type(all.data[0]?.['lastUpdated'], 'number');
-  const away = await call<Array<{ userId: string }>>('/v2/presence/get', { ...scope, statuses: ['away'] });
+  const away = await client.presenceGet<Array<{ userId: string }>>({ ...scope, statuses: ['away'] });
   t.same(away.data.map((u) => u.userId), ['u1', 'u2']);
-  const deleted = await call('/v2/presence/delete', { ...scope, userIds: ['u2', 'nobody'] });
+  const deleted = await client.presenceDelete({ ...scope, userIds: ['u2', 'nobody'] });
   t.same(deleted.data, { success: true });
-  const left = await call<Array<{ userId: string }>>('/v2/presence/get', { ...scope, userIds: ['u1', 'u2'] });
+  const left = await client.presenceGet<Array<{ userId: string }>>({ ...scope, userIds: ['u1', 'u2'] });
   t.same(left.data.map((u) => u.userId), ['u1']);
-  const other = await call('/v2/presence/get', { ...scope, documentId: 'another' });
+  const other = await client.presenceGet({ ...scope, documentId: 'another' });
   t.same(other.data, [], 'presence is per document');
 });
 
 t.test('presence set over REST survives a restart', async (t) => {
   const first = await env(t);
-  await first.call('/v2/presence/update', { ...scope, users: [{ userId: 'u1', status: 'busy' }] });
+  await first.server.api.client(first.creds).presenceUpdate({ ...scope, users: [{ userId: 'u1', status: 'busy' }] });
   const restarted = await first.server.restart();
-  const res = await restarted.api.call<Array<{ userId: string; status: string }>>(first.creds, '/v2/presence/get', scope);
-  t.match(res.body.result?.data, [{ userId: 'u1', status: 'busy' }]);
+  const res = await restarted.api.client(first.creds).presenceGet<Array<{ userId: string; status: string }>>(scope);
+  t.match(res.data, [{ userId: 'u1', status: 'busy' }]);
+});
+
+t.test('a refused presence call rejects with PlaitError carrying the canonical status', async (t) => {
+  const { server, creds } = await env(t);
+  const wrongToken = server.api.client({ ...creds, authToken: 'not-the-token' });
+  await t.rejects(wrongToken.presenceGet(scope), { name: 'PlaitError', status: 'PERMISSION_DENIED', httpStatus: 403 });
+  // The schema says users has at least one item; the client's types do not stop a caller, the server does.
+  await t.rejects(server.api.client(creds).presenceUpdate({ ...scope, users: [] }), {
+    name: 'PlaitError',
+    status: 'INVALID_ARGUMENT',
+    httpStatus: 400,
+    message: /data\.users must have at least 1/,
+  });
 });
 
 t.test('bad input for each required field is INVALID_ARGUMENT naming the field', async (t) => {

@@ -14,7 +14,7 @@ t.test('stop() while 60 adds wait in the document mailbox: each is answered 200 
   const key = { apiKey: creds.apiKey, organizationId: scope.organizationId, documentId: scope.documentId };
   // The document's mailbox is held on one task, so every add that arrives queues behind it; the test sees each
   // add reach the mailbox by counting the actor's run() calls.
-  const lease = await server.services.documents.acquire(key);
+  const lease = await server.services.documentActors.acquire(key);
   let unblock = (): void => undefined;
   const held = lease.actor.run(() => new Promise<void>((resolve) => (unblock = resolve)));
   const count = 60;

@@ -30,7 +30,7 @@ t.test('a full mailbox: REST gets 429 with Retry-After, a sending socket is clos
   if (sender.frames.length === 0) await new Promise((resolve) => sender.socket.once('message', resolve));
 
   // Hold the document's mailbox on one task and queue CAPACITY more behind it: the mailbox is now full.
-  const lease = await server.services.documents.acquire({ apiKey: credentials.apiKey, organizationId: room.organizationId, documentId: room.documentId });
+  const lease = await server.services.documentActors.acquire({ apiKey: credentials.apiKey, organizationId: room.organizationId, documentId: room.documentId });
   t.teardown(() => lease.release());
   let unblock = (): void => undefined;
   const held = lease.actor.run(() => new Promise<void>((resolve) => (unblock = resolve)));

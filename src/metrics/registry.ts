@@ -1,0 +1,59 @@
+// Owns one server's Prometheus registry: the process-wide instruments plus gauges read from its services at scrape time.
+import { collectDefaultMetrics, Counter, Gauge, Registry, type Metric } from 'prom-client';
+import { groupCommitSeconds, groupCommitSize, mailboxCounts, restRequests, restSeconds, syncCounts } from './instruments.js';
+
+/** What the scrape reads from the server (src/doc/registry.ts `stats()`). */
+export interface MetricSources {
+  documents(): { loaded: number; connections: number; mailboxDepth: number; mailboxMax: number };
+}
+
+/** A counter whose value is a plain number kept by the hot path, brought up to date when scraped. */
+function mirroredCounter(registry: Registry, name: string, help: string, read: () => number): void {
+  let exported = 0;
+  new Counter({
+    name,
+    help,
+    registers: [registry],
+    collect() {
+      const now = read();
+      if (now > exported) this.inc(now - exported);
+      exported = now;
+    },
+  });
+}
+
+export function createMetricsRegistry(sources: MetricSources, options: { defaultMetrics?: boolean } = {}): Registry {
+  const registry = new Registry();
+  if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: registry });
+  // Families of src/metrics/instruments.ts give the registry what a prom-client metric's get() gives.
+  for (const family of [restRequests, restSeconds, groupCommitSize, groupCommitSeconds]) registry.registerMetric(family as unknown as Metric);
+
+  const gauge = (name: string, help: string, read: () => number): void => {
+    new Gauge({
+      name,
+      help,
+      registers: [registry],
+      collect() {
+        this.set(read());
+      },
+    });
+  };
+  // Each gauge walks the loaded documents once per scrape (a few thousand entries at most: cheap, and never on a hot path).
+  gauge('plait_sync_connections', 'Open sync (WebSocket) connections', () => sources.documents().connections);
+  gauge('plait_documents_loaded', 'Documents loaded in memory (actors)', () => sources.documents().loaded);
+  gauge('plait_mailbox_depth', 'Tasks queued in all document mailboxes', () => sources.documents().mailboxDepth);
+  gauge('plait_mailbox_depth_max', 'Tasks queued in the fullest document mailbox', () => sources.documents().mailboxMax);
+
+  mirroredCounter(registry, 'plait_sync_frames_in_total', 'Frames received on sync connections', () => syncCounts.framesIn);
+  mirroredCounter(registry, 'plait_sync_frames_sent_total', 'Frames sent to one sync connection', () => syncCounts.framesSent);
+  mirroredCounter(
+    registry,
+    'plait_sync_frames_published_total',
+    'Frames published to a document topic (each reaches every other subscriber)',
+    () => syncCounts.framesPublished,
+  );
+  mirroredCounter(registry, 'plait_sync_connections_opened_total', 'Sync connections opened', () => syncCounts.opened);
+  mirroredCounter(registry, 'plait_sync_connections_closed_total', 'Sync connections closed', () => syncCounts.closed);
+  mirroredCounter(registry, 'plait_mailbox_shed_total', 'Messages refused because a document mailbox was full', () => mailboxCounts.shed);
+  return registry;
+}
