@@ -1,5 +1,6 @@
 // Owns the server configuration: one table of options read from env vars and --flags, validated and frozen.
 import { resolve } from 'node:path';
+import { parseAllowedNetworks } from './delivery/outbound/address-policy.js';
 
 export interface Config {
   readonly host: string;
@@ -22,6 +23,10 @@ export interface Config {
   readonly compactAfterBytes: number;
   readonly persistence: boolean;
   readonly presenceOfflineTtlMs: number;
+  readonly outboundAllowedNetworks: readonly string[];
+  readonly smtpUrl: string | undefined;
+  readonly emailFrom: string;
+  readonly sendgridBaseUrl: string;
 }
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent';
@@ -58,6 +63,25 @@ const logLevel: Parser<LogLevel> = (raw, name) => {
   return found;
 };
 
+const networks: Parser<readonly string[]> = (raw, name) => {
+  const entries = raw.split(',').map((entry) => entry.trim()).filter((entry) => entry !== '');
+  try {
+    parseAllowedNetworks(entries);
+  } catch (error) {
+    throw new ConfigError(`${name}: ${error instanceof Error ? error.message : String(error)}`);
+  }
+  return Object.freeze(entries);
+};
+const httpUrl: Parser<string> = (raw, name) => {
+  if (!URL.canParse(raw) || !/^https?:$/.test(new URL(raw).protocol)) throw new ConfigError(`${name} must be an http(s) URL, got "${raw}"`);
+  return raw.replace(/\/+$/, '');
+};
+const smtpUrl: Parser<string | undefined> = (raw, name) => {
+  if (raw === '') return undefined;
+  if (!URL.canParse(raw) || !/^smtps?:$/.test(new URL(raw).protocol)) throw new ConfigError(`${name} must be an smtp:// or smtps:// URL`);
+  return raw;
+};
+
 const MiB = 1024 * 1024;
 
 /** Every option, in README order. The flag is the env name in lower kebab case: PORT -> --port. */
@@ -82,6 +106,10 @@ const OPTIONS: readonly OptionSpec<keyof Config>[] = [
   { key: 'compactAfterBytes', env: 'COMPACT_AFTER_BYTES', fallback: 4 * MiB, parse: integer(1024, 1024 * MiB), doc: 'Log bytes of one store that trigger a snapshot and log truncation.' },
   { key: 'persistence', env: 'PERSISTENCE', fallback: true, parse: bool, doc: 'false keeps documents in memory only (for benchmarks); REST metadata is still stored.' },
   { key: 'presenceOfflineTtlMs', env: 'PRESENCE_OFFLINE_TTL_MS', fallback: 60_000, parse: integer(0, 86_400_000), doc: 'How long a disconnected user stays `offline` in presence before removal.' },
+  { key: 'outboundAllowedNetworks', env: 'OUTBOUND_ALLOWED_NETWORKS', fallback: [], parse: networks, doc: 'Comma-separated CIDRs that outbound HTTP (webhooks, agents) may reach although private or loopback, e.g. `127.0.0.0/8` for local development; everything non-public is refused otherwise.' },
+  { key: 'smtpUrl', env: 'SMTP_URL', fallback: undefined, parse: smtpUrl, doc: 'SMTP server for `default` email, e.g. `smtp://user:pass@host:587` (`smtps://` for implicit TLS); unset: each email is logged as one JSON line instead.' },
+  { key: 'emailFrom', env: 'EMAIL_FROM', fallback: 'Plait <no-reply@plait.localhost>', parse: text, doc: 'Sender of `default` email when the workspace sets no `fromEmail`.' },
+  { key: 'sendgridBaseUrl', env: 'SENDGRID_BASE_URL', fallback: 'https://api.sendgrid.com', parse: httpUrl, doc: 'Base URL of the SendGrid v3 API used by `sendgrid` email (tests point it at a local fake).' },
 ];
 
 export class ConfigError extends Error {
@@ -138,5 +166,10 @@ export function loadConfig(
 }
 
 export function describeOptions(): ReadonlyArray<{ env: string; flag: string; fallback: string; doc: string }> {
-  return OPTIONS.map((option) => ({ env: option.env, flag: flagName(option.env), fallback: String(option.fallback), doc: option.doc }));
+  return OPTIONS.map((option) => ({ env: option.env, flag: flagName(option.env), fallback: describeFallback(option.fallback), doc: option.doc }));
+}
+
+function describeFallback(fallback: unknown): string {
+  if (Array.isArray(fallback)) return fallback.length === 0 ? 'undefined' : fallback.join(',');
+  return String(fallback);
 }
