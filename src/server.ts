@@ -29,6 +29,12 @@ import { Outbox } from './events/outbox.js';
 import { encodeLiveMessage } from './ws/live-messages.js';
 import { Directory, LmdbDocumentData } from './tenant/directory.js';
 import { Workspaces } from './tenant/workspaces.js';
+import { Delivery } from './delivery/service.js';
+import type { Clock } from './delivery/clock.js';
+import { deliveryConfigOperations } from './http/routes/delivery-configs.js';
+import { webhookEndpointOperations } from './http/routes/webhook-endpoints.js';
+import { notificationOperations } from './http/routes/notifications.js';
+import { activityOperations } from './http/routes/activities.js';
 
 export interface Services {
   readonly config: Config;
@@ -44,6 +50,14 @@ export interface Services {
   readonly collab: CollabDocuments;
   /** Document actors (Yjs stores, awareness, sync connections); they also host `collab`. */
   readonly documents: DocumentRegistry;
+  /** Outbox dispatcher, delivery queue and channels, delivery configs, notifications, activity logs (src/delivery). */
+  readonly delivery: Delivery;
+}
+
+/** Test seams: a manual clock, and delivery that runs only when the test pumps it. */
+export interface ServerOptions {
+  readonly clock?: Clock;
+  readonly autoDeliver?: boolean;
 }
 
 export interface RunningServer {
@@ -54,7 +68,7 @@ export interface RunningServer {
   stop(): Promise<void>;
 }
 
-export async function openServices(config: Config, log: Logger): Promise<Services> {
+export async function openServices(config: Config, log: Logger, options: ServerOptions = {}): Promise<Services> {
   const store = Store.open(config.dataDir, log.child({ component: 'store' }));
   const secrets = Secrets.load(config.dataDir, config.secretKey);
   const workspaces = new Workspaces(store, secrets);
@@ -79,7 +93,8 @@ export async function openServices(config: Config, log: Logger): Promise<Service
   documents.onConnection(collab.connectionListener());
   // After the registry: its eviction drains the actor, whose departing connections write presence.
   directory.addDataOwner(collab);
-  return { config, log, store, secrets, workspaces, userTokens, directory, outbox, collab, documents };
+  const delivery = new Delivery({ config, store, outbox, secrets, log, ...(options.clock === undefined ? {} : { clock: options.clock }) });
+  return { config, log, store, secrets, workspaces, userTokens, directory, outbox, collab, documents, delivery };
 }
 
 /** Every REST operation, area by area (one file per spec area under src/http/routes). */
@@ -96,15 +111,19 @@ function allOperations(services: Services): Operation[] {
     ...commentOperations(services.collab, { store: services.store, folderDocuments: folderDocumentsFrom(services.directory.documents) }),
     ...presenceOperations(services.collab),
     ...crdtOperations(services.documents),
+    ...deliveryConfigOperations(services.delivery),
+    ...webhookEndpointOperations(services.delivery),
+    ...notificationOperations(services.delivery),
+    ...activityOperations(services.delivery),
   ];
 }
 
 /** How long a graceful stop waits for REST requests in flight before it closes the store anyway. */
 const STOP_DRAIN_MS = 10_000;
 
-export async function startServer(config: Config, log: Logger): Promise<RunningServer> {
+export async function startServer(config: Config, log: Logger, options: ServerOptions = {}): Promise<RunningServer> {
   const uws = loadUws();
-  const services = await openServices(config, log);
+  const services = await openServices(config, log, options);
   const app = uws.App();
   const deps: RouteDeps = {
     auth: {
@@ -142,6 +161,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     });
   });
   const port = uws.us_socket_local_port(listenSocket);
+  if (options.autoDeliver !== false) services.delivery.start();
   let stopping: Promise<void> | undefined;
   const stop = async (): Promise<void> => {
     // No new connections; requests on open connections are answered UNAVAILABLE from now on.
@@ -152,6 +172,8 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     }
     await services.documents.shutdown();
     services.collab.close();
+    // Attempts in flight settle (each within its own timeout) so their outcome is recorded before the store closes.
+    await services.delivery.stop();
     await services.store.close();
   };
   return {

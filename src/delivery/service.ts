@@ -33,6 +33,7 @@ export interface DeliveryOptions {
 
 export class Delivery {
   readonly clock: Clock;
+  readonly store: Store;
   readonly configs: DeliveryConfigStore;
   readonly queue: DeliveryQueue;
   readonly endpoints: Endpoints;
@@ -47,6 +48,7 @@ export class Delivery {
   constructor(options: DeliveryOptions) {
     const { store, log } = options;
     this.clock = options.clock ?? systemClock;
+    this.store = store;
     this.configs = new DeliveryConfigStore(store);
     this.queue = new DeliveryQueue(store);
     this.endpoints = new Endpoints(store, options.secrets);
