@@ -135,6 +135,24 @@ export class DeliveryQueue {
     });
   }
 
+  /**
+   * Deletes finished rows (delivered, failed, cancelled) last touched before `before`. They must outlive the
+   * outbox lease: a row deleted while its event could still be replanned would let that event enqueue again.
+   */
+  prune(before: number, limit = 1000): Promise<number> {
+    return atomically(this.store, () => {
+      let removed = 0;
+      for (const { key, value } of this.jobs.getRange({})) {
+        if (removed >= limit) break;
+        if (value.state !== 'pending' && value.updatedAt < before) {
+          this.jobs.removeSync(key);
+          removed++;
+        }
+      }
+      return removed;
+    });
+  }
+
   /** Counts by state (for logs, the bench and tests). */
   counts(): Record<JobState, number> {
     const counts: Record<JobState, number> = { pending: 0, delivered: 0, failed: 0, cancelled: 0 };

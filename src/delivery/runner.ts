@@ -33,6 +33,9 @@ export interface RunnerOptions {
 
 /** Never sleep longer than this between looks at the queue (a clock jump, a missed wake-up). */
 const MAX_IDLE_MS = 1_000;
+/** Finished job rows are kept this long (visible state, and replanning stays idempotent), then pruned. */
+export const KEEP_FINISHED_MS = 7 * 24 * 60 * 60 * 1000;
+const PRUNE_EVERY_MS = 60 * 60 * 1000;
 
 export class DeliveryRunner {
   private readonly inFlight = new Map<string, Promise<void>>();
@@ -41,6 +44,7 @@ export class DeliveryRunner {
   private readonly maxPerTarget: number;
   private timer: NodeJS.Timeout | undefined;
   private running = false;
+  private lastPrune = 0;
 
   constructor(private readonly options: RunnerOptions) {
     this.maxInFlight = options.maxInFlight ?? 64;
@@ -113,6 +117,11 @@ export class DeliveryRunner {
 
   private tick(): void {
     this.timer = undefined;
+    const now = this.options.clock.now();
+    if (now - this.lastPrune >= PRUNE_EVERY_MS) {
+      this.lastPrune = now;
+      this.options.queue.prune(now - KEEP_FINISHED_MS).catch((error: unknown) => this.options.log.error('pruning finished deliveries failed', { error }));
+    }
     // Attempts settle in the background; the next wake-up is set from what is left pending.
     void this.runDue().catch((error: unknown) => this.options.log.error('delivery runner failed', { error }));
     const next = this.options.queue.nextDue(new Set(this.inFlight.keys()));

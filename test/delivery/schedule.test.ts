@@ -140,3 +140,19 @@ t.test('SSRF: webhook URLs on loopback, private, metadata and v6 loopback addres
     t.match(message?.attempts[0]?.response, /BLOCKED|refused/, `${endpoint.url} refused`);
   }
 });
+
+t.test('finished job rows are pruned after their retention, pending ones never', async (t) => {
+  const target = await startReceiver(t);
+  const env = await deliveryEnv(t);
+  await env.call('/v2/workspace/webhookconfig/update', { useWebhookService: true, webhookServiceConfig: { rawNotificationUrl: `${target.url}/raw` } });
+  await env.call('/v1/commentannotations/add', threadBody('a'));
+  await env.pump();
+  target.answer = () => 500;
+  await env.call('/v1/commentannotations/add', threadBody('b'));
+  await env.pump();
+  const queue = env.running.services.delivery.queue;
+  t.same(queue.counts(), { pending: 1, delivered: 1, failed: 0, cancelled: 0 });
+  t.equal(await queue.prune(env.clock.now() - 1), 0, 'nothing old enough yet');
+  t.equal(await queue.prune(env.clock.now() + 1), 1, 'the delivered row goes');
+  t.same(queue.counts(), { pending: 1, delivered: 0, failed: 0, cancelled: 0 }, 'the pending one stays');
+});
