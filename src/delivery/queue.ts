@@ -1,6 +1,6 @@
 // Owns the durable timer queue of deliveries (DB.deliveryJobs + DB.deliveryDue): enqueue in a caller's transaction, take due jobs, settle.
 import type { Database, Key } from 'lmdb';
-import { atomically, type WriteTx } from '../events/outbox.js';
+import { atomically, atomicallyGrouped, type WriteTx } from '../events/outbox.js';
 import type { Store } from '../store/env.js';
 import { DB } from '../store/keys.js';
 
@@ -37,12 +37,12 @@ export type Settlement =
 
 export class DeliveryQueue {
   private readonly jobs: Database<DeliveryJob, Key>;
-  private readonly dueIndex: Database<null, Key>;
+  private readonly dueIndex: Database<string, Key>;
   private readonly listeners = new Set<() => void>();
 
   constructor(private readonly store: Store) {
     this.jobs = store.records<DeliveryJob>(DB.deliveryJobs);
-    this.dueIndex = store.records<null>(DB.deliveryDue);
+    this.dueIndex = store.records<string>(DB.deliveryDue);
   }
 
   /** Called after a transaction that enqueued commits, so the runner wakes for an earlier due time. */
@@ -63,7 +63,7 @@ export class DeliveryQueue {
     if (this.jobs.get(job.id) !== undefined) return false;
     const row: DeliveryJob = { ...job, attempt: job.attempt ?? 0, state: 'pending', updatedAt: job.createdAt };
     this.jobs.putSync(row.id, row);
-    this.dueIndex.putSync([row.due, row.id], null);
+    this.dueIndex.putSync([row.due, row.id], row.target);
     return true;
   }
 
@@ -72,7 +72,7 @@ export class DeliveryQueue {
     const previous = this.jobs.get(job.id);
     if (previous !== undefined && previous.state === 'pending') this.dueIndex.removeSync([previous.due, previous.id]);
     this.jobs.putSync(job.id, job);
-    if (job.state === 'pending') this.dueIndex.putSync([job.due, job.id], null);
+    if (job.state === 'pending') this.dueIndex.putSync([job.due, job.id], job.target);
   }
 
   /** Removes a job row (batches, once flushed, free their id for the next window). */
@@ -83,13 +83,16 @@ export class DeliveryQueue {
     this.jobs.removeSync(id);
   }
 
-  /** Pending jobs due at or before `now`, earliest first, skipping `busy` ids. */
-  due(now: number, limit: number, busy: ReadonlySet<string>): DeliveryJob[] {
+  /**
+   * Pending jobs due at or before `now`, earliest first, skipping `busy` ids and targets `full` refuses. The index
+   * holds each job's target, so held-back jobs are skipped without reading their rows.
+   */
+  due(now: number, limit: number, busy: ReadonlySet<string>, full: (target: string) => boolean = () => false): DeliveryJob[] {
     const found: DeliveryJob[] = [];
-    for (const key of this.dueIndex.getKeys({ start: [0], end: [now, '\uffff'] })) {
+    for (const { key, value: target } of this.dueIndex.getRange({ start: [0], end: [now, '\uffff'] })) {
       if (found.length >= limit) break;
       const id = (key as [number, string])[1];
-      if (busy.has(id)) continue;
+      if (busy.has(id) || full(target)) continue;
       const job = this.jobs.get(id);
       if (job !== undefined && job.state === 'pending') found.push(job);
     }
@@ -105,34 +108,47 @@ export class DeliveryQueue {
     return undefined;
   }
 
-  /** Records the outcome of an attempt (and the channel's own bookkeeping, in the same transaction). */
+  /**
+   * Records the outcome of an attempt (and the channel's own bookkeeping, in the same transaction). Settlements of
+   * one event-loop turn share one LMDB transaction (the store's group commit), each all-or-nothing on its own.
+   */
   settle(job: DeliveryJob, outcome: Settlement, now: number, also?: (tx: WriteTx, next: DeliveryJob) => void): Promise<DeliveryJob> {
-    return atomically(this.store, (tx) => {
-      const current = this.jobs.get(job.id) ?? job;
-      const attempt = outcome.kind === 'postpone' ? current.attempt : current.attempt + 1;
-      const base = { ...current, attempt, updatedAt: now };
-      let next: DeliveryJob;
-      switch (outcome.kind) {
-        case 'delivered':
-          next = { ...base, state: 'delivered' };
-          break;
-        case 'retry':
-          next = { ...base, state: 'pending', due: outcome.at, lastError: outcome.error };
-          break;
-        case 'postpone':
-          next = { ...base, state: 'pending', due: outcome.at };
-          break;
-        case 'failed':
-          next = { ...base, state: 'failed', lastError: outcome.error };
-          break;
-        case 'cancelled':
-          next = { ...base, state: 'cancelled', lastError: outcome.error };
-          break;
-      }
-      this.replace(tx, next);
-      also?.(tx, next);
-      return next;
+    return new Promise((resolve, reject) => {
+      let next: DeliveryJob | undefined;
+      atomicallyGrouped(this.store, {
+        write: (tx) => {
+          next = this.settled(tx, job, outcome, now);
+          also?.(tx, next);
+        },
+        settle: (error) => (error === undefined && next !== undefined ? resolve(next) : reject(error ?? new Error('settlement not written'))),
+      });
     });
+  }
+
+  private settled(tx: WriteTx, job: DeliveryJob, outcome: Settlement, now: number): DeliveryJob {
+    const current = this.jobs.get(job.id) ?? job;
+    const attempt = outcome.kind === 'postpone' ? current.attempt : current.attempt + 1;
+    const base = { ...current, attempt, updatedAt: now };
+    let next: DeliveryJob;
+    switch (outcome.kind) {
+      case 'delivered':
+        next = { ...base, state: 'delivered' };
+        break;
+      case 'retry':
+        next = { ...base, state: 'pending', due: outcome.at, lastError: outcome.error };
+        break;
+      case 'postpone':
+        next = { ...base, state: 'pending', due: outcome.at };
+        break;
+      case 'failed':
+        next = { ...base, state: 'failed', lastError: outcome.error };
+        break;
+      case 'cancelled':
+        next = { ...base, state: 'cancelled', lastError: outcome.error };
+        break;
+    }
+    this.replace(tx, next);
+    return next;
   }
 
   /**

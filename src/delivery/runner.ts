@@ -45,10 +45,11 @@ export class DeliveryRunner {
   private timer: NodeJS.Timeout | undefined;
   private running = false;
   private lastPrune = 0;
+  private timerAt = 0;
 
   constructor(private readonly options: RunnerOptions) {
     this.maxInFlight = options.maxInFlight ?? 64;
-    this.maxPerTarget = options.maxInFlightPerTarget ?? 4;
+    this.maxPerTarget = options.maxInFlightPerTarget ?? 8;
     options.queue.onEnqueue(() => this.schedule(0));
   }
 
@@ -79,7 +80,15 @@ export class DeliveryRunner {
     if (room <= 0) return 0;
     const busy = new Set(this.inFlight.keys());
     const started: Promise<void>[] = [];
-    for (const job of this.options.queue.due(now, room * 4, busy)) {
+    // Counts what this scan picks too, so one busy target cannot fill the whole batch.
+    const picked = new Map<string, number>();
+    const full = (target: string): boolean => {
+      const taken = (this.perTarget.get(target) ?? 0) + (picked.get(target) ?? 0);
+      if (taken >= this.maxPerTarget) return true;
+      picked.set(target, (picked.get(target) ?? 0) + 1);
+      return false;
+    };
+    for (const job of this.options.queue.due(now, room, busy, full)) {
       if (started.length >= room) break;
       const used = this.perTarget.get(job.target) ?? 0;
       if (used >= this.maxPerTarget) continue;
@@ -110,8 +119,13 @@ export class DeliveryRunner {
 
   private schedule(delayMs: number): void {
     if (!this.running) return;
+    const delay = Math.max(0, Math.min(delayMs, MAX_IDLE_MS));
+    const at = Date.now() + delay;
+    // Many completions in one turn ask for a wake-up each: keep one timer, the soonest.
+    if (this.timer !== undefined && this.timerAt <= at) return;
     if (this.timer !== undefined) clearTimeout(this.timer);
-    this.timer = setTimeout(() => this.tick(), Math.max(0, Math.min(delayMs, MAX_IDLE_MS)));
+    this.timerAt = at;
+    this.timer = setTimeout(() => this.tick(), delay);
     this.timer.unref();
   }
 
