@@ -26,8 +26,24 @@ import { DocumentRegistry } from './doc/registry.js';
 import { crdtOperations } from './http/routes/crdt.js';
 import { syncBehavior } from './ws/behavior.js';
 import { Outbox } from './events/outbox.js';
-import { encodeLiveMessage } from './ws/live-messages.js';
+import { encodeLiveMessage, encodeLiveStateMessage } from './ws/live-messages.js';
 import { Directory, LmdbDocumentData } from './tenant/directory.js';
+import { Domains } from './tenant/domains.js';
+import { domainOperations } from './http/routes/domains.js';
+import { legacyOperations } from './http/routes/legacy.js';
+import { liveStateOperations } from './http/routes/livestate.js';
+import { LiveStates } from './doc/live-state.js';
+import { Recordings } from './doc/recordings.js';
+import { recordingOperations } from './http/routes/recordings.js';
+import { migrationOperations } from './http/routes/migration.js';
+import { DocumentMigrations } from './doc/migration.js';
+import { Jobs } from './tenant/jobs.js';
+import { commentSource, presenceSource, UserData } from './doc/user-data.js';
+import { userDataOperations } from './http/routes/user-data.js';
+import { PermissionProvider } from './tenant/permission-provider.js';
+import { permissionProviderOperations } from './http/routes/permission-provider.js';
+import { OutboundHttp } from './delivery/outbound/http.js';
+import { DOCUMENT_DATABASES } from './tenant/directory/data-owners.js';
 import { Workspaces } from './tenant/workspaces.js';
 import { Delivery } from './delivery/service.js';
 import type { Clock } from './delivery/clock.js';
@@ -50,6 +66,19 @@ export interface Services {
   readonly collab: CollabDocuments;
   /** Document actors (Yjs stores, awareness, sync connections); they also host `collab`. */
   readonly documents: DocumentRegistry;
+  /** Each API key's allowed web origins, checked at the sync upgrade and on cross-origin REST requests. */
+  readonly domains: Domains;
+  /** Named live values per document (livestate/broadcast), sent to extension-frame connections. */
+  readonly liveStates: LiveStates;
+  /** Recorder annotations with their attachments' metadata. */
+  readonly recordings: Recordings;
+  /** Durable background jobs (document migration, GDPR erase); unfinished ones resume at start. */
+  readonly jobs: Jobs;
+  readonly migrations: DocumentMigrations;
+  /** GDPR export and erase of one user across every feature. */
+  readonly userData: UserData;
+  /** Asked over outbound HTTP when stored grants give a user no access to a document. */
+  readonly permissionProvider: PermissionProvider;
   /** Outbox dispatcher, delivery queue and channels, delivery configs, notifications, activity logs (src/delivery). */
   readonly delivery: Delivery;
 }
@@ -93,15 +122,55 @@ export async function openServices(config: Config, log: Logger, options: ServerO
   documents.onConnection(collab.connectionListener());
   // After the registry: its eviction drains the actor, whose departing connections write presence.
   directory.addDataOwner(collab);
+  const domains = new Domains(store);
+  const jobs = new Jobs(store, log.child({ component: 'jobs' }));
+  const recordings = new Recordings(store);
+  const permissionProvider = new PermissionProvider({
+    store,
+    secrets,
+    http: new OutboundHttp({ allowedNetworks: config.outboundAllowedNetworks }),
+    log: log.child({ component: 'permission-provider' }),
+  });
+  const userData = new UserData(jobs);
+  userData.addSource({
+    feature: 'directory',
+    collect: (apiKey, userId) => directory.users.personalData(apiKey, userId),
+    erase: async (apiKey, userId) => {
+      const found = directory.users.personalData(apiKey, userId);
+      for (const { organizationId } of found) await directory.users.delete(apiKey, { organizationId }, [userId]);
+      return found.length;
+    },
+  });
+  userData.addSource(commentSource(store, collab));
+  userData.addSource(presenceSource(store, collab));
+  userData.addSource({
+    feature: 'recordings',
+    collect: (apiKey, userId) => recordings.byUser(apiKey, userId),
+    erase: (apiKey, userId) => recordings.anonymize(apiKey, userId),
+  });
+  const migrations = new DocumentMigrations({
+    store,
+    documents,
+    directory: {
+      knows: (apiKey, organizationId, documentId) => directory.documents.find(apiKey, organizationId, documentId) !== undefined,
+      rekeyInWrite: (apiKey, organizationId, documentId, newDocumentId) => directory.documents.rekeyInWrite(apiKey, organizationId, documentId, newDocumentId),
+    },
+    jobs,
+    databases: DOCUMENT_DATABASES,
+  });
+  const liveStates = new LiveStates({ store, hosts: documents, encode: encodeLiveStateMessage, now: Date.now, log });
+  documents.onConnection(liveStates.connectionListener());
   const delivery = new Delivery({ config, store, outbox, secrets, log, ...(options.clock === undefined ? {} : { clock: options.clock }) });
-  return { config, log, store, secrets, workspaces, userTokens, directory, outbox, collab, documents, delivery };
+  return { config, log, store, secrets, workspaces, userTokens, directory, outbox, collab, documents, domains, liveStates, recordings, jobs, migrations, userData, permissionProvider, delivery };
 }
 
 /** Every REST operation, area by area (one file per spec area under src/http/routes). */
 function allOperations(services: Services): Operation[] {
   return [
-    ...workspaceOperations(services.workspaces, services.secrets),
+    ...workspaceOperations(services.workspaces, services.secrets, services.domains),
+    ...domainOperations(services.domains),
     ...authOperations(services.userTokens),
+    ...legacyOperations(services.workspaces, services.userTokens, services.collab),
     ...permissionOperations(services.directory),
     ...organizationOperations(services.directory),
     ...documentOperations(services.directory),
@@ -110,6 +179,11 @@ function allOperations(services: Services): Operation[] {
     ...userOperations(services.directory),
     ...commentOperations(services.collab, { store: services.store, folderDocuments: folderDocumentsFrom(services.directory.documents) }),
     ...presenceOperations(services.collab),
+    ...liveStateOperations(services.liveStates),
+    ...recordingOperations(services.recordings),
+    ...migrationOperations(services.migrations),
+    ...userDataOperations(services.userData, services.jobs),
+    ...permissionProviderOperations(services.permissionProvider),
     ...crdtOperations(services.documents),
     ...deliveryConfigOperations(services.delivery),
     ...webhookEndpointOperations(services.delivery),
@@ -135,6 +209,7 @@ export async function startServer(config: Config, log: Logger, options: ServerOp
     corsOrigin: config.corsOrigin,
     publicLimiter: new RateLimiter(config.publicRateLimitPerMinute),
     gate: new RequestGate(),
+    originPolicy: (apiKey, origin) => services.domains.policy(apiKey, origin),
   };
   const knownPaths = new Set<string>();
   for (const op of allOperations(services)) {
@@ -150,7 +225,21 @@ export async function startServer(config: Config, log: Logger, options: ServerOp
   };
   app.get('/healthz', getJson(() => ({ status: 'ok' })));
   app.get('/.well-known/jwks.json', getJson(() => services.userTokens.jwks()));
-  app.ws('/sync/*', syncBehavior({ ...services, access: services.directory.access }));
+  app.ws(
+    '/sync/*',
+    syncBehavior({
+      ...services,
+      access: services.directory.access,
+      providerAccess: (userId, key) => {
+        // A disabled organization or document stays closed whatever the provider says (access model rows 2 and 3).
+        const { organizations, documents } = services.directory;
+        if (organizations.find(key.apiKey, key.organizationId)?.disabled === true || documents.find(key.apiKey, key.organizationId, key.documentId)?.disabled === true) {
+          return Promise.resolve({ role: null });
+        }
+        return services.permissionProvider.documentAccess(userId, key);
+      },
+    }),
+  );
   app.options('/*', preflight(deps));
   app.any('/*', fallback(knownPaths, deps));
 
@@ -161,6 +250,8 @@ export async function startServer(config: Config, log: Logger, options: ServerOp
     });
   });
   const port = uws.us_socket_local_port(listenSocket);
+  // Every job kind is registered by now; jobs a crash interrupted run again (each is idempotent).
+  services.jobs.resume();
   if (options.autoDeliver !== false) services.delivery.start();
   let stopping: Promise<void> | undefined;
   const stop = async (): Promise<void> => {
@@ -170,6 +261,8 @@ export async function startServer(config: Config, log: Logger, options: ServerOp
     if (!(await deps.gate.close(STOP_DRAIN_MS))) {
       log.warn('stopping with requests still in flight', { requests: deps.gate.size, waitedMs: STOP_DRAIN_MS });
     }
+    // Jobs in flight finish against open documents and store; one cut short by a crash resumes at the next start.
+    await services.jobs.stop();
     await services.documents.shutdown();
     services.collab.close();
     // Attempts in flight settle (each within its own timeout) so their outcome is recorded before the store closes.

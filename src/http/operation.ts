@@ -20,10 +20,14 @@ export interface RequestContext<L extends AuthLevel = AuthLevel> {
 /** What a handler returns: the envelope's message and data, plus siblings of `data` (pageToken) or a bare `result`. */
 export type Reply =
   | { readonly kind: 'envelope'; readonly message: string; readonly data: unknown; readonly extra?: Readonly<Record<string, unknown>> }
-  | { readonly kind: 'bare'; readonly result: unknown };
+  | { readonly kind: 'bare'; readonly result: unknown }
+  | { readonly kind: 'raw'; readonly httpStatus: number; readonly body: unknown };
 
 export const ok = (message: string, data: unknown = null, extra?: Readonly<Record<string, unknown>>): Reply =>
   extra === undefined ? { kind: 'envelope', message, data } : { kind: 'envelope', message, data, extra };
+
+/** A body outside the envelope with its own HTTP status: GDPR delete answers 202 with a top-level body (upstream 0). */
+export const raw = (httpStatus: number, body: unknown): Reply => ({ kind: 'raw', httpStatus, body });
 
 /** List Alerts answers `result` as a bare array (spec 4.0.3). */
 export const bare = (result: unknown): Reply => ({ kind: 'bare', result });

@@ -25,6 +25,8 @@ export interface RouteDeps {
   readonly publicLimiter: RateLimiter;
   /** Counts requests in flight; closed by a graceful stop, after which requests are answered UNAVAILABLE. */
   readonly gate: RequestGate;
+  /** The API key's allowed web origins (domains operations): `refused` answers PERMISSION_DENIED, `listed` is echoed in CORS. */
+  readonly originPolicy?: (apiKey: string, origin: string) => 'any' | 'listed' | 'refused';
 }
 
 /** UUID-shaped ids: a random per-process prefix and a counter (a random UUID per request costs more than the rest of the id work). */
@@ -45,6 +47,8 @@ const CALLER_ID = /^[\w.:-]{1,128}$/;
  */
 class Exchange implements ResponseState, RequestContext {
   aborted = false;
+  /** The page's Origin header, when the operation checks it against the API key's domains; '' otherwise. */
+  origin = '';
   identity: RequestContext['identity'] = null;
   /** The operation has started: a client leaving now does not finish the request, the operation's end does. */
   handling = false;
@@ -56,7 +60,7 @@ class Exchange implements ResponseState, RequestContext {
     private readonly deps: RouteDeps,
     private readonly path: string,
     readonly requestId: string,
-    readonly corsOrigin: string,
+    public corsOrigin: string,
     private address: string | undefined,
   ) {}
 
@@ -104,11 +108,23 @@ export function route(op: Operation, deps: RouteDeps): (path: string) => (res: H
     }
     const contentType = req.getHeader('content-type');
     const presented = credentials(op, req);
+    if (op.auth === 'apiKey' && deps.originPolicy !== undefined) exchange.origin = pageOrigin(req);
     readBody(res, deps.maxBodyBytes).then(
       (raw) => serve(op, deps, validate, exchange, contentType, presented, raw),
       (error: unknown) => fail(exchange, toAppError(error), true),
     );
   };
+}
+
+/**
+ * The Origin of a cross-origin page, or '' for a request that is not from another origin's page (no Origin header,
+ * or the server's own pages, whose Origin names the Host they were served from).
+ */
+export function pageOrigin(req: HttpRequest): string {
+  const origin = req.getHeader('origin');
+  if (origin === '' || origin === 'null') return origin === 'null' ? origin : '';
+  const host = req.getHeader('host');
+  return host !== '' && (origin === `http://${host}` || origin === `https://${host}`) ? '' : origin;
 }
 
 /** The credentials the operation's auth level reads (other headers are not copied). */
@@ -136,6 +152,11 @@ async function serve(
   exchange.handling = true;
   try {
     exchange.identity = authenticate(op, deps.auth, presented);
+    if (exchange.origin !== '' && exchange.identity?.kind === 'apiKey' && deps.originPolicy !== undefined) {
+      const policy = deps.originPolicy(exchange.identity.apiKey, exchange.origin);
+      if (policy === 'refused') throw permissionDenied(`origin ${exchange.origin} is not among this API key's domains (see /v2/workspace/domains/get)`);
+      if (policy === 'listed') exchange.corsOrigin = exchange.origin;
+    }
     if (op.rateLimited) deps.publicLimiter.take(exchange.ip);
     if (!isJsonContentType(contentType)) throw unsupportedMediaType(contentType);
     const input = validate(parseEnvelope(raw));
@@ -144,7 +165,8 @@ async function serve(
       exchange.log.debug('client went away before the reply; the operation completed');
       return;
     }
-    writeJson(exchange.res, exchange, 200, reply.kind === 'bare' ? { result: reply.result } : successEnvelope(reply.message, reply.data, reply.extra));
+    if (reply.kind === 'raw') writeJson(exchange.res, exchange, reply.httpStatus, reply.body);
+    else writeJson(exchange.res, exchange, 200, reply.kind === 'bare' ? { result: reply.result } : successEnvelope(reply.message, reply.data, reply.extra));
   } catch (error) {
     fail(exchange, toAppError(error), false);
   } finally {

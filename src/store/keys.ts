@@ -29,6 +29,16 @@ export const DB = {
   annotations: 'annotations',
   /** [apiKey, organizationId, documentId, userId] -> PresenceRecord */
   presence: 'presence',
+  /** [apiKey, organizationId, documentId, liveStateDataId] -> { data, updatedAt } (livestate/broadcast) */
+  liveState: 'live-state',
+  /** [apiKey, organizationId, documentId, annotationId] -> Recording (recorder annotations; attachment URLs, not bytes) */
+  recordings: 'recordings',
+  /** [apiKey] -> permission provider config (URL, sealed auth token, enabled) */
+  permissionProvider: 'permission-provider',
+  /** [apiKey, jobId] -> JobRecord (document migrations, GDPR erasures): status kept, unfinished ones resumed at start */
+  jobs: 'jobs',
+  /** [apiKey] -> string[]: the API key's allowed web origins (normalised domains) */
+  domains: 'domains',
   /** seq (a bare number: lmdb-js reads a one-element array key back as its element) -> OutboxEvent, written in the same transaction as its change */
   outbox: 'outbox',
   /** [apiKey, kind] -> delivery config (email, activity, webhook, notification, advancedWebhook); src/tenant/delivery-config-store.ts */

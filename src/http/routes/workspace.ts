@@ -2,6 +2,7 @@
 import type { Secrets } from '../../auth/secrets.js';
 import { invalidArgument } from '../../errors.js';
 import { applyApiKeyConfigUpdate, viewApiKeyConfig, type ApiKeyConfigUpdate } from '../../tenant/api-key-config.js';
+import { normalizeDomain, type Domains } from '../../tenant/domains.js';
 import type { ApiKeyType, CreateWorkspaceInput, Workspaces } from '../../tenant/workspaces.js';
 import { ok, operation, type Operation } from '../operation.js';
 import { emptyData } from '../schemas/common.js';
@@ -14,7 +15,7 @@ import {
   updateApiKeyConfigSchema,
 } from '../schemas/workspace.js';
 
-export function workspaceOperations(workspaces: Workspaces, secrets: Secrets): Operation[] {
+export function workspaceOperations(workspaces: Workspaces, secrets: Secrets, domains: Domains): Operation[] {
   return [
     operation<CreateWorkspaceInput, 'public'>({
       paths: ['/v2/workspace/create'],
@@ -37,12 +38,15 @@ export function workspaceOperations(workspaces: Workspaces, secrets: Secrets): O
         if (owner.toLowerCase() !== input.ownerEmail.trim().toLowerCase()) {
           throw invalidArgument('data.ownerEmail must be the email of the workspace owner');
         }
+        // Checked before the key exists, so a bad domain creates nothing.
+        const allowed = (input.allowedDomains ?? []).map((domain, i) => normalizeDomain(domain, `data.allowedDomains[${i}]`));
         const apiKey = await workspaces.createApiKey(ctx.identity, {
           type: input.type,
           ...(input.apiKeyName === undefined ? {} : { apiKeyName: input.apiKeyName }),
           ...(input.createAuthToken === undefined ? {} : { createAuthToken: input.createAuthToken }),
           ...(input.allowedDomains === undefined ? {} : { allowedDomains: input.allowedDomains }),
         });
+        if (allowed.length > 0) await domains.add(apiKey, allowed);
         return ok('API key created successfully.', { apiKey });
       },
     }),
