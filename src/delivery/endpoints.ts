@@ -27,19 +27,11 @@ export interface EndpointRecord {
   readonly disabledReason?: string;
 }
 
-export interface EndpointView {
-  readonly id: string;
-  readonly url: string;
-  readonly description: string | null;
-  readonly filterTypes: string[] | null;
-  readonly channels: string[] | null;
-  readonly disabled: boolean;
-  readonly rateLimit: number | null;
-  readonly uid: string | null;
-  readonly metadata: Record<string, string>;
+/** Spec 2.13: the record without its secret and failure clock, timestamps as ISO strings. */
+export type EndpointView = Omit<EndpointRecord, 'createdAt' | 'updatedAt' | 'sealedSecret' | 'failingSince' | 'disabledReason'> & {
   readonly createdAt: string;
   readonly updatedAt: string;
-}
+};
 
 export interface EndpointInput {
   readonly url?: string;

@@ -81,3 +81,32 @@ t.test('with no channel configured a comment leaves nothing behind', async (t) =
   t.same(env.running.services.outbox.read(), [], 'the event was still consumed');
   t.same((await env.call<unknown[]>('/v2/activities/get', { organizationId: 'org1' })).data, []);
 });
+
+t.test('email type sendgrid sends through the SendGrid v3 API (a local fake) with the configured key', async (t) => {
+  const sendgrid = await startReceiver(t);
+  sendgrid.answer = () => 202;
+  const env = await deliveryEnv(t, { sendgridBaseUrl: sendgrid.url });
+  await env.call('/v2/workspace/emailconfig/update', { useEmailService: true, emailServiceConfig: { type: 'sendgrid', apiKey: 'SG.workspace-key', fromEmail: 'review@acme.test' } });
+  await env.call('/v1/commentannotations/add', threadBody());
+  await env.pump();
+  const requests = await sendgrid.waitFor(2);
+  for (const request of requests) {
+    t.equal(request.path, '/v3/mail/send');
+    t.equal(request.headers.authorization, 'Bearer SG.workspace-key');
+  }
+  const bodies = requests.map((r) => JSON.parse(r.body) as { personalizations: Array<{ to: Array<{ email: string }> }>; from: { email: string } });
+  t.same(bodies.map((b) => b.personalizations[0]?.to[0]?.email).sort(), ['bob@example.com', 'carol@example.com']);
+  t.equal(bodies[0]?.from.email, 'review@acme.test');
+});
+
+t.test('an email to an address the SMTP server refuses for good ends failed at once, visibly', async (t) => {
+  const sink = await startSmtpSink(t);
+  sink.failNext(2, 550);
+  const env = await deliveryEnv(t, { smtpUrl: sink.url });
+  await env.call('/v2/workspace/emailconfig/update', { useEmailService: true });
+  await env.call('/v1/commentannotations/add', threadBody());
+  await env.pump();
+  const failed = env.running.services.delivery.queue.list((j) => j.channel === 'email');
+  t.same(failed.map((j) => [j.state, j.attempt]), [['failed', 1], ['failed', 1]], 'no retry of a permanent refusal');
+  t.match(failed[0]?.lastError, /550|try later/);
+});
