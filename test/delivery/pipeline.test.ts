@@ -110,3 +110,15 @@ t.test('an email to an address the SMTP server refuses for good ends failed at o
   t.same(failed.map((j) => [j.state, j.attempt]), [['failed', 1], ['failed', 1]], 'no retry of a permanent refusal');
   t.match(failed[0]?.lastError, /550|try later/);
 });
+
+t.test('a user whose email preference is NONE gets no email; the others still do', async (t) => {
+  const sink = await startSmtpSink(t);
+  const env = await deliveryEnv(t, { smtpUrl: sink.url });
+  await env.call('/v2/workspace/emailconfig/update', { useEmailService: true });
+  await env.call('/v2/notifications/config/set', { organizationId: 'org1', userIds: ['bob'], config: { email: 'NONE' } });
+  await env.call('/v1/commentannotations/add', threadBody());
+  await env.pump();
+  const mails = await sink.waitFor(1);
+  t.same(mails.map((m) => m.envelopeTo[0]), ['carol@example.com']);
+  t.same(env.running.services.delivery.queue.counts(), { pending: 0, delivered: 1, failed: 0, cancelled: 0 }, 'no job was planned for bob');
+});
