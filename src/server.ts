@@ -46,6 +46,7 @@ import { OutboundHttp } from './delivery/outbound/http.js';
 import { DOCUMENT_DATABASES } from './tenant/directory/data-owners.js';
 import { Workspaces } from './tenant/workspaces.js';
 import { Delivery } from './delivery/service.js';
+import { deliveryUserData } from './delivery/user-data.js';
 import type { Clock } from './delivery/clock.js';
 import { deliveryConfigOperations } from './http/routes/delivery-configs.js';
 import { webhookEndpointOperations } from './http/routes/webhook-endpoints.js';
@@ -161,6 +162,7 @@ export async function openServices(config: Config, log: Logger, options: ServerO
   const liveStates = new LiveStates({ store, hosts: documents, encode: encodeLiveStateMessage, now: Date.now, log });
   documents.onConnection(liveStates.connectionListener());
   const delivery = new Delivery({ config, store, outbox, secrets, log, ...(options.clock === undefined ? {} : { clock: options.clock }) });
+  for (const source of deliveryUserData(store)) userData.addSource(source);
   return { config, log, store, secrets, workspaces, userTokens, directory, outbox, collab, documents, domains, liveStates, recordings, jobs, migrations, userData, permissionProvider, delivery };
 }
 

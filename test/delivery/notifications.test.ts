@@ -124,3 +124,28 @@ t.test('notification operations: add, get v1/v2 with paging, update read state, 
   t.match(deleted.data, { 'n-1': { success: true }, missing: { success: false } });
   t.same((await call<Notification[]>('/v1/notifications/get', scope)).data.map((n) => n.id), ['n-2', 'n-0']);
 });
+
+t.test('GDPR: a user’s notifications and activity logs are exported, and erased or anonymised', async (t) => {
+  const env = await deliveryEnv(t);
+  await env.call('/v2/workspace/notificationconfig/update', { useNotificationService: true });
+  await env.call('/v2/workspace/activityconfig/update', { activityServiceConfig: { isEnabled: true } });
+  await env.call('/v2/notifications/add', { ...scope, notificationId: 'only-bob', actionUser: alice, displayHeadlineMessageTemplate: 'x', notifyUsers: [bob] });
+  await env.call('/v1/commentannotations/add', threadBody());
+  await env.pump();
+  const exported = await env.call<{ notifications: unknown[]; activities: unknown[] }>('/v2/users/data/get', { userId: 'alice' });
+  t.equal(exported.data.notifications.length, 2, 'both notifications alice made');
+  t.equal(exported.data.activities.length, 1);
+  t.equal((await env.call<{ notifications: unknown[] }>('/v2/users/data/get', { userId: 'bob' })).data.notifications.length, 2, 'bob is notified by both');
+  const erase = await env.server.api.call(env.creds, '/v2/users/data/delete', { userId: 'bob' });
+  t.equal(erase.status, 202);
+  await env.running.services.jobs.idle();
+  t.same((await env.call<Notification[]>('/v1/notifications/get', { ...scope, notificationIds: ['only-bob'] })).data, [], 'a notification only for bob is gone');
+  const [shared] = (await env.call<Notification[]>('/v1/notifications/get', { ...scope, userId: 'carol' })).data;
+  t.same(shared?.notifyUsersByUserId, { carol: true }, 'bob left the shared one');
+  await env.server.api.call(env.creds, '/v2/users/data/delete', { userId: 'alice' });
+  await env.running.services.jobs.idle();
+  const [activity] = (await env.call<Array<{ actionUser: { userId: string } }>>('/v2/activities/get', { organizationId: 'org1' })).data;
+  t.equal(activity?.actionUser.userId, 'erased-user', 'the activity stays, anonymised');
+  const after = await env.call<{ notifications: unknown[]; activities: unknown[] }>('/v2/users/data/get', { userId: 'alice' });
+  t.same([after.data.notifications, after.data.activities], [[], []]);
+});
