@@ -5,10 +5,16 @@ import { UserTokens } from './auth/user-tokens.js';
 import type { Config } from './config.js';
 import type { Logger } from './log.js';
 import { RequestGate } from './http/gate.js';
-import { writeJson } from './http/reply.js';
+import { writeJson } from './edge/reply.js';
 import { fallback, preflight, route, type RouteDeps } from './http/route.js';
 import type { Operation } from './http/operation.js';
-import { RateLimiter } from './http/rate-limit.js';
+import { rateLimits } from './http/rate-limit.js';
+import { ClientAddresses, rateLimitKey } from './http/client-address.js';
+import { mountEmailLinks } from './http/email-links.js';
+import { workspaceEmailOperations } from './http/routes/workspace-email.js';
+import { createServerEmailTransport, parseSender, type EmailTransport } from './delivery/outbound/email.js';
+import { AccountMail } from './tenant/account-mail.js';
+import { OwnerEmails } from './tenant/owner-email.js';
 import { authOperations, permissionOperations } from './http/routes/auth.js';
 import { documentOperations } from './http/routes/documents.js';
 import { folderOperations } from './http/routes/folders.js';
@@ -22,12 +28,14 @@ import { loadUws } from './http/uws.js';
 import { Store } from './store/env.js';
 import { folderDocumentsFrom } from './doc/annotations/listing.js';
 import { CollabDocuments } from './doc/collab-state.js';
-import { DocumentRegistry } from './doc/registry.js';
+import { DocumentActors } from './doc/registry.js';
+import type { TopicPublisher } from './doc/peer.js';
 import { crdtOperations } from './http/routes/crdt.js';
 import { syncBehavior } from './ws/behavior.js';
 import { Outbox } from './events/outbox.js';
 import { encodeLiveMessage, encodeLiveStateMessage } from './ws/live-messages.js';
 import { Directory, LmdbDocumentData } from './tenant/directory.js';
+import { defaultConsoleDir, mountConsole } from './console/serve.js';
 import { Domains } from './tenant/domains.js';
 import { domainOperations } from './http/routes/domains.js';
 import { legacyOperations } from './http/routes/legacy.js';
@@ -47,7 +55,6 @@ import { DOCUMENT_DATABASES } from './tenant/directory/data-owners.js';
 import { Workspaces } from './tenant/workspaces.js';
 import { Delivery } from './delivery/service.js';
 import { deliveryUserData } from './delivery/user-data.js';
-import type { Clock } from './delivery/clock.js';
 import { deliveryConfigOperations } from './http/routes/delivery-configs.js';
 import { webhookEndpointOperations } from './http/routes/webhook-endpoints.js';
 import { notificationOperations } from './http/routes/notifications.js';
@@ -66,7 +73,7 @@ export interface Services {
   /** Comment annotations and presence per document. */
   readonly collab: CollabDocuments;
   /** Document actors (Yjs stores, awareness, sync connections); they also host `collab`. */
-  readonly documents: DocumentRegistry;
+  readonly documentActors: DocumentActors;
   /** Each API key's allowed web origins, checked at the sync upgrade and on cross-origin REST requests. */
   readonly domains: Domains;
   /** Named live values per document (livestate/broadcast), sent to extension-frame connections. */
@@ -80,13 +87,21 @@ export interface Services {
   readonly userData: UserData;
   /** Asked over outbound HTTP when stored grants give a user no access to a document. */
   readonly permissionProvider: PermissionProvider;
+  /** Owner email verification, one-time email links, key expiry while unverified. */
+  readonly ownerEmails: OwnerEmails;
+  /** Verification and sign-in emails, sent after the reply. */
+  readonly accountMail: AccountMail;
   /** Outbox dispatcher, delivery queue and channels, delivery configs, notifications, activity logs (src/delivery). */
   readonly delivery: Delivery;
 }
 
-/** Test seams: a manual clock, and delivery that runs only when the test pumps it. */
+/** Test seams: a manual clock, the account-email transport. */
 export interface ServerOptions {
-  readonly clock?: Clock;
+  /** The clock of rate limits, email links and key expiry (default Date.now). */
+  readonly clock?: { now(): number };
+  /** Where account emails go (default: the transport configured by SMTP_URL, else the dev log transport). */
+  readonly emailTransport?: EmailTransport;
+  /** false: delivery runs only when a test pumps it (`services.delivery.dispatcher.drain()`, `runner.drain()`). */
   readonly autoDeliver?: boolean;
 }
 
@@ -98,8 +113,10 @@ export interface RunningServer {
   stop(): Promise<void>;
 }
 
-export async function openServices(config: Config, log: Logger, options: ServerOptions = {}): Promise<Services> {
-  const store = Store.open(config.dataDir, log.child({ component: 'store' }));
+/** `publisher` sends server-originated frames to a topic's sockets: the App's publish once the App exists. */
+export async function openServices(config: Config, log: Logger, publisher: TopicPublisher, options: ServerOptions = {}): Promise<Services> {
+  const now = clockOf(options);
+  const store = Store.open(config.dataDir, { log: log.child({ component: 'store' }) });
   const secrets = Secrets.load(config.dataDir, config.secretKey);
   const workspaces = new Workspaces(store, secrets);
   const userTokens = await UserTokens.open(store, secrets);
@@ -109,18 +126,18 @@ export async function openServices(config: Config, log: Logger, options: ServerO
     dataOwners: [new LmdbDocumentData(store)],
   });
   const outbox = new Outbox(store);
-  const documents = new DocumentRegistry(config, store, log.child({ component: 'documents' }));
-  directory.addDataOwner(documents);
+  const documentActors = new DocumentActors(config, store, log.child({ component: 'documents' }), publisher);
+  directory.addDataOwner(documentActors);
   const collab = new CollabDocuments({
     store,
     outbox,
     now: Date.now,
     offlineTtlMs: config.presenceOfflineTtlMs,
-    hosts: documents,
+    actors: documentActors,
     encode: encodeLiveMessage,
     log,
   });
-  documents.onConnection(collab.connectionListener());
+  documentActors.onConnection(collab.connectionListener());
   // After the registry: its eviction drains the actor, whose departing connections write presence.
   directory.addDataOwner(collab);
   const domains = new Domains(store);
@@ -151,7 +168,7 @@ export async function openServices(config: Config, log: Logger, options: ServerO
   });
   const migrations = new DocumentMigrations({
     store,
-    documents,
+    documents: documentActors,
     directory: {
       knows: (apiKey, organizationId, documentId) => directory.documents.find(apiKey, organizationId, documentId) !== undefined,
       rekeyInWrite: (apiKey, organizationId, documentId, newDocumentId) => directory.documents.rekeyInWrite(apiKey, organizationId, documentId, newDocumentId),
@@ -159,17 +176,62 @@ export async function openServices(config: Config, log: Logger, options: ServerO
     jobs,
     databases: DOCUMENT_DATABASES,
   });
-  const liveStates = new LiveStates({ store, hosts: documents, encode: encodeLiveStateMessage, now: Date.now, log });
-  documents.onConnection(liveStates.connectionListener());
-  const delivery = new Delivery({ config, store, outbox, secrets, log, ...(options.clock === undefined ? {} : { clock: options.clock }) });
+  const liveStates = new LiveStates({ store, actors: documentActors, encode: encodeLiveStateMessage, now: Date.now, log });
+  documentActors.onConnection(liveStates.connectionListener());
+  const ownerEmails = new OwnerEmails(store, secrets, workspaces, {
+    graceMs: config.emailVerificationGraceMs,
+    verificationLinkTtlMs: config.verificationLinkTtlMs,
+    loginLinkTtlMs: config.loginLinkTtlMs,
+    now,
+  });
+  const sender = parseSender(config.emailFrom);
+  const accountMail = new AccountMail({
+    transport: options.emailTransport ?? createServerEmailTransport({ smtpUrl: config.smtpUrl, log: log.child({ component: 'email' }) }),
+    from: sender.address,
+    ...(sender.name === undefined ? {} : { fromName: sender.name }),
+    publicUrl: () => publicUrl(config),
+    ownerEmails,
+    workspaces,
+    log: log.child({ component: 'account-mail' }),
+    verificationLinkTtlMs: config.verificationLinkTtlMs,
+    loginLinkTtlMs: config.loginLinkTtlMs,
+  });
+  const delivery = new Delivery({
+    config,
+    store,
+    outbox,
+    secrets,
+    log,
+    ...(options.clock === undefined ? {} : { clock: options.clock }),
+    ...(options.emailTransport === undefined ? {} : { emailTransport: options.emailTransport }),
+  });
   for (const source of deliveryUserData(store)) userData.addSource(source);
-  return { config, log, store, secrets, workspaces, userTokens, directory, outbox, collab, documents, domains, liveStates, recordings, jobs, migrations, userData, permissionProvider, delivery };
+  return { config, log, store, secrets, workspaces, userTokens, directory, outbox, collab, documentActors, domains, liveStates, recordings, jobs, migrations, userData, permissionProvider, ownerEmails, accountMail, delivery };
 }
+
+function clockOf(options: ServerOptions): () => number {
+  const clock = options.clock;
+  return clock === undefined ? Date.now : () => clock.now();
+}
+
+/** PUBLIC_URL, else the address the server listens on (the port is the bound one once listening). */
+function publicUrl(config: Config): string {
+  if (config.publicUrl !== undefined) return config.publicUrl;
+  const host = config.host === '0.0.0.0' || config.host === '::' ? 'localhost' : config.host;
+  return `http://${host.includes(':') ? `[${host}]` : host}:${boundPorts.get(config) ?? config.port}`;
+}
+
+/** The port each running config is bound to (port 0 picks one at listen). */
+const boundPorts = new WeakMap<Config, number>();
 
 /** Every REST operation, area by area (one file per spec area under src/http/routes). */
 function allOperations(services: Services): Operation[] {
   return [
-    ...workspaceOperations(services.workspaces, services.secrets, services.domains),
+    ...workspaceOperations(services.workspaces, services.secrets, services.domains, (workspace) => {
+      services.ownerEmails.created(workspace.id);
+      services.accountMail.sendVerification({ id: workspace.id, ownerEmail: workspace.owner.email, ownerName: workspace.owner.name, workspaceName: workspace.name });
+    }),
+    ...workspaceEmailOperations({ ...services, consoleOrigins: () => [...services.config.consoleOrigins, new URL(publicUrl(services.config)).origin] }),
     ...domainOperations(services.domains),
     ...authOperations(services.userTokens),
     ...legacyOperations(services.workspaces, services.userTokens, services.collab),
@@ -186,7 +248,7 @@ function allOperations(services: Services): Operation[] {
     ...migrationOperations(services.migrations),
     ...userDataOperations(services.userData, services.jobs),
     ...permissionProviderOperations(services.permissionProvider),
-    ...crdtOperations(services.documents),
+    ...crdtOperations(services.documentActors),
     ...deliveryConfigOperations(services.delivery),
     ...webhookEndpointOperations(services.delivery),
     ...notificationOperations(services.delivery),
@@ -199,17 +261,23 @@ const STOP_DRAIN_MS = 10_000;
 
 export async function startServer(config: Config, log: Logger, options: ServerOptions = {}): Promise<RunningServer> {
   const uws = loadUws();
-  const services = await openServices(config, log, options);
   const app = uws.App();
+  // uWS's app.publish reaches every subscriber of a topic (ws.publish would skip its own socket).
+  const services = await openServices(config, log, { publish: (topic, bytes) => void app.publish(topic, bytes, true) }, options);
   const deps: RouteDeps = {
     auth: {
       workspace: (id, token) => services.workspaces.authenticateWorkspace(id, token),
-      apiKey: (key, token) => services.workspaces.authenticateApiKey(key, token),
+      apiKey: (key, token) => {
+        const identity = services.workspaces.authenticateApiKey(key, token);
+        services.ownerEmails.assertKeysActive(identity.workspaceId);
+        return identity;
+      },
     },
     log,
     maxBodyBytes: config.maxBodyBytes,
     corsOrigin: config.corsOrigin,
-    publicLimiter: new RateLimiter(config.publicRateLimitPerMinute),
+    limits: rateLimits(config, clockOf(options)),
+    clientAddresses: new ClientAddresses(config.trustedProxies),
     gate: new RequestGate(),
     originPolicy: (apiKey, origin) => services.domains.policy(apiKey, origin),
   };
@@ -227,10 +295,19 @@ export async function startServer(config: Config, log: Logger, options: ServerOp
   };
   app.get('/healthz', getJson(() => ({ status: 'ok' })));
   app.get('/.well-known/jwks.json', getJson(() => services.userTokens.jwks()));
+  // A key expired for want of owner verification opens no sync connection either (its user tokens outlive it).
+  const activeKeys = {
+    apiKeyRecord: (apiKey: string) => {
+      const record = services.workspaces.apiKeyRecord(apiKey);
+      services.ownerEmails.assertKeysActive(record.workspaceId);
+      return record;
+    },
+  };
   app.ws(
     '/sync/*',
     syncBehavior({
       ...services,
+      workspaces: activeKeys,
       access: services.directory.access,
       providerAccess: (userId, key) => {
         // A disabled organization or document stays closed whatever the provider says (access model rows 2 and 3).
@@ -242,6 +319,16 @@ export async function startServer(config: Config, log: Logger, options: ServerOp
       },
     }),
   );
+  mountEmailLinks(app, {
+    ...services,
+    publicUrl: () => publicUrl(config),
+    log: log.child({ component: 'email-links' }),
+    limitClient: (res, req) => {
+      const peer = Buffer.from(res.getRemoteAddressAsText()).toString();
+      deps.limits.client.take(rateLimitKey(deps.clientAddresses.resolve(peer, req.getHeader('x-forwarded-for'))));
+    },
+  });
+  mountConsole(app, defaultConsoleDir(), log);
   app.options('/*', preflight(deps));
   app.any('/*', fallback(knownPaths, deps));
 
@@ -252,6 +339,7 @@ export async function startServer(config: Config, log: Logger, options: ServerOp
     });
   });
   const port = uws.us_socket_local_port(listenSocket);
+  boundPorts.set(config, port);
   // Every job kind is registered by now; jobs a crash interrupted run again (each is idempotent).
   services.jobs.resume();
   if (options.autoDeliver !== false) services.delivery.start();
@@ -263,9 +351,10 @@ export async function startServer(config: Config, log: Logger, options: ServerOp
     if (!(await deps.gate.close(STOP_DRAIN_MS))) {
       log.warn('stopping with requests still in flight', { requests: deps.gate.size, waitedMs: STOP_DRAIN_MS });
     }
+    await services.accountMail.stop(5000);
     // Jobs in flight finish against open documents and store; one cut short by a crash resumes at the next start.
     await services.jobs.stop();
-    await services.documents.shutdown();
+    await services.documentActors.shutdown();
     services.collab.close();
     // Attempts in flight settle (each within its own timeout) so their outcome is recorded before the store closes.
     await services.delivery.stop();
@@ -278,3 +367,4 @@ export async function startServer(config: Config, log: Logger, options: ServerOp
     stop: () => (stopping ??= stop()),
   };
 }
+

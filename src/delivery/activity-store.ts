@@ -1,7 +1,7 @@
 // Owns activity-log records: DB.activities (spec 2.12, upstream 2.19), with the immutability rule.
 import type { Database, Key } from 'lmdb';
 import type { UserRef } from '../doc/annotations/model.js';
-import { atomically, type WriteTx } from '../events/outbox.js';
+import type { WriteTx } from '../store/env.js';
 import type { Store } from '../store/env.js';
 import { DB } from '../store/keys.js';
 
@@ -57,7 +57,7 @@ export class ActivityStore {
 
   /** All or nothing: an immutable id among them refuses the whole add (returned), nothing written. */
   async addAll(records: readonly ActivityRecord[]): Promise<string | undefined> {
-    return atomically(this.store, (tx) => {
+    return this.store.transaction((tx) => {
       for (const record of records) {
         if (this.get(record.metadata.apiKey, record.metadata.organizationId, record.id)?.immutable === true) return record.id;
       }
@@ -82,7 +82,7 @@ export class ActivityStore {
   }
 
   async updateEach(apiKey: string, organizationId: string, changes: ReadonlyArray<{ id: string; fields: Partial<ActivityRecord> }>): Promise<Record<string, ItemOutcome>> {
-    return atomically(this.store, () => {
+    return this.store.transaction(() => {
       const results: Record<string, ItemOutcome> = {};
       for (const { id, fields } of changes) {
         const current = this.get(apiKey, organizationId, id);
@@ -98,7 +98,7 @@ export class ActivityStore {
   }
 
   async removeEach(apiKey: string, organizationId: string, ids: readonly string[]): Promise<Record<string, ItemOutcome>> {
-    return atomically(this.store, () => {
+    return this.store.transaction(() => {
       const results: Record<string, ItemOutcome> = {};
       for (const id of ids) {
         const current = this.get(apiKey, organizationId, id);

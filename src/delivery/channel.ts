@@ -1,5 +1,5 @@
 // Owns the seam between the dispatcher and the channels: what planning an event may do, and the retry schedules.
-import type { WriteTx } from '../events/outbox.js';
+import type { WriteTx } from '../store/env.js';
 import type { OutboxEvent } from '../events/types.js';
 
 /** Planning runs inside the transaction that also acks nothing: it must be synchronous and idempotent per event. */

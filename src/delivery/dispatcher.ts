@@ -1,6 +1,6 @@
 // Owns reading the outbox: claims events, lets every channel plan its deliveries in one transaction, then acks the events.
 import type { Logger } from '../log.js';
-import { atomically, type Outbox } from '../events/outbox.js';
+import { type Outbox } from '../events/outbox.js';
 import type { Store } from '../store/env.js';
 import type { Planner } from './channel.js';
 import type { Clock } from './clock.js';
@@ -66,7 +66,7 @@ export class Dispatcher {
     const now = clock.now();
     const events = await outbox.claim({ limit: this.options.batchSize ?? 100, leaseMs: LEASE_MS, now });
     if (events.length === 0) return 0;
-    await atomically(store, (tx) => {
+    await store.transaction((tx) => {
       for (const event of events) {
         for (const planner of planners) {
           try {

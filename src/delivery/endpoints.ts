@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import type { Database, Key } from 'lmdb';
 import { randomId, type Secrets } from '../auth/secrets.js';
 import { invalidArgument, notFound } from '../errors.js';
-import type { WriteTx } from '../events/outbox.js';
+import type { WriteTx } from '../store/env.js';
 import type { Store } from '../store/env.js';
 import { DB } from '../store/keys.js';
 

@@ -1,8 +1,7 @@
 // Owns in-app notifications and per-user channel preferences: DB.notifications, DB.notificationPrefs (upstream 2.18, spec 2.11).
 import type { Database, Key } from 'lmdb';
 import type { UserRef } from '../doc/annotations/model.js';
-import type { WriteTx } from '../events/outbox.js';
-import { atomically } from '../events/outbox.js';
+import type { WriteTx } from '../store/env.js';
 import type { Store } from '../store/env.js';
 import { DB } from '../store/keys.js';
 
@@ -61,7 +60,7 @@ export class NotificationStore {
   }
 
   add(record: NotificationRecord): Promise<void> {
-    return atomically(this.store, (tx) => this.put(tx, record));
+    return this.store.transaction((tx) => this.put(tx, record));
   }
 
   find(apiKey: string, filter: NotificationFilter): NotificationRecord[] {
@@ -79,7 +78,7 @@ export class NotificationStore {
 
   /** Applies `change` to each id in one transaction; per-id whether it existed. */
   async updateEach(apiKey: string, organizationId: string, changes: ReadonlyArray<{ id: string; change: (record: NotificationRecord) => NotificationRecord }>): Promise<Record<string, boolean>> {
-    return atomically(this.store, () => {
+    return this.store.transaction(() => {
       const results: Record<string, boolean> = {};
       for (const { id, change } of changes) {
         const current = this.get(apiKey, organizationId, id);
@@ -91,7 +90,7 @@ export class NotificationStore {
   }
 
   async remove(apiKey: string, organizationId: string, ids: readonly string[]): Promise<Record<string, boolean>> {
-    return atomically(this.store, () => {
+    return this.store.transaction(() => {
       const results: Record<string, boolean> = {};
       for (const id of ids) {
         results[id] = this.get(apiKey, organizationId, id) !== undefined;
@@ -111,7 +110,7 @@ export class NotificationStore {
   }
 
   async setPrefs(apiKey: string, organizationId: string, userIds: readonly string[], documentIds: readonly string[], config: Partial<NotificationPrefs>): Promise<void> {
-    await atomically(this.store, () => {
+    await this.store.transaction(() => {
       for (const userId of userIds) {
         for (const documentId of documentIds) {
           const key = [apiKey, organizationId, userId, documentId];

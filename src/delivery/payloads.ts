@@ -1,9 +1,10 @@
 // Owns the bodies webhooks carry: upstream's WebhookV1Payload (basic) and WebhookV2Payload (advanced), and the encoded variant.
+import { commentData } from './comment-event.js';
 import type { OutboxEvent } from '../events/types.js';
 
 /** Upstream 3.1. `webhookId` is the event id, the same on every retry. */
 export function webhookV1Payload(event: OutboxEvent): Record<string, unknown> {
-  const { commentAnnotation, targetComment, actionUser, metadata, oldStatus, newStatus, newPriority, assigned } = event.data;
+  const { commentAnnotation, targetComment, actionUser, metadata, oldStatus, newStatus, newPriority, assigned } = commentData(event);
   return {
     webhookId: event.id,
     actionType: event.actionType,
@@ -26,7 +27,7 @@ export function webhookV2Payload(event: OutboxEvent, webhookId: string): Record<
     event: event.type,
     actionType: event.type.slice(event.type.indexOf('.') + 1),
     source: 'comment',
-    data: event.data,
+    data: commentData(event),
     webhookId,
     platform: 'sdk',
   };

@@ -1,6 +1,6 @@
 // Owns the durable timer queue of deliveries (DB.deliveryJobs + DB.deliveryDue): enqueue in a caller's transaction, take due jobs, settle.
 import type { Database, Key } from 'lmdb';
-import { atomically, atomicallyGrouped, type WriteTx } from '../events/outbox.js';
+import type { WriteTx } from '../store/env.js';
 import type { Store } from '../store/env.js';
 import { DB } from '../store/keys.js';
 
@@ -115,7 +115,7 @@ export class DeliveryQueue {
   settle(job: DeliveryJob, outcome: Settlement, now: number, also?: (tx: WriteTx, next: DeliveryJob) => void): Promise<DeliveryJob> {
     return new Promise((resolve, reject) => {
       let next: DeliveryJob | undefined;
-      atomicallyGrouped(this.store, {
+      this.store.transactionGrouped({
         write: (tx) => {
           next = this.settled(tx, job, outcome, now);
           also?.(tx, next);
@@ -156,7 +156,7 @@ export class DeliveryQueue {
    * outbox lease: a row deleted while its event could still be replanned would let that event enqueue again.
    */
   prune(before: number, limit = 1000): Promise<number> {
-    return atomically(this.store, () => {
+    return this.store.transaction(() => {
       let removed = 0;
       for (const { key, value } of this.jobs.getRange({})) {
         if (removed >= limit) break;

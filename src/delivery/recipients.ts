@@ -1,4 +1,5 @@
 // Owns who an event concerns: mentioned users, the assignee and the thread's participants, never the actor.
+import { commentData } from './comment-event.js';
 import type { UserRef } from '../doc/annotations/model.js';
 import type { OutboxEvent } from '../events/types.js';
 
@@ -13,7 +14,7 @@ export interface Recipient {
 const RANK: Record<Recipient['reason'], number> = { mention: 3, assignee: 2, participant: 1 };
 
 export function recipientsOf(event: OutboxEvent): Recipient[] {
-  const data = event.data;
+  const data = commentData(event);
   const actor = data.actionUser?.userId;
   const found = new Map<string, Recipient>();
   const add = (user: { userId: string; name?: string | undefined; email?: string | undefined } | undefined, reason: Recipient['reason']): void => {

@@ -1,6 +1,6 @@
 // Owns running due deliveries: bounded concurrency overall and per target, retries by channel schedule, wake-ups by timer.
 import type { Logger } from '../log.js';
-import type { WriteTx } from '../events/outbox.js';
+import type { WriteTx } from '../store/env.js';
 import type { Clock } from './clock.js';
 import type { ChannelName, DeliveryJob, DeliveryQueue, Settlement } from './queue.js';
 

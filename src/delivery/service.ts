@@ -1,7 +1,7 @@
 // Owns the delivery room's wiring: stores, outbound adapters, channels, the dispatcher and the runner, started and stopped together.
 import type { Secrets } from '../auth/secrets.js';
 import type { Config } from '../config.js';
-import type { Outbox } from '../events/outbox.js';
+import { Outbox } from '../events/outbox.js';
 import type { Logger } from '../log.js';
 import type { Store } from '../store/env.js';
 import { DeliveryConfigStore } from '../tenant/delivery-config-store.js';

@@ -1,4 +1,5 @@
 // Owns the words of deliveries: one headline per event type, and the text and HTML email bodies built from it.
+import { commentData } from './comment-event.js';
 import type { EventType, OutboxEvent } from '../events/types.js';
 import type { Recipient } from './recipients.js';
 
@@ -23,7 +24,7 @@ export function headlineTemplate(type: EventType): string {
 
 /** Values for the headline's variables; custom ones are strings, users are names. */
 export function templateValues(event: OutboxEvent): Record<string, string> {
-  const data = event.data;
+  const data = commentData(event);
   return {
     actionUser: data.actionUser?.name ?? data.actionUser?.userId ?? 'Someone',
     status: data.newStatus?.name ?? data.commentAnnotation.status?.name ?? '',
@@ -53,7 +54,7 @@ export interface RenderedEmail {
 
 export function renderEmail(event: OutboxEvent, recipient: Recipient, fromCompany: string): RenderedEmail {
   const headline = fill(HEADLINES[event.type], templateValues(event));
-  const comment = event.data.targetComment?.commentText ?? event.data.commentAnnotation.comments?.at(-1)?.commentText ?? '';
+  const comment = commentData(event).targetComment?.commentText ?? commentData(event).commentAnnotation.comments?.at(-1)?.commentText ?? '';
   const why = recipient.reason === 'mention' ? 'You were mentioned.' : recipient.reason === 'assignee' ? 'You are the assignee.' : 'You take part in this thread.';
   const where = `Document ${event.documentId} (organization ${event.organizationId})`;
   const company = fromCompany === '' ? 'Plait' : fromCompany;

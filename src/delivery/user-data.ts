@@ -1,7 +1,6 @@
 // Owns the delivery room's part of a user's data (GDPR export and erase): their notifications and activity logs.
 import type { Database, Key } from 'lmdb';
 import { ERASED_USER, type UserDataSource } from '../doc/user-data.js';
-import { atomically } from '../events/outbox.js';
 import type { Store } from '../store/env.js';
 import { DB } from '../store/keys.js';
 import type { ActivityRecord } from './activity-store.js';
@@ -26,7 +25,7 @@ export function deliveryUserData(store: Store): UserDataSource[] {
       feature: 'notifications',
       collect: (apiKey, userId) => rowsOf(notifications, apiKey).map((r) => r.value).filter((n) => concerns(n, userId)),
       erase: (apiKey, userId) =>
-        atomically(store, () => {
+        store.transaction(() => {
           let count = 0;
           for (const { key, value } of rowsOf(notifications, apiKey)) {
             if (!concerns(value, userId)) continue;
@@ -52,7 +51,7 @@ export function deliveryUserData(store: Store): UserDataSource[] {
       feature: 'activities',
       collect: (apiKey, userId) => rowsOf(activities, apiKey).map((r) => r.value).filter((a) => a.actionUser.userId === userId),
       erase: (apiKey, userId) =>
-        atomically(store, () => {
+        store.transaction(() => {
           let count = 0;
           for (const { key, value } of rowsOf(activities, apiKey)) {
             if (value.actionUser.userId !== userId) continue;

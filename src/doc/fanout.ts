@@ -1,7 +1,8 @@
 // Owns how a document's frames reach its connections: the pub/sub topic names and per-turn merged publishing of store updates.
 import * as Y from 'yjs';
-import { writeUpdate } from '../ws/protocol.js';
-import { documentKeyString, type DocumentKey, type Peer } from './peer.js';
+import { writeUpdate } from '../sync/protocol.js';
+import { type Peer, type TopicPublisher } from './peer.js';
+import { documentKeyString, type DocumentKey } from '../document-key.js';
 
 /**
  * The topics of one document, spelled here and nowhere else. Every connection subscribes to `document` (awareness,
@@ -11,25 +12,10 @@ import { documentKeyString, type DocumentKey, type Peer } from './peer.js';
 export const topics = {
   document: (key: DocumentKey): string => `d${documentKeyString(key)}`,
   live: (key: DocumentKey): string => `l${documentKeyString(key)}`,
-  store: (key: DocumentKey, editorId: string): string => `s${JSON.stringify([key.apiKey, key.organizationId, key.documentId, editorId])}`,
+  store: (key: DocumentKey, editorId: string): string => `s${documentKeyString(key, editorId)}`,
 } as const;
 
-/**
- * Sends `bytes` to every subscriber of `topic`, as uWS's app.publish would. The App belongs to src/server.ts, so the
- * frame goes through one live member instead: its publish reaches the other subscribers, a send reaches itself.
- * `members` are the connections subscribed to `topic` (only the first live one is used). False when none is live.
- */
-export function publishToAll(topic: string, bytes: Uint8Array, members: Iterable<Peer>): boolean {
-  for (const peer of members) {
-    if (!peer.publish(topic, bytes)) continue;
-    peer.send(bytes);
-    return true;
-  }
-  return false;
-}
-
 interface PendingTopic {
-  readonly members: ReadonlySet<Peer>;
   /** Updates by the connection they came from (undefined: the server, e.g. a REST write), in arrival order. */
   readonly bySender: Map<Peer | undefined, Uint8Array[]>;
 }
@@ -46,11 +32,13 @@ export class UpdateFanout {
   private pending: Map<string, PendingTopic> | undefined;
   private scheduled: NodeJS.Immediate | undefined;
 
-  /** Queues `update` for the subscribers of `topic` except `sender`; `members` are that topic's connections. */
-  queue(topic: string, members: ReadonlySet<Peer>, update: Uint8Array, sender: Peer | undefined): void {
+  constructor(private readonly publisher: TopicPublisher) {}
+
+  /** Queues `update` for the subscribers of `topic` except `sender`. */
+  queue(topic: string, update: Uint8Array, sender: Peer | undefined): void {
     const pending = (this.pending ??= new Map());
     let entry = pending.get(topic);
-    if (entry === undefined) pending.set(topic, (entry = { members, bySender: new Map() }));
+    if (entry === undefined) pending.set(topic, (entry = { bySender: new Map() }));
     const updates = entry.bySender.get(sender);
     if (updates === undefined) entry.bySender.set(sender, [update]);
     else updates.push(update);
@@ -65,11 +53,11 @@ export class UpdateFanout {
     this.scheduled = undefined;
     const pending = this.pending;
     if (pending === undefined) return;
-    for (const [topic, { members, bySender }] of pending) {
+    for (const [topic, { bySender }] of pending) {
       for (const [sender, updates] of bySender) {
         const frame = writeUpdate(updates.length === 1 ? (updates[0] as Uint8Array) : Y.mergeUpdates(updates));
         // A sender that has gone is unsubscribed already, so publishing to all reaches exactly the others.
-        if (sender === undefined || !sender.publish(topic, frame)) publishToAll(topic, frame, members);
+        if (sender === undefined || !sender.publish(topic, frame)) this.publisher.publish(topic, frame);
       }
     }
     this.pending = undefined;

@@ -1,14 +1,15 @@
 // Owns the per-request wrapper: abort tracking, header copy, body cap, auth, envelope, validation, reply and error mapping.
 import { randomUUID } from 'node:crypto';
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
-import { AppError, bodyTooLarge, permissionDenied, toAppError, unavailable, unsupportedMediaType } from '../errors.js';
+import { AppError, bodyTooLarge, methodNotAllowed, permissionDenied, toAppError, unavailable, unsupportedMediaType } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { ApiKeyIdentity, WorkspaceIdentity } from '../tenant/workspaces.js';
 import { isJsonContentType, parseEnvelope, readBody } from './body.js';
 import type { RequestGate } from './gate.js';
 import type { Operation, RequestContext } from './operation.js';
-import type { RateLimiter } from './rate-limit.js';
-import { errorEnvelope, successEnvelope, writeError, writeJson, type ResponseState } from './reply.js';
+import { normalizeAddress, rateLimitKey, type ClientAddresses } from './client-address.js';
+import type { RateLimits } from './rate-limit.js';
+import { errorEnvelope, successEnvelope, writeError, writeJson, type ResponseState } from '../edge/reply.js';
 import { compileValidator, type Validator } from './validate.js';
 
 /** The credential checks the edge needs from the core. Each throws an AppError naming what is wrong. */
@@ -22,7 +23,9 @@ export interface RouteDeps {
   readonly log: Logger;
   readonly maxBodyBytes: number;
   readonly corsOrigin: string;
-  readonly publicLimiter: RateLimiter;
+  readonly limits: RateLimits;
+  /** Resolves the client address from the socket and, behind a trusted proxy, X-Forwarded-For. */
+  readonly clientAddresses: ClientAddresses;
   /** Counts requests in flight; closed by a graceful stop, after which requests are answered UNAVAILABLE. */
   readonly gate: RequestGate;
   /** The API key's allowed web origins (domains operations): `refused` answers PERMISSION_DENIED, `listed` is echoed in CORS. */
@@ -41,7 +44,7 @@ export function nextRequestId(): string {
 const CALLER_ID = /^[\w.:-]{1,128}$/;
 
 /**
- * One request from its first byte to its reply: the ResponseState of reply.ts, the RequestContext a handler gets, and
+ * One request from its first byte to its reply: the ResponseState of src/edge/reply.ts, the RequestContext a handler gets, and
  * its place in the gate. One object per request, with what is rarely used (the child logger, the client address)
  * made only when asked for.
  */
@@ -70,7 +73,7 @@ class Exchange implements ResponseState, RequestContext {
 
   /** The client's address; read from the socket on first use (before the reply: afterwards `res` is gone). */
   get ip(): string {
-    this.address ??= this.aborted ? '' : Buffer.from(this.res.getRemoteAddressAsText()).toString();
+    this.address ??= this.aborted ? '' : normalizeAddress(Buffer.from(this.res.getRemoteAddressAsText()).toString());
     return this.address;
   }
 
@@ -94,7 +97,9 @@ export function route(op: Operation, deps: RouteDeps): (path: string) => (res: H
     // Everything needed from `req` is copied now: uWS invalidates it when this function returns.
     const incomingId = req.getHeader('x-request-id');
     const requestId = incomingId !== '' && CALLER_ID.test(incomingId) ? incomingId : nextRequestId();
-    const ip = op.rateLimited ? Buffer.from(res.getRemoteAddressAsText()).toString() : undefined;
+    const ip = op.rateLimited
+      ? deps.clientAddresses.resolve(Buffer.from(res.getRemoteAddressAsText()).toString(), req.getHeader('x-forwarded-for'))
+      : undefined;
     const exchange = new Exchange(res, deps, path, requestId, deps.corsOrigin, ip);
     res.onAborted(() => {
       exchange.aborted = true;
@@ -157,9 +162,10 @@ async function serve(
       if (policy === 'refused') throw permissionDenied(`origin ${exchange.origin} is not among this API key's domains (see /v2/workspace/domains/get)`);
       if (policy === 'listed') exchange.corsOrigin = exchange.origin;
     }
-    if (op.rateLimited) deps.publicLimiter.take(exchange.ip);
+    takeRateLimits(op, deps.limits, exchange);
     if (!isJsonContentType(contentType)) throw unsupportedMediaType(contentType);
     const input = validate(parseEnvelope(raw));
+    if (op.targetEmail !== undefined) deps.limits[op.targetEmail.limiter].take(op.targetEmail.of(input).trim().toLowerCase());
     const reply = await op.handle(input, exchange);
     if (exchange.aborted) {
       exchange.log.debug('client went away before the reply; the operation completed');
@@ -172,6 +178,14 @@ async function serve(
   } finally {
     exchange.finish();
   }
+}
+
+/** Public operations count per client address; authenticated ones per API key (or workspace). */
+function takeRateLimits(op: Operation, limits: RateLimits, exchange: Exchange): void {
+  if (op.rateLimited) limits.client.take(rateLimitKey(exchange.ip));
+  const identity = exchange.identity;
+  if (identity === null) return;
+  limits.credential.take(identity.kind === 'apiKey' ? identity.apiKey : `workspace:${identity.workspaceId}`);
 }
 
 function fail(exchange: Exchange, error: AppError, closeConnection: boolean): void {
@@ -210,7 +224,7 @@ export function fallback(
       state.aborted = true;
     });
     const error = knownPaths.has(path)
-      ? new AppError('INVALID_ARGUMENT', `method ${method} is not allowed on ${path}; every operation is POST`, { httpStatus: 405 })
+      ? methodNotAllowed(method, path)
       : new AppError('NOT_FOUND', `no operation at ${method} ${path}`);
     writeJson(res, state, error.httpStatus, errorEnvelope(error), {
       closeConnection: method !== 'GET' && method !== 'HEAD',

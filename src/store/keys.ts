@@ -11,6 +11,10 @@ export const DB = {
   workspaces: 'workspaces',
   /** [ownerEmailLowercase] -> workspaceId */
   workspaceByEmail: 'workspace-by-email',
+  /** [workspaceId] -> OwnerEmailRecord (verified when, exempt, the current one-time link of each purpose) */
+  ownerEmail: 'owner-email',
+  /** [keyedHash(linkToken)] -> EmailLinkRecord (purpose, workspace, expiry); removed when redeemed or replaced */
+  emailLinks: 'email-links',
   /** [apiKey] -> ApiKeyRecord (auth tokens kept encrypted, indexed by keyed hash below) */
   apiKeys: 'api-keys',
   /** [keyedHash(authToken)] -> apiKey */
@@ -23,8 +27,11 @@ export const DB = {
   docUpdates: 'doc-updates',
   /** binary. [apiKey, organizationId, documentId, editorId] -> Yjs state snapshot (encodeStateAsUpdate) */
   docSnapshots: 'doc-snapshots',
-  /** [apiKey, organizationId, documentId, editorId] -> StoreMeta (type, contentKey, lastUpdate, lastUpdatedBy, sessionId, nextSeq) */
-  docStores: 'doc-stores',
+  /**
+   * [apiKey, organizationId, documentId, editorId] -> StoreMeta (type, contentKey, lastUpdate, lastUpdatedBy, sessionId,
+   * nextSeq) of one editor doc. Named 'doc-stores' on disk: renaming a named database would need a migration.
+   */
+  editorDocMeta: 'doc-stores',
   /** [apiKey, organizationId, documentId, annotationId] -> AnnotationRecord */
   annotations: 'annotations',
   /** [apiKey, organizationId, documentId, userId] -> PresenceRecord */
@@ -60,6 +67,12 @@ export const DB = {
 } as const;
 
 export type DbName = (typeof DB)[keyof typeof DB];
+
+/**
+ * Upper bound for a key prefix: ordered-binary sorts the single byte 0xff above every string and number, so
+ * `{ start: prefix, end: [...prefix, KEY_END] }` is the range of every longer key starting with prefix.
+ */
+export const KEY_END = new Uint8Array([0xff]);
 
 /** Bumped when a stored shape changes incompatibly; checked at start. */
 export const SCHEMA_VERSION = 1;

@@ -137,7 +137,7 @@ export class UpdateLog {
     const folded = new Set(folds.map((fold) => fold.stream));
     const metas = streams.filter((s) => !folded.has(s)).map((stream) => ({ stream, meta: stream.meta() }));
     const snapshots = this.snapshots;
-    const done = store.batch(() => {
+    const done = store.transaction(() => {
       for (const entry of entries) if (!folded.has(entry.stream)) snapshots.putEntry(entry.stream.id, entry.seq, entry.update);
       for (const { stream, meta } of metas) snapshots.putMeta(stream.id, meta);
       for (const fold of folds) snapshots.fold(fold.stream.id, fold.snapshot, fold.meta, fold.boundary);

@@ -1,5 +1,6 @@
 // Owns the activity-log channel: events recorded as activity logs when the activity config enables their trigger.
-import type { WriteTx } from '../../events/outbox.js';
+import { commentData } from '../comment-event.js';
+import type { WriteTx } from '../../store/env.js';
 import type { OutboxEvent } from '../../events/types.js';
 import type { DeliveryConfigStore } from '../../tenant/delivery-config-store.js';
 import { triggerOn } from '../../tenant/triggers.js';
@@ -23,7 +24,7 @@ export class ActivityChannel implements Planner {
 }
 
 export function activityFromEvent(event: OutboxEvent, immutable: boolean): ActivityRecord {
-  const data = event.data;
+  const data = commentData(event);
   const changes: Record<string, { from: unknown; to: unknown }> = {};
   if (data.oldStatus !== undefined || data.newStatus !== undefined) changes.status = { from: data.oldStatus ?? null, to: data.newStatus ?? null };
   if (event.type === 'comment_annotation.priority_change') changes.priority = { from: null, to: data.newPriority ?? null };

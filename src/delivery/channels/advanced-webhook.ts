@@ -1,6 +1,6 @@
 // Owns the advanced webhook channel: endpoint filtering, Standard Webhooks signing, per-endpoint rate limit, Svix retries.
 import { randomUUID } from 'node:crypto';
-import type { WriteTx } from '../../events/outbox.js';
+import type { WriteTx } from '../../store/env.js';
 import type { OutboxEvent } from '../../events/types.js';
 import type { DeliveryConfigStore } from '../../tenant/delivery-config-store.js';
 import { ADVANCED_RETRY_DELAYS_MS, errorText, type Planner } from '../channel.js';

@@ -1,5 +1,5 @@
 // Owns the basic webhook channel (upstream 3.1): POSTs to rawNotificationUrl and processedNotificationUrl with `Basic <authToken>`.
-import type { WriteTx } from '../../events/outbox.js';
+import type { WriteTx } from '../../store/env.js';
 import type { OutboxEvent } from '../../events/types.js';
 import type { DeliveryConfigStore } from '../../tenant/delivery-config-store.js';
 import { triggerOn } from '../../tenant/triggers.js';

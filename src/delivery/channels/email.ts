@@ -1,5 +1,5 @@
 // Owns the email channel: which events become emails for whom (email config triggers), and sending them by config type.
-import type { WriteTx } from '../../events/outbox.js';
+import type { WriteTx } from '../../store/env.js';
 import type { OutboxEvent } from '../../events/types.js';
 import type { DeliveryConfigStore } from '../../tenant/delivery-config-store.js';
 import { triggerOn } from '../../tenant/triggers.js';

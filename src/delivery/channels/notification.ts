@@ -1,6 +1,7 @@
 // Owns the in-app notification channel: triggers, user preferences, delay (delayConfig) and batching (batchConfig) per document or user.
+import { commentData } from '../comment-event.js';
 import { createHash } from 'node:crypto';
-import type { WriteTx } from '../../events/outbox.js';
+import type { WriteTx } from '../../store/env.js';
 import type { OutboxEvent } from '../../events/types.js';
 import type { DeliveryConfigStore } from '../../tenant/delivery-config-store.js';
 import type { NotificationConfig } from '../../tenant/delivery-configs.js';
@@ -67,9 +68,9 @@ export class NotificationChannel implements Planner, ChannelRunner {
       eventId: event.id,
       type: event.type,
       headline: fill(headlineTemplate(event.type), templateValues(event)),
-      annotationId: event.data.commentAnnotation.annotationId,
+      annotationId: commentData(event).commentAnnotation.annotationId,
       documentId: event.documentId,
-      actionUser: event.data.actionUser ?? null,
+      actionUser: commentData(event).actionUser ?? null,
       timestamp: event.createdAt,
     };
     const users = Object.fromEntries(recipients.map((r) => [r.userId, true as const]));
@@ -102,7 +103,7 @@ export class NotificationChannel implements Planner, ChannelRunner {
 
 function singleRecord(event: OutboxEvent, recipients: readonly Recipient[]): NotificationRecord {
   const users = Object.fromEntries(recipients.map((r) => [r.userId, true as const]));
-  const data = event.data;
+  const data = commentData(event);
   return {
     id: notificationId(event.id),
     notificationSource: 'comment',

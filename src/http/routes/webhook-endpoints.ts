@@ -1,7 +1,6 @@
 // Owns the advanced webhook endpoint operations (spec 4.3, 4.4; upstream 2.10) and Plait's message/attempt/resend extensions.
 import type { Delivery } from '../../delivery/service.js';
 import { pageEndpoints, viewEndpoint, type EndpointInput } from '../../delivery/endpoints.js';
-import { atomically } from '../../events/outbox.js';
 import { failedPrecondition, notFound } from '../../errors.js';
 import { ok, operation, type Operation } from '../operation.js';
 import { createEndpointSchema, endpointIdSchema, listEndpointsSchema, listMessagesSchema, messageAttemptsSchema, updateEndpointSchema } from '../schemas/delivery.js';
@@ -100,7 +99,7 @@ export function webhookEndpointOperations(delivery: Delivery): Operation[] {
         if (endpoint.disabled) throw failedPrecondition(`endpoint ${endpoint.id} is disabled; enable it before resending`);
         const message = endpoints.message(ctx.identity.apiKey, input.endpointId, input.messageId);
         if (message === undefined) throw notFound(`message ${input.messageId} was not sent to endpoint ${input.endpointId}`);
-        await atomically(delivery.store, (tx) => delivery.advanced.resend(tx, ctx.identity.apiKey, message, clock.now()));
+        await delivery.store.transaction((tx) => delivery.advanced.resend(tx, ctx.identity.apiKey, message, clock.now()));
         delivery.queue.notify();
         return ok('Advanced webhook message resend scheduled.', { endpointId: endpoint.id, messageId: message.id, scheduled: true });
       },
