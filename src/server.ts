@@ -202,8 +202,8 @@ export async function openServices(config: Config, log: Logger, publisher: Topic
     outbox,
     secrets,
     log,
+    // Workspace emails go through their own transport from SMTP_URL; `options.emailTransport` is for account emails.
     ...(options.clock === undefined ? {} : { clock: options.clock }),
-    ...(options.emailTransport === undefined ? {} : { emailTransport: options.emailTransport }),
   });
   for (const source of deliveryUserData(store)) userData.addSource(source);
   return { config, log, store, secrets, workspaces, userTokens, directory, outbox, collab, documentActors, domains, liveStates, recordings, jobs, migrations, userData, permissionProvider, ownerEmails, accountMail, delivery };

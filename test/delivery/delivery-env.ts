@@ -2,6 +2,7 @@
 import type { Test } from 'tap';
 import type { Config } from '../../src/config.js';
 import { ManualClock } from '../../src/delivery/clock.js';
+import type { EmailMessage } from '../../src/email-message.js';
 import { createLogger } from '../../src/log.js';
 import { startServer, type RunningServer } from '../../src/server.js';
 import { ApiClient, type Credentials } from '../helpers/api.js';
@@ -20,7 +21,9 @@ export interface DeliveryEnv extends Env {
 export async function deliveryEnv(t: Test, overrides: Partial<Config> = {}, dataDir?: string): Promise<DeliveryEnv> {
   const clock = new ManualClock(Date.now());
   const config = testConfig(dataDir ?? t.testdir(), { outboundAllowedNetworks: ['127.0.0.0/8'], ...overrides });
-  const running = await startServer(config, createLogger(config.logLevel), { clock, autoDeliver: false });
+  // Account emails (owner verification on workspace create) are another feature's; kept out of the SMTP sink here.
+  const accountMail: EmailMessage[] = [];
+  const running = await startServer(config, createLogger(config.logLevel), { clock, autoDeliver: false, emailTransport: { send: async (msg) => void accountMail.push(msg) } });
   t.teardown(() => running.stop());
   const url = `http://127.0.0.1:${running.port}`;
   const api = new ApiClient(url);
