@@ -52,6 +52,11 @@ import { PermissionProvider } from './tenant/permission-provider.js';
 import { permissionProviderOperations } from './http/routes/permission-provider.js';
 import { OutboundHttp } from './delivery/outbound/http.js';
 import { DOCUMENT_DATABASES } from './tenant/directory/data-owners.js';
+import { openAgents, type AgentServices } from './agents/services.js';
+import { agentOperations } from './http/routes/agents.js';
+import { agentRunOperations } from './http/routes/agent-runs.js';
+import { agentAssistOperations } from './http/routes/agent-assist.js';
+import { memoryOperations } from './http/routes/memory.js';
 import { Workspaces } from './tenant/workspaces.js';
 import { Delivery } from './delivery/service.js';
 import { deliveryUserData } from './delivery/user-data.js';
@@ -91,6 +96,8 @@ export interface Services {
   readonly ownerEmails: OwnerEmails;
   /** Verification and sign-in emails, sent after the reply. */
   readonly accountMail: AccountMail;
+  /** Agent definitions, groups, runs and Memory (src/agents/). */
+  readonly agents: AgentServices;
   /** Outbox dispatcher, delivery queue and channels, delivery configs, notifications, activity logs (src/delivery). */
   readonly delivery: Delivery;
 }
@@ -196,6 +203,7 @@ export async function openServices(config: Config, log: Logger, publisher: Topic
     verificationLinkTtlMs: config.verificationLinkTtlMs,
     loginLinkTtlMs: config.loginLinkTtlMs,
   });
+  const agents = await openAgents({ store, secrets, config, collab, log });
   const delivery = new Delivery({
     config,
     store,
@@ -206,7 +214,7 @@ export async function openServices(config: Config, log: Logger, publisher: Topic
     ...(options.clock === undefined ? {} : { clock: options.clock }),
   });
   for (const source of deliveryUserData(store)) userData.addSource(source);
-  return { config, log, store, secrets, workspaces, userTokens, directory, outbox, collab, documentActors, domains, liveStates, recordings, jobs, migrations, userData, permissionProvider, ownerEmails, accountMail, delivery };
+  return { config, log, store, secrets, workspaces, userTokens, directory, outbox, collab, documentActors, domains, liveStates, recordings, jobs, migrations, userData, permissionProvider, ownerEmails, accountMail, agents, delivery };
 }
 
 function clockOf(options: ServerOptions): () => number {
@@ -249,6 +257,10 @@ function allOperations(services: Services): Operation[] {
     ...userDataOperations(services.userData, services.jobs),
     ...permissionProviderOperations(services.permissionProvider),
     ...crdtOperations(services.documentActors),
+    ...agentOperations(services.agents.definitions, services.agents.groups),
+    ...agentRunOperations(services.agents),
+    ...agentAssistOperations(services.agents),
+    ...memoryOperations(services.agents.memory),
     ...deliveryConfigOperations(services.delivery),
     ...webhookEndpointOperations(services.delivery),
     ...notificationOperations(services.delivery),
@@ -354,6 +366,7 @@ export async function startServer(config: Config, log: Logger, options: ServerOp
     await services.accountMail.stop(5000);
     // Jobs in flight finish against open documents and store; one cut short by a crash resumes at the next start.
     await services.jobs.stop();
+    await services.agents.close();
     await services.documentActors.shutdown();
     services.collab.close();
     // Attempts in flight settle (each within its own timeout) so their outcome is recorded before the store closes.
