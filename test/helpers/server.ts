@@ -2,7 +2,7 @@
 import type { Test } from 'tap';
 import { loadConfig, type Config } from '../../src/config.js';
 import { createLogger } from '../../src/log.js';
-import { startServer, type RunningServer } from '../../src/server.js';
+import { startServer, type RunningServer, type ServerOptions } from '../../src/server.js';
 import { ApiClient } from './api.js';
 
 export interface TestServer {
@@ -18,9 +18,10 @@ export function testConfig(dataDir: string, overrides: Partial<Config> = {}): Co
   return loadConfig({}, [], { port: 0, dataDir, devBootstrap: false, logLevel: 'silent', ...overrides });
 }
 
-export async function startTestServer(t: Test, overrides: Partial<Config> = {}, dataDir?: string): Promise<TestServer> {
+/** `options`: test seams of startServer (e.g. `autoDeliver: false` keeps the outbox unread). */
+export async function startTestServer(t: Test, overrides: Partial<Config> = {}, dataDir?: string, options: ServerOptions = {}): Promise<TestServer> {
   const config = testConfig(dataDir ?? t.testdir(), overrides);
-  const server = await startServer(config, createLogger(config.logLevel));
+  const server = await startServer(config, createLogger(config.logLevel), options);
   t.teardown(() => server.stop());
   const url = `http://127.0.0.1:${server.port}`;
   return {
@@ -30,7 +31,7 @@ export async function startTestServer(t: Test, overrides: Partial<Config> = {}, 
     api: new ApiClient(url),
     restart: async () => {
       await server.stop();
-      return startTestServer(t, overrides, config.dataDir);
+      return startTestServer(t, overrides, config.dataDir, options);
     },
   };
 }
