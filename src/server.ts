@@ -62,6 +62,12 @@ import { agentRunOperations } from './http/routes/agent-runs.js';
 import { agentAssistOperations } from './http/routes/agent-assist.js';
 import { memoryOperations } from './http/routes/memory.js';
 import { Workspaces } from './tenant/workspaces.js';
+import { Delivery } from './delivery/service.js';
+import { deliveryUserData } from './delivery/user-data.js';
+import { deliveryConfigOperations } from './http/routes/delivery-configs.js';
+import { webhookEndpointOperations } from './http/routes/webhook-endpoints.js';
+import { notificationOperations } from './http/routes/notifications.js';
+import { activityOperations } from './http/routes/activities.js';
 
 export interface Services {
   readonly config: Config;
@@ -98,6 +104,8 @@ export interface Services {
   readonly accountMail: AccountMail;
   /** Agent definitions, groups, runs and Memory (src/agents/). */
   readonly agents: AgentServices;
+  /** Outbox dispatcher, delivery queue and channels, delivery configs, notifications, activity logs (src/delivery). */
+  readonly delivery: Delivery;
 }
 
 /** Test seams: a manual clock, the account-email transport. */
@@ -109,6 +117,8 @@ export interface ServerOptions {
   readonly clock?: Pick<Clock, 'now'> & Partial<Pick<Clock, 'setTimer'>>;
   /** Where account emails go (default: the transport configured by SMTP_URL, else the dev log transport). */
   readonly emailTransport?: EmailTransport;
+  /** false: delivery runs only when a test pumps it (`services.delivery.dispatcher.drain()`, `runner.drain()`). */
+  readonly autoDeliver?: boolean;
 }
 
 export interface RunningServer {
@@ -209,7 +219,17 @@ export async function openServices(config: Config, log: Logger, publisher: Topic
     loginLinkTtlMs: config.loginLinkTtlMs,
   });
   const agents = await openAgents({ store, secrets, config, collab, log });
-  return { config, log, clock, store, secrets, workspaces, userTokens, directory, outbox, collab, documentActors, domains, liveStates, recordings, jobs, migrations, userData, permissionProvider, ownerEmails, accountMail, agents };
+  const delivery = new Delivery({
+    config,
+    store,
+    outbox,
+    secrets,
+    log,
+    // Workspace emails go through their own transport from SMTP_URL; `options.emailTransport` is for account emails.
+    ...(options.clock === undefined ? {} : { clock: options.clock }),
+  });
+  for (const source of deliveryUserData(store)) userData.addSource(source);
+  return { config, log, clock, store, secrets, workspaces, userTokens, directory, outbox, collab, documentActors, domains, liveStates, recordings, jobs, migrations, userData, permissionProvider, ownerEmails, accountMail, agents, delivery };
 }
 
 function clockOf(options: ServerOptions): () => number {
@@ -262,6 +282,10 @@ export function allOperations(services: Services): Operation[] {
     ...agentRunOperations(services.agents),
     ...agentAssistOperations(services.agents),
     ...memoryOperations(services.agents.memory),
+    ...deliveryConfigOperations(services.delivery),
+    ...webhookEndpointOperations(services.delivery),
+    ...notificationOperations(services.delivery),
+    ...activityOperations(services.delivery),
   ];
 }
 
@@ -358,6 +382,7 @@ export async function startServer(config: Config, log: Logger, options: ServerOp
   boundPorts.set(config, port);
   // Every job kind is registered by now; jobs a crash interrupted run again (each is idempotent).
   services.jobs.resume();
+  if (options.autoDeliver !== false) services.delivery.start();
   const stop = async (): Promise<void> => {
     // No new connections; requests on open connections are answered UNAVAILABLE from now on.
     uws.us_listen_socket_close(listenSocket);
@@ -372,6 +397,8 @@ export async function startServer(config: Config, log: Logger, options: ServerOp
     await services.agents.close();
     await services.documentActors.shutdown();
     services.collab.close();
+    // Attempts in flight settle (each within its own timeout) so their outcome is recorded before the store closes.
+    await services.delivery.stop();
     await services.store.close();
   };
   return {

@@ -16,6 +16,22 @@ export interface V1AuthTokenGetInput {
   [k: string]: unknown;
 }
 
+export interface V1NotificationsGetInput {
+  organizationId: string;
+  documentId?: string;
+  locationId?: string;
+  userId?: string;
+  /**
+   * @minItems 1
+   * @maxItems 30
+   */
+  notificationIds?: string[];
+  pageSize?: number;
+  pageToken?: string;
+  order?: 'asc' | 'desc';
+  [k: string]: unknown;
+}
+
 export interface V1OrganizationsDocumentsLocationsDataDeleteInput {
   apiKey: string;
   authToken: string;
@@ -48,6 +64,109 @@ export interface V1OrganizationsDocumentsLocationsUpdateInput {
     [k: string]: unknown;
   };
   merge?: boolean;
+  [k: string]: unknown;
+}
+
+export interface ActivitiesAddInput {
+  organizationId: string;
+  documentId: string;
+  /**
+   * @minItems 1
+   * @maxItems 100
+   */
+  activities: {
+    id?: string;
+    featureType: 'comment' | 'reaction' | 'recorder' | 'crdt' | 'custom';
+    actionType: string;
+    actionUser: {
+      userId: string;
+      name?: string;
+      email?: string;
+      [k: string]: unknown;
+    };
+    targetEntityId?: string;
+    targetSubEntityId?: string;
+    changes?: {
+      [k: string]: {
+        from?: unknown;
+        to?: unknown;
+        [k: string]: unknown;
+      };
+    };
+    entityData?: unknown;
+    entityTargetData?: unknown;
+    displayMessageTemplate?: string;
+    displayMessageTemplateData?: {
+      [k: string]: unknown;
+    };
+    actionIcon?: string;
+    isActivityResolverUsed?: boolean;
+    [k: string]: unknown;
+  }[];
+  [k: string]: unknown;
+}
+
+export interface ActivitiesDeleteInput {
+  organizationId: string;
+  documentId?: string;
+  targetEntityId?: string;
+  /**
+   * @minItems 1
+   * @maxItems 30
+   */
+  activityIds?: string[];
+  [k: string]: unknown;
+}
+
+export interface ActivitiesGetInput {
+  organizationId: string;
+  documentId?: string;
+  targetEntityId?: string;
+  /**
+   * @minItems 1
+   * @maxItems 5
+   */
+  featureTypes?: ('comment' | 'reaction' | 'recorder' | 'crdt' | 'custom')[];
+  /**
+   * @minItems 1
+   * @maxItems 30
+   */
+  actionTypes?: string[];
+  userId?: string;
+  /**
+   * @minItems 1
+   * @maxItems 30
+   */
+  activityIds?: string[];
+  order?: 'asc' | 'desc';
+  pageSize?: number;
+  pageToken?: string;
+  [k: string]: unknown;
+}
+
+export interface ActivitiesUpdateInput {
+  organizationId: string;
+  /**
+   * @minItems 1
+   * @maxItems 100
+   */
+  activities: {
+    id: string;
+    changes?: {
+      [k: string]: {
+        from?: unknown;
+        to?: unknown;
+        [k: string]: unknown;
+      };
+    };
+    entityData?: unknown;
+    entityTargetData?: unknown;
+    displayMessageTemplate?: string;
+    displayMessageTemplateData?: {
+      [k: string]: unknown;
+    };
+    actionIcon?: string;
+  }[];
   [k: string]: unknown;
 }
 
@@ -1101,6 +1220,131 @@ export interface MemoryAlertsDismissInput {
 
 export interface MemoryAlertsListInput {}
 
+export interface NotificationsAddInput {
+  organizationId: string;
+  documentId: string;
+  actionUser: {
+    userId: string;
+    name?: string;
+    email?: string;
+    [k: string]: unknown;
+  };
+  notificationId?: string;
+  displayHeadlineMessageTemplate: string;
+  displayHeadlineMessageTemplateData?: {
+    [k: string]: unknown;
+  };
+  displayBodyMessage?: string;
+  /**
+   * @maxItems 1000
+   */
+  notifyUsers: {
+    userId: string;
+    name?: string;
+    email?: string;
+    [k: string]: unknown;
+  }[];
+  notifyAll?: boolean;
+  notificationSource?: 'custom' | 'comment' | 'huddle' | 'crdt';
+  notificationSourceData?: {
+    [k: string]: unknown;
+  };
+  locationId?: string;
+  [k: string]: unknown;
+}
+
+export interface NotificationsConfigGetInput {
+  organizationId: string;
+  userId: string;
+  /**
+   * @minItems 1
+   * @maxItems 30
+   */
+  documentIds?: string[];
+  getOrganizationConfig?: boolean;
+  [k: string]: unknown;
+}
+
+export interface NotificationsConfigSetInput {
+  organizationId: string;
+  /**
+   * @minItems 1
+   * @maxItems 30
+   */
+  documentIds?: string[];
+  /**
+   * @minItems 1
+   * @maxItems 30
+   */
+  userIds: string[];
+  config: {
+    inbox?: 'ALL' | 'MINE' | 'NONE';
+    email?: 'ALL' | 'MINE' | 'NONE';
+    slack?: 'ALL' | 'MINE' | 'NONE';
+  };
+  [k: string]: unknown;
+}
+
+export interface NotificationsDeleteInput {
+  organizationId: string;
+  documentId?: string;
+  locationId?: string;
+  userId?: string;
+  /**
+   * @minItems 1
+   * @maxItems 30
+   */
+  notificationIds?: string[];
+  [k: string]: unknown;
+}
+
+export interface NotificationsGetInput {
+  organizationId: string;
+  documentId?: string;
+  locationId?: string;
+  userId?: string;
+  /**
+   * @minItems 1
+   * @maxItems 30
+   */
+  notificationIds?: string[];
+  pageSize?: number;
+  pageToken?: string;
+  order?: 'asc' | 'desc';
+  [k: string]: unknown;
+}
+
+export interface NotificationsUpdateInput {
+  organizationId: string;
+  /**
+   * @minItems 1
+   * @maxItems 100
+   */
+  notifications: {
+    id: string;
+    actionUser?: {
+      userId: string;
+      name?: string;
+      email?: string;
+      [k: string]: unknown;
+    };
+    displayHeadlineMessageTemplate?: string;
+    displayHeadlineMessageTemplateData?: {
+      [k: string]: unknown;
+    };
+    displayBodyMessage?: string;
+    notificationSourceData?: {
+      [k: string]: unknown;
+    };
+    /**
+     * @maxItems 1000
+     */
+    readByUserIds?: string[];
+    [k: string]: unknown;
+  }[];
+  [k: string]: unknown;
+}
+
 export interface OrganizationsAccessDisablestateUpdateInput {
   /**
    * @minItems 1
@@ -1571,6 +1815,119 @@ export interface UsersUpdateInput {
   [k: string]: unknown;
 }
 
+export interface WorkspaceActivityconfigGetInput {
+  [k: string]: unknown;
+}
+
+export interface WorkspaceActivityconfigUpdateInput {
+  activityServiceConfig: {
+    isEnabled?: boolean;
+    enabledTime?: number;
+    immutable?: boolean;
+    triggers?: {
+      comment?: {
+        [k: string]: unknown;
+      };
+      /**
+       * This interface was referenced by `undefined`'s JSON-Schema definition
+       * via the `patternProperty` "^(__proto__|constructor|prototype)$".
+       */
+      [k: string]: unknown;
+    };
+    /**
+     * This interface was referenced by `undefined`'s JSON-Schema definition
+     * via the `patternProperty` "^(__proto__|constructor|prototype)$".
+     */
+    [k: string]: unknown;
+  };
+  /**
+   * This interface was referenced by `WorkspaceActivityconfigUpdateInput`'s JSON-Schema definition
+   * via the `patternProperty` "^(__proto__|constructor|prototype)$".
+   */
+  [k: string]: unknown;
+}
+
+export interface WorkspaceAdvancedwebhookEndpointsCreateInput {
+  url: string;
+  description?: string;
+  /**
+   * @minItems 1
+   * @maxItems 100
+   */
+  filterTypes?: string[];
+  /**
+   * @minItems 1
+   * @maxItems 100
+   */
+  channels?: string[];
+  disabled?: boolean;
+  rateLimit?: number;
+  uid?: string;
+  metadata?: {
+    [k: string]: string;
+  };
+}
+
+export interface WorkspaceAdvancedwebhookEndpointsDeleteInput {
+  endpointId: string;
+}
+
+export interface WorkspaceAdvancedwebhookEndpointsGetInput {
+  limit?: number;
+  iterator?: string;
+}
+
+export interface WorkspaceAdvancedwebhookEndpointsMessagesAttemptsGetInput {
+  endpointId: string;
+  messageId: string;
+}
+
+export interface WorkspaceAdvancedwebhookEndpointsMessagesGetInput {
+  endpointId: string;
+  status?: 'pending' | 'success' | 'fail';
+  limit?: number;
+}
+
+export interface WorkspaceAdvancedwebhookEndpointsMessagesResendInput {
+  endpointId: string;
+  messageId: string;
+}
+
+export interface WorkspaceAdvancedwebhookEndpointsSecretGetInput {
+  endpointId: string;
+}
+
+export interface WorkspaceAdvancedwebhookEndpointsUpdateInput {
+  endpointId: string;
+  url?: string;
+  description?: null | string;
+  filterTypes?: null | string[];
+  channels?: null | string[];
+  disabled?: boolean;
+  rateLimit?: null | number;
+  uid?: null | string;
+  metadata?: {
+    [k: string]: string;
+  };
+}
+
+export interface WorkspaceAdvancedwebhookconfigGetInput {
+  [k: string]: unknown;
+}
+
+export interface WorkspaceAdvancedwebhookconfigUpdateInput {
+  isEnabled?: boolean;
+  encodeData?: boolean;
+  encryptData?: false;
+  publicKey?: string;
+  enableDataProtection?: boolean;
+  /**
+   * This interface was referenced by `WorkspaceAdvancedwebhookconfigUpdateInput`'s JSON-Schema definition
+   * via the `patternProperty` "^(__proto__|constructor|prototype)$".
+   */
+  [k: string]: unknown;
+}
+
 export interface WorkspaceApikeyCreateInput {
   ownerEmail: string;
   type: 'testing' | 'production';
@@ -1669,7 +2026,105 @@ export interface WorkspaceEmailStatusInput {
   [k: string]: unknown;
 }
 
+export interface WorkspaceEmailconfigGetInput {
+  [k: string]: unknown;
+}
+
+export interface WorkspaceEmailconfigUpdateInput {
+  useEmailService?: boolean;
+  emailServiceConfig?: {
+    type?: string;
+    apiKey?: string;
+    fromEmail?: '' | string;
+    fromCompany?: string;
+    commentTemplateId?: string;
+    tagTemplateId?: string;
+    triggers?: {
+      [k: string]: unknown;
+    };
+    /**
+     * This interface was referenced by `undefined`'s JSON-Schema definition
+     * via the `patternProperty` "^(__proto__|constructor|prototype)$".
+     */
+    [k: string]: unknown;
+  };
+  /**
+   * This interface was referenced by `WorkspaceEmailconfigUpdateInput`'s JSON-Schema definition
+   * via the `patternProperty` "^(__proto__|constructor|prototype)$".
+   */
+  [k: string]: unknown;
+}
+
 export interface WorkspaceGetInput {
+  [k: string]: unknown;
+}
+
+export interface WorkspaceNotificationconfigGetInput {
+  [k: string]: unknown;
+}
+
+export interface WorkspaceNotificationconfigUpdateInput {
+  useNotificationService?: boolean;
+  notificationServiceConfig?: {
+    triggers?: {
+      comment?: {
+        [k: string]: unknown;
+      };
+      huddle?: {
+        [k: string]: unknown;
+      };
+      /**
+       * This interface was referenced by `undefined`'s JSON-Schema definition
+       * via the `patternProperty` "^(__proto__|constructor|prototype)$".
+       */
+      [k: string]: unknown;
+    };
+    delayConfig?: {
+      isEnabled?: boolean;
+      delaySeconds?: number;
+      /**
+       * This interface was referenced by `undefined`'s JSON-Schema definition
+       * via the `patternProperty` "^(__proto__|constructor|prototype)$".
+       */
+      [k: string]: unknown;
+    };
+    batchConfig?: {
+      document?: {
+        isEnabled?: boolean;
+        batchWindowSeconds?: number;
+        maxActivities?: number;
+        /**
+         * This interface was referenced by `undefined`'s JSON-Schema definition
+         * via the `patternProperty` "^(__proto__|constructor|prototype)$".
+         */
+        [k: string]: unknown;
+      };
+      user?: {
+        isEnabled?: boolean;
+        batchWindowSeconds?: number;
+        maxActivities?: number;
+        /**
+         * This interface was referenced by `undefined`'s JSON-Schema definition
+         * via the `patternProperty` "^(__proto__|constructor|prototype)$".
+         */
+        [k: string]: unknown;
+      };
+      /**
+       * This interface was referenced by `undefined`'s JSON-Schema definition
+       * via the `patternProperty` "^(__proto__|constructor|prototype)$".
+       */
+      [k: string]: unknown;
+    };
+    /**
+     * This interface was referenced by `undefined`'s JSON-Schema definition
+     * via the `patternProperty` "^(__proto__|constructor|prototype)$".
+     */
+    [k: string]: unknown;
+  };
+  /**
+   * This interface was referenced by `WorkspaceNotificationconfigUpdateInput`'s JSON-Schema definition
+   * via the `patternProperty` "^(__proto__|constructor|prototype)$".
+   */
   [k: string]: unknown;
 }
 
@@ -1687,6 +2142,34 @@ export interface WorkspacePermissionproviderconfigUpdateInput {
   [k: string]: unknown;
 }
 
+export interface WorkspaceWebhookconfigGetInput {
+  [k: string]: unknown;
+}
+
+export interface WorkspaceWebhookconfigUpdateInput {
+  useWebhookService?: boolean;
+  webhookServiceConfig?: {
+    authToken?: string;
+    rawNotificationUrl?: '' | string;
+    processedNotificationUrl?: '' | string;
+    encodeData?: boolean;
+    enableDataProtection?: boolean;
+    triggers?: {
+      [k: string]: unknown;
+    };
+    /**
+     * This interface was referenced by `undefined`'s JSON-Schema definition
+     * via the `patternProperty` "^(__proto__|constructor|prototype)$".
+     */
+    [k: string]: unknown;
+  };
+  /**
+   * This interface was referenced by `WorkspaceWebhookconfigUpdateInput`'s JSON-Schema definition
+   * via the `patternProperty` "^(__proto__|constructor|prototype)$".
+   */
+  [k: string]: unknown;
+}
+
 /** Every REST operation as a typed method; PlaitClient (src/client/index.ts) supplies the transport. */
 export abstract class GeneratedOperations {
   protected abstract call<T>(path: string, auth: AuthLevel, data: unknown): Promise<OperationResult<T>>;
@@ -1694,6 +2177,11 @@ export abstract class GeneratedOperations {
   /** POST /v1/auth/token/get (auth: public). */
   v1AuthTokenGet<T = unknown>(data: V1AuthTokenGetInput): Promise<OperationResult<T>> {
     return this.call<T>('/v1/auth/token/get', 'public', data);
+  }
+
+  /** POST /v1/notifications/get (auth: apiKey). */
+  v1NotificationsGet<T = unknown>(data: V1NotificationsGetInput): Promise<OperationResult<T>> {
+    return this.call<T>('/v1/notifications/get', 'apiKey', data);
   }
 
   /** POST /v1/organizations/documents/locations/data/delete (auth: public). */
@@ -1704,6 +2192,26 @@ export abstract class GeneratedOperations {
   /** POST /v1/organizations/documents/locations/update (auth: public). */
   v1OrganizationsDocumentsLocationsUpdate<T = unknown>(data: V1OrganizationsDocumentsLocationsUpdateInput): Promise<OperationResult<T>> {
     return this.call<T>('/v1/organizations/documents/locations/update', 'public', data);
+  }
+
+  /** POST /v2/activities/add (auth: apiKey). */
+  activitiesAdd<T = unknown>(data: ActivitiesAddInput): Promise<OperationResult<T>> {
+    return this.call<T>('/v2/activities/add', 'apiKey', data);
+  }
+
+  /** POST /v2/activities/delete (auth: apiKey). */
+  activitiesDelete<T = unknown>(data: ActivitiesDeleteInput): Promise<OperationResult<T>> {
+    return this.call<T>('/v2/activities/delete', 'apiKey', data);
+  }
+
+  /** POST /v2/activities/get (auth: apiKey). */
+  activitiesGet<T = unknown>(data: ActivitiesGetInput): Promise<OperationResult<T>> {
+    return this.call<T>('/v2/activities/get', 'apiKey', data);
+  }
+
+  /** POST /v2/activities/update (auth: apiKey). */
+  activitiesUpdate<T = unknown>(data: ActivitiesUpdateInput): Promise<OperationResult<T>> {
+    return this.call<T>('/v2/activities/update', 'apiKey', data);
   }
 
   /** POST /v2/agents/analytics/get (auth: apiKey). */
@@ -1946,6 +2454,36 @@ export abstract class GeneratedOperations {
     return this.call<T>('/v2/memory/alerts/list', 'apiKey', data);
   }
 
+  /** POST /v2/notifications/add (auth: apiKey); also served at /v1/notifications/add. */
+  notificationsAdd<T = unknown>(data: NotificationsAddInput): Promise<OperationResult<T>> {
+    return this.call<T>('/v2/notifications/add', 'apiKey', data);
+  }
+
+  /** POST /v2/notifications/config/get (auth: apiKey); also served at /v1/notifications/config/get. */
+  notificationsConfigGet<T = unknown>(data: NotificationsConfigGetInput): Promise<OperationResult<T>> {
+    return this.call<T>('/v2/notifications/config/get', 'apiKey', data);
+  }
+
+  /** POST /v2/notifications/config/set (auth: apiKey); also served at /v1/notifications/config/set. */
+  notificationsConfigSet<T = unknown>(data: NotificationsConfigSetInput): Promise<OperationResult<T>> {
+    return this.call<T>('/v2/notifications/config/set', 'apiKey', data);
+  }
+
+  /** POST /v2/notifications/delete (auth: apiKey); also served at /v1/notifications/delete. */
+  notificationsDelete<T = unknown>(data: NotificationsDeleteInput): Promise<OperationResult<T>> {
+    return this.call<T>('/v2/notifications/delete', 'apiKey', data);
+  }
+
+  /** POST /v2/notifications/get (auth: apiKey). */
+  notificationsGet<T = unknown>(data: NotificationsGetInput): Promise<OperationResult<T>> {
+    return this.call<T>('/v2/notifications/get', 'apiKey', data);
+  }
+
+  /** POST /v2/notifications/update (auth: apiKey); also served at /v1/notifications/update. */
+  notificationsUpdate<T = unknown>(data: NotificationsUpdateInput): Promise<OperationResult<T>> {
+    return this.call<T>('/v2/notifications/update', 'apiKey', data);
+  }
+
   /** POST /v2/organizations/access/disablestate/update (auth: apiKey); also served at /v1/organizations/access/disablestate/update. */
   organizationsAccessDisablestateUpdate<T = unknown>(data: OrganizationsAccessDisablestateUpdateInput): Promise<OperationResult<T>> {
     return this.call<T>('/v2/organizations/access/disablestate/update', 'apiKey', data);
@@ -2131,6 +2669,66 @@ export abstract class GeneratedOperations {
     return this.call<T>('/v2/users/update', 'apiKey', data);
   }
 
+  /** POST /v2/workspace/activityconfig/get (auth: apiKey). */
+  workspaceActivityconfigGet<T = unknown>(data: WorkspaceActivityconfigGetInput): Promise<OperationResult<T>> {
+    return this.call<T>('/v2/workspace/activityconfig/get', 'apiKey', data);
+  }
+
+  /** POST /v2/workspace/activityconfig/update (auth: apiKey). */
+  workspaceActivityconfigUpdate<T = unknown>(data: WorkspaceActivityconfigUpdateInput): Promise<OperationResult<T>> {
+    return this.call<T>('/v2/workspace/activityconfig/update', 'apiKey', data);
+  }
+
+  /** POST /v2/workspace/advancedwebhook/endpoints/create (auth: apiKey). */
+  workspaceAdvancedwebhookEndpointsCreate<T = unknown>(data: WorkspaceAdvancedwebhookEndpointsCreateInput): Promise<OperationResult<T>> {
+    return this.call<T>('/v2/workspace/advancedwebhook/endpoints/create', 'apiKey', data);
+  }
+
+  /** POST /v2/workspace/advancedwebhook/endpoints/delete (auth: apiKey). */
+  workspaceAdvancedwebhookEndpointsDelete<T = unknown>(data: WorkspaceAdvancedwebhookEndpointsDeleteInput): Promise<OperationResult<T>> {
+    return this.call<T>('/v2/workspace/advancedwebhook/endpoints/delete', 'apiKey', data);
+  }
+
+  /** POST /v2/workspace/advancedwebhook/endpoints/get (auth: apiKey). */
+  workspaceAdvancedwebhookEndpointsGet<T = unknown>(data: WorkspaceAdvancedwebhookEndpointsGetInput): Promise<OperationResult<T>> {
+    return this.call<T>('/v2/workspace/advancedwebhook/endpoints/get', 'apiKey', data);
+  }
+
+  /** POST /v2/workspace/advancedwebhook/endpoints/messages/attempts/get (auth: apiKey). */
+  workspaceAdvancedwebhookEndpointsMessagesAttemptsGet<T = unknown>(data: WorkspaceAdvancedwebhookEndpointsMessagesAttemptsGetInput): Promise<OperationResult<T>> {
+    return this.call<T>('/v2/workspace/advancedwebhook/endpoints/messages/attempts/get', 'apiKey', data);
+  }
+
+  /** POST /v2/workspace/advancedwebhook/endpoints/messages/get (auth: apiKey). */
+  workspaceAdvancedwebhookEndpointsMessagesGet<T = unknown>(data: WorkspaceAdvancedwebhookEndpointsMessagesGetInput): Promise<OperationResult<T>> {
+    return this.call<T>('/v2/workspace/advancedwebhook/endpoints/messages/get', 'apiKey', data);
+  }
+
+  /** POST /v2/workspace/advancedwebhook/endpoints/messages/resend (auth: apiKey). */
+  workspaceAdvancedwebhookEndpointsMessagesResend<T = unknown>(data: WorkspaceAdvancedwebhookEndpointsMessagesResendInput): Promise<OperationResult<T>> {
+    return this.call<T>('/v2/workspace/advancedwebhook/endpoints/messages/resend', 'apiKey', data);
+  }
+
+  /** POST /v2/workspace/advancedwebhook/endpoints/secret/get (auth: apiKey). */
+  workspaceAdvancedwebhookEndpointsSecretGet<T = unknown>(data: WorkspaceAdvancedwebhookEndpointsSecretGetInput): Promise<OperationResult<T>> {
+    return this.call<T>('/v2/workspace/advancedwebhook/endpoints/secret/get', 'apiKey', data);
+  }
+
+  /** POST /v2/workspace/advancedwebhook/endpoints/update (auth: apiKey). */
+  workspaceAdvancedwebhookEndpointsUpdate<T = unknown>(data: WorkspaceAdvancedwebhookEndpointsUpdateInput): Promise<OperationResult<T>> {
+    return this.call<T>('/v2/workspace/advancedwebhook/endpoints/update', 'apiKey', data);
+  }
+
+  /** POST /v2/workspace/advancedwebhookconfig/get (auth: apiKey). */
+  workspaceAdvancedwebhookconfigGet<T = unknown>(data: WorkspaceAdvancedwebhookconfigGetInput): Promise<OperationResult<T>> {
+    return this.call<T>('/v2/workspace/advancedwebhookconfig/get', 'apiKey', data);
+  }
+
+  /** POST /v2/workspace/advancedwebhookconfig/update (auth: apiKey). */
+  workspaceAdvancedwebhookconfigUpdate<T = unknown>(data: WorkspaceAdvancedwebhookconfigUpdateInput): Promise<OperationResult<T>> {
+    return this.call<T>('/v2/workspace/advancedwebhookconfig/update', 'apiKey', data);
+  }
+
   /** POST /v2/workspace/apikey/create (auth: workspace). */
   workspaceApikeyCreate<T = unknown>(data: WorkspaceApikeyCreateInput): Promise<OperationResult<T>> {
     return this.call<T>('/v2/workspace/apikey/create', 'workspace', data);
@@ -2196,9 +2794,29 @@ export abstract class GeneratedOperations {
     return this.call<T>('/v2/workspace/email/status', 'public', data);
   }
 
+  /** POST /v2/workspace/emailconfig/get (auth: apiKey). */
+  workspaceEmailconfigGet<T = unknown>(data: WorkspaceEmailconfigGetInput): Promise<OperationResult<T>> {
+    return this.call<T>('/v2/workspace/emailconfig/get', 'apiKey', data);
+  }
+
+  /** POST /v2/workspace/emailconfig/update (auth: apiKey). */
+  workspaceEmailconfigUpdate<T = unknown>(data: WorkspaceEmailconfigUpdateInput): Promise<OperationResult<T>> {
+    return this.call<T>('/v2/workspace/emailconfig/update', 'apiKey', data);
+  }
+
   /** POST /v2/workspace/get (auth: workspace). */
   workspaceGet<T = unknown>(data: WorkspaceGetInput): Promise<OperationResult<T>> {
     return this.call<T>('/v2/workspace/get', 'workspace', data);
+  }
+
+  /** POST /v2/workspace/notificationconfig/get (auth: apiKey). */
+  workspaceNotificationconfigGet<T = unknown>(data: WorkspaceNotificationconfigGetInput): Promise<OperationResult<T>> {
+    return this.call<T>('/v2/workspace/notificationconfig/get', 'apiKey', data);
+  }
+
+  /** POST /v2/workspace/notificationconfig/update (auth: apiKey). */
+  workspaceNotificationconfigUpdate<T = unknown>(data: WorkspaceNotificationconfigUpdateInput): Promise<OperationResult<T>> {
+    return this.call<T>('/v2/workspace/notificationconfig/update', 'apiKey', data);
   }
 
   /** POST /v2/workspace/permissionproviderconfig/get (auth: apiKey). */
@@ -2209,5 +2827,15 @@ export abstract class GeneratedOperations {
   /** POST /v2/workspace/permissionproviderconfig/update (auth: apiKey). */
   workspacePermissionproviderconfigUpdate<T = unknown>(data: WorkspacePermissionproviderconfigUpdateInput): Promise<OperationResult<T>> {
     return this.call<T>('/v2/workspace/permissionproviderconfig/update', 'apiKey', data);
+  }
+
+  /** POST /v2/workspace/webhookconfig/get (auth: apiKey). */
+  workspaceWebhookconfigGet<T = unknown>(data: WorkspaceWebhookconfigGetInput): Promise<OperationResult<T>> {
+    return this.call<T>('/v2/workspace/webhookconfig/get', 'apiKey', data);
+  }
+
+  /** POST /v2/workspace/webhookconfig/update (auth: apiKey). */
+  workspaceWebhookconfigUpdate<T = unknown>(data: WorkspaceWebhookconfigUpdateInput): Promise<OperationResult<T>> {
+    return this.call<T>('/v2/workspace/webhookconfig/update', 'apiKey', data);
   }
 }

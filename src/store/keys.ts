@@ -64,6 +64,22 @@ export const DB = {
   memoryAlerts: 'memory-alerts',
   /** [apiKey] -> AlertConfig */
   memoryConfig: 'memory-config',
+  /** [apiKey, kind] -> delivery config (email, activity, webhook, notification, advancedWebhook); src/tenant/delivery-config-store.ts */
+  deliveryConfigs: 'delivery-configs',
+  /** [jobId] -> DeliveryJob (the durable timer queue's rows); src/delivery/queue.ts */
+  deliveryJobs: 'delivery-jobs',
+  /** [dueMs, jobId] -> null, for every pending job: the timer queue's index */
+  deliveryDue: 'delivery-due',
+  /** [apiKey, endpointId] -> EndpointRecord (advanced webhook endpoints, secret sealed) */
+  webhookEndpoints: 'webhook-endpoints',
+  /** [apiKey, endpointId, messageId] -> MessageRecord with its attempts (Plait extension: messages/attempts/resend) */
+  webhookMessages: 'webhook-messages',
+  /** [apiKey, organizationId, notificationId] -> NotificationRecord */
+  notifications: 'notifications',
+  /** [apiKey, organizationId, userId, documentId or ''] -> per-user notification channel preferences */
+  notificationPrefs: 'notification-prefs',
+  /** [apiKey, organizationId, activityId] -> ActivityRecord */
+  activities: 'activities',
 } as const;
 
 export type DbName = (typeof DB)[keyof typeof DB];

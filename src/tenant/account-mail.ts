@@ -1,6 +1,6 @@
 // Owns the account emails (owner verification, sign-in link): composing them and sending them off the reply path through a bounded queue.
 import { resourceExhausted, unavailable } from '../errors.js';
-import type { EmailMessage, EmailTransport } from '../delivery/outbound/email.js';
+import type { EmailMessage, EmailTransport } from '../email-message.js';
 import type { Logger } from '../log.js';
 import type { OwnerEmails } from './owner-email.js';
 import type { Workspaces } from './workspaces.js';

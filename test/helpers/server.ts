@@ -18,7 +18,7 @@ export function testConfig(dataDir: string, overrides: Partial<Config> = {}): Co
   return loadConfig({}, [], { port: 0, dataDir, devBootstrap: false, logLevel: 'silent', ...overrides });
 }
 
-/** Server start options, and a logger to use instead of one at the config's level (a test reading the log). */
+/** Test seams of startServer (e.g. `autoDeliver: false` keeps the outbox unread), and a logger to use instead of one at the config's level (a test reading the log). */
 export interface TestStartOptions extends ServerOptions {
   readonly log?: Logger;
 }

@@ -1,6 +1,7 @@
 // Test helper for the comment and presence tests: a real server, one workspace, and a call() that unwraps the envelope.
 import type { Test } from 'tap';
 import type { Config } from '../../src/config.js';
+import type { ServerOptions } from '../../src/server.js';
 import type { Credentials } from '../helpers/api.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
@@ -32,7 +33,7 @@ export function envFor(server: TestServer, creds: Credentials): Env {
   };
 }
 
-export async function env(t: Test, overrides: Partial<Config> = {}): Promise<Env> {
-  const server = await startTestServer(t, overrides);
+export async function env(t: Test, overrides: Partial<Config> = {}, options: ServerOptions = {}): Promise<Env> {
+  const server = await startTestServer(t, overrides, undefined, options);
   return envFor(server, await server.api.createWorkspace());
 }

@@ -11,7 +11,7 @@ const scope = { organizationId: ORG, documentId: 'doc-g' };
 const dora = { userId: 'dora', name: 'Dora', email: 'dora@example.com' };
 const other = { userId: 'otto', name: 'Otto', email: 'otto@example.com' };
 
-type Export = { userId: string; directory: unknown[]; comments: Array<{ annotationId: string; involvement: string[]; comments: unknown[] }>; presence: unknown[]; recordings: unknown[] };
+type Export = { userId: string; directory: unknown[]; comments: Array<{ annotationId: string; involvement: string[]; comments: unknown[] }>; presence: unknown[]; recordings: unknown[]; notifications: unknown[]; activities: unknown[] };
 
 /** Dora in every feature: directory (profile, grants, group), threads in every role, presence, a recording; Otto beside her. */
 async function seed(server: TestServer, credentials: Credentials): Promise<void> {
@@ -58,14 +58,14 @@ t.test('export shows a user in every feature; erase is a 202 job; afterwards the
   const body = erase.body as unknown as { status: string; statusCode: number; data: { jobId: string; tasksCount: number }; result?: unknown };
   t.equal(body.result, undefined, 'no result wrapper (upstream shape)');
   t.equal(body.statusCode, 202);
-  t.equal(body.data.tasksCount, 4, 'one task per feature');
+  t.equal(body.data.tasksCount, 6, 'one task per feature');
   await server.server.services.jobs.idle();
   const status = await server.api.call<{ status: string; erased: Record<string, number> }>(credentials, '/v2/users/data/delete/status', { jobId: body.data.jobId });
   t.equal(status.body.result?.data.status, 'completed');
-  t.same(status.body.result?.data.erased, { directory: 1, comments: 2, presence: 1, recordings: 1 });
+  t.same(status.body.result?.data.erased, { directory: 1, comments: 2, presence: 1, recordings: 1, notifications: 0, activities: 0 });
 
   const after = await server.api.call<Export>(credentials, '/v2/users/data/get', { userId: 'dora' });
-  t.same(after.body.result?.data, { userId: 'dora', directory: [], comments: [], presence: [], recordings: [] }, 'a second export shows nothing');
+  t.same(after.body.result?.data, { userId: 'dora', directory: [], comments: [], presence: [], recordings: [], notifications: [], activities: [] }, 'a second export shows nothing');
   const threads = await server.api.call<Array<{ annotationId: string; from: { userId: string }; assignedTo?: { userId: string } }>>(credentials, '/v2/commentannotations/get', scope);
   const byId = Object.fromEntries((threads.body.result?.data ?? []).map((a) => [a.annotationId, a]));
   t.equal(byId['by-dora']?.from.userId, 'erased-user', 'her thread stays, anonymised');
@@ -107,7 +107,7 @@ t.test('an erase a crash left in progress finishes at the next start; unknown jo
   const status = await second.api.call<{ status: string }>(credentials, '/v2/users/data/delete/status', { jobId: 'erase-1' });
   t.equal(status.body.result?.data.status, 'completed');
   const after = await second.api.call<Export>(credentials, '/v2/users/data/get', { userId: 'dora' });
-  t.same(after.body.result?.data, { userId: 'dora', directory: [], comments: [], presence: [], recordings: [] });
+  t.same(after.body.result?.data, { userId: 'dora', directory: [], comments: [], presence: [], recordings: [], notifications: [], activities: [] });
   const unknown = await second.api.call(credentials, '/v2/users/data/delete/status', { jobId: 'nope' });
   t.equal(unknown.body.error?.status, 'NOT_FOUND');
   const missing = await second.api.call(credentials, '/v2/users/data/delete', {});

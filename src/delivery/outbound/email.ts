@@ -1,23 +1,12 @@
 // Owns sending email: the EmailTransport seam, the server's SMTP transport (nodemailer), the dev log transport, SendGrid v3.
 import { createTransport } from 'nodemailer';
 import type { Logger } from '../../log.js';
+import type { EmailMessage, EmailTransport } from '../../email-message.js';
 import type { OutboundHttp } from './http.js';
 import { OutboundError } from './http.js';
 
-export interface EmailMessage {
-  readonly to: string[];
-  /** Bare address, e.g. `no-reply@example.com`; `fromName` is the display name. */
-  readonly from: string;
-  readonly fromName?: string;
-  readonly subject: string;
-  readonly text: string;
-  readonly html: string;
-}
-
-export interface EmailTransport {
-  /** Resolves once the mail server or API accepted the message; rejects with EmailSendError otherwise. */
-  send(msg: EmailMessage): Promise<void>;
-}
+// The message and transport shapes live at the top of src/ so the core (account mail) needs no import of this adapter.
+export type { EmailMessage, EmailTransport } from '../../email-message.js';
 
 /** `permanent`: retrying the same message cannot succeed (bad credentials, rejected address). */
 export class EmailSendError extends Error {

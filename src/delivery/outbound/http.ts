@@ -151,11 +151,11 @@ export class OutboundHttp {
       await response.body.dump({ limit: 64 * 1024 }).catch(() => undefined);
       if (hop >= maxRedirects) throw new OutboundError('TOO_MANY_REDIRECTS', `more than ${maxRedirects} redirects from ${req.url}`);
       const next = parseUrl(Array.isArray(location) ? String(location[0]) : location, url);
-      if (next.origin !== url.origin) headers = withoutCredentials(headers);
+      if (next.origin !== url.origin) headers = without(headers, CREDENTIAL_HEADERS);
       if (response.statusCode === 303 || ((response.statusCode === 301 || response.statusCode === 302) && method === 'POST')) {
         method = method === 'HEAD' ? 'HEAD' : 'GET';
         body = undefined;
-        headers = withoutBodyHeaders(headers);
+        headers = without(headers, BODY_HEADERS);
       }
       url = next;
     }
@@ -258,22 +258,10 @@ function flatHeaders(raw: Record<string, string | string[] | undefined>): Record
 }
 
 /** A redirect to another origin must not carry the first origin's credentials (as browsers and curl do). */
-function withoutCredentials(headers: Record<string, string>): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const [name, value] of Object.entries(headers)) {
-    const lower = name.toLowerCase();
-    if (lower === 'authorization' || lower === 'cookie' || lower === 'proxy-authorization') continue;
-    out[name] = value;
-  }
-  return out;
-}
+const CREDENTIAL_HEADERS: ReadonlySet<string> = new Set(['authorization', 'cookie', 'proxy-authorization']);
+/** A redirect that turns into GET drops the body and the headers that described it. */
+const BODY_HEADERS: ReadonlySet<string> = new Set(['content-type', 'content-length', 'content-encoding']);
 
-function withoutBodyHeaders(headers: Record<string, string>): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const [name, value] of Object.entries(headers)) {
-    const lower = name.toLowerCase();
-    if (lower === 'content-type' || lower === 'content-length' || lower === 'content-encoding') continue;
-    out[name] = value;
-  }
-  return out;
+function without(headers: Record<string, string>, names: ReadonlySet<string>): Record<string, string> {
+  return Object.fromEntries(Object.entries(headers).filter(([name]) => !names.has(name.toLowerCase())));
 }

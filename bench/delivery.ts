@@ -1,0 +1,138 @@
+// Owns the delivery benchmark: events per second from REST through the outbox dispatcher to a local webhook receiver, and
+// the latency of a REST comment write with 1,000 deliveries pending (it must stay flat).
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { finish, flags, main, num, profileDir, reportProfiles } from './lib/cli.js';
+import { plaitCredentials } from './lib/clients.js';
+import { launchServer, type ServerHandle } from './lib/launch.js';
+import { emit, isMain, progress, type Figure } from './lib/report.js';
+import { percentile } from './lib/stats.js';
+
+const USAGE = `node --import=tsx bench/delivery.ts [flags]
+  --events N        comments written for the throughput phase (default 2000)
+  --pending N       deliveries held pending for the latency phase (default 1000)
+  --writes N        comment writes timed in each latency phase (default 400)
+  --concurrency C   REST requests in flight (default 8)
+  --profile         write and summarize a V8 CPU profile of the Plait server`;
+
+interface Receiver {
+  readonly url: string;
+  readonly server: Server;
+  count: number;
+  onCount?: () => void;
+}
+
+async function startReceiver(): Promise<Receiver> {
+  const receiver: Receiver = { url: '', server: createServer(), count: 0 };
+  receiver.server.on('request', (req, res) => {
+    req.resume();
+    req.on('end', () => {
+      receiver.count++;
+      res.statusCode = 204;
+      res.end();
+      receiver.onCount?.();
+    });
+  });
+  await new Promise<void>((resolve) => receiver.server.listen(0, '127.0.0.1', resolve));
+  return Object.assign(receiver, { url: `http://127.0.0.1:${(receiver.server.address() as AddressInfo).port}` });
+}
+
+async function post(port: number, headers: Record<string, string>, path: string, data: unknown): Promise<void> {
+  const res = await fetch(`http://127.0.0.1:${port}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify({ data }) });
+  if (res.status !== 200) throw new Error(`${path} answered ${res.status}: ${await res.text()}`);
+  await res.arrayBuffer();
+}
+
+/** Runs `count` calls of `task` with `concurrency` in flight; returns each call's latency in ms. */
+async function pool(count: number, concurrency: number, task: (i: number) => Promise<void>): Promise<number[]> {
+  const latencies: number[] = [];
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < count) {
+        const i = next++;
+        const started = performance.now();
+        await task(i);
+        latencies.push(performance.now() - started);
+      }
+    }),
+  );
+  return latencies;
+}
+
+function comment(organizationId: string, documentId: string, i: number): unknown {
+  return { organizationId, documentId, commentAnnotations: [{ annotationId: `t${i}`, commentData: [{ commentText: `comment ${i}`, from: { userId: 'u1' } }] }] };
+}
+
+export async function runDelivery(options: { events: number; pending: number; writes: number; concurrency: number }, cpuProfileDir?: string): Promise<Figure[]> {
+  const figures: Figure[] = [];
+  const fast = await startReceiver();
+  const slow = await startReceiver();
+  const plait: ServerHandle = await launchServer('plait', { env: { OUTBOUND_ALLOWED_NETWORKS: '127.0.0.0/8', LOG_LEVEL: 'warn' }, ...(cpuProfileDir === undefined ? {} : { cpuProfileDir }) });
+  try {
+    const { organizationId, headers } = await plaitCredentials(plait.port);
+    const call = (path: string, data: unknown): Promise<void> => post(plait.port, headers, path, data);
+    await call('/v2/workspace/advancedwebhookconfig/update', { isEnabled: true });
+    await call('/v2/workspace/advancedwebhook/endpoints/create', { url: `${fast.url}/hook`, channels: ['throughput'] });
+
+    // Throughput: every write is an event; the figure is events delivered per second, write start to last delivery.
+    const delivered = new Promise<void>((resolve) => {
+      fast.onCount = () => {
+        if (fast.count >= options.events) resolve();
+      };
+    });
+    const cpuBefore = await plait.stats();
+    const started = performance.now();
+    await pool(options.events, options.concurrency, (i) => call('/v1/commentannotations/add', comment(organizationId, 'throughput', i)));
+    await delivered;
+    const seconds = (performance.now() - started) / 1000;
+    const cpu = (await plait.stats()).cpuMicros - cpuBefore.cpuMicros;
+    progress(`delivery: ${options.events} events in ${seconds.toFixed(2)} s, ${Math.round(options.events / seconds)} events/s, server ${(cpu / options.events).toFixed(0)} µs/event`);
+    figures.push(
+      { bench: 'delivery', metric: 'events/s, REST to webhook receiver', unit: 'ev/s', server: 'plait', value: options.events / seconds, better: 'higher', detail: { ...options } },
+      { bench: 'delivery', metric: 'server CPU / event (write + deliver)', unit: 'µs', server: 'plait', value: cpu / options.events, better: 'lower' },
+    );
+
+    // Latency of REST comment writes: idle, then with `pending` deliveries held by a rate-limited endpoint.
+    const timed = async (label: string, documentId: string, offset: number): Promise<number[]> => {
+      const latencies = await pool(options.writes, options.concurrency, (i) => call('/v1/commentannotations/add', comment(organizationId, documentId, offset + i)));
+      latencies.sort((a, b) => a - b);
+      progress(`delivery: comment write ${label}: p50 ${percentile(latencies, 50).toFixed(2)} ms p99 ${percentile(latencies, 99).toFixed(2)} ms`);
+      return latencies;
+    };
+    const idle = await timed('idle', 'latency-idle', 0);
+    await call('/v2/workspace/advancedwebhook/endpoints/create', { url: `${slow.url}/slow`, channels: ['backlog'], rateLimit: 1 });
+    await pool(options.pending, options.concurrency, (i) => call('/v1/commentannotations/add', comment(organizationId, 'backlog', i)));
+    const loaded = await timed(`with ${options.pending} pending`, 'latency-loaded', options.writes);
+    progress(`delivery: the slow receiver got ${slow.count} of ${options.pending} while the rest waited`);
+    for (const [label, latencies] of [['idle', idle], [`${options.pending} deliveries pending`, loaded]] as const) {
+      figures.push(
+        { bench: `delivery: comment write, ${label}`, metric: 'latency p50', unit: 'ms', server: 'plait', value: percentile(latencies, 50), better: 'lower' },
+        { bench: `delivery: comment write, ${label}`, metric: 'latency p99', unit: 'ms', server: 'plait', value: percentile(latencies, 99), better: 'lower' },
+      );
+    }
+  } finally {
+    await plait.stop();
+    fast.server.closeAllConnections();
+    slow.server.closeAllConnections();
+    fast.server.close();
+    slow.server.close();
+  }
+  return figures;
+}
+
+if (isMain(import.meta.url)) {
+  main(async () => {
+    const values = flags(USAGE, { events: { type: 'string' }, pending: { type: 'string' }, writes: { type: 'string' }, concurrency: { type: 'string' }, profile: { type: 'boolean' } });
+    const dir = profileDir(values);
+    const figures = await runDelivery({
+      events: num(values, 'events', 2000, 1),
+      pending: num(values, 'pending', 1000, 1),
+      writes: num(values, 'writes', 400, 10),
+      concurrency: num(values, 'concurrency', 8, 1, 256),
+    }, dir);
+    reportProfiles(dir);
+    for (const figure of figures) emit(figure);
+    finish(figures);
+  });
+}

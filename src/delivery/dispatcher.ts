@@ -1,0 +1,100 @@
+// Owns reading the outbox: claims events, lets every channel plan its deliveries in one transaction, then acks the events.
+import type { Logger } from '../log.js';
+import { type Outbox } from '../events/outbox.js';
+import type { Store } from '../store/env.js';
+import type { Planner } from './channel.js';
+import type { Clock } from './clock.js';
+import type { DeliveryQueue } from './queue.js';
+
+export interface DispatcherOptions {
+  readonly store: Store;
+  readonly outbox: Outbox;
+  readonly queue: DeliveryQueue;
+  readonly planners: readonly Planner[];
+  readonly clock: Clock;
+  readonly log: Logger;
+  /** How often an idle dispatcher looks at the outbox. */
+  readonly pollMs?: number;
+  readonly batchSize?: number;
+}
+
+/** A claimed event not acked within this time (a crash mid-plan) is claimed again; planning is idempotent. */
+const LEASE_MS = 30_000;
+
+export class Dispatcher {
+  private timer: NodeJS.Timeout | undefined;
+  private running = false;
+  private pumping: Promise<number> | undefined;
+
+  constructor(private readonly options: DispatcherOptions) {}
+
+  start(): void {
+    this.running = true;
+    this.schedule(0);
+  }
+
+  async stop(): Promise<void> {
+    this.running = false;
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    await this.pumping;
+  }
+
+  /**
+   * One round: claim up to a batch of events, plan them all in one transaction (jobs, activity rows, notification
+   * rows), then ack. A crash between the two replans the events later; every planned row has an id derived from
+   * the event, so nothing is enqueued twice.
+   */
+  pump(): Promise<number> {
+    this.pumping ??= this.pumpOnce().finally(() => {
+      this.pumping = undefined;
+    });
+    return this.pumping;
+  }
+
+  /** Pumps until the outbox has nothing claimable (tests). */
+  async drain(): Promise<number> {
+    let total = 0;
+    for (;;) {
+      const n = await this.pump();
+      if (n === 0) return total;
+      total += n;
+    }
+  }
+
+  private async pumpOnce(): Promise<number> {
+    const { outbox, store, planners, clock, queue, log } = this.options;
+    const now = clock.now();
+    const events = await outbox.claim({ limit: this.options.batchSize ?? 100, leaseMs: LEASE_MS, now });
+    if (events.length === 0) return 0;
+    await store.transaction((tx) => {
+      for (const event of events) {
+        for (const planner of planners) {
+          try {
+            planner.plan(tx, event, now);
+          } catch (error) {
+            // One channel's bad config must not hold the others' deliveries: log it and go on with the rest.
+            log.error('delivery planning failed', { channel: planner.name, eventId: event.id, error });
+          }
+        }
+      }
+    });
+    await outbox.ack(events.map((e) => e.seq));
+    queue.notify();
+    return events.length;
+  }
+
+  private schedule(delayMs: number): void {
+    if (!this.running) return;
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      this.pump().then(
+        (n) => this.schedule(n > 0 ? 0 : (this.options.pollMs ?? 100)),
+        (error: unknown) => {
+          this.options.log.error('outbox dispatch failed', { error });
+          this.schedule(1_000);
+        },
+      );
+    }, delayMs);
+    this.timer.unref();
+  }
+}

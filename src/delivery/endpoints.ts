@@ -1,0 +1,207 @@
+// Owns advanced webhook endpoints (upstream 2.10) and their message/attempt log: DB.webhookEndpoints, DB.webhookMessages.
+import { randomBytes } from 'node:crypto';
+import type { Database, Key } from 'lmdb';
+import { randomId, type Secrets } from '../auth/secrets.js';
+import { invalidArgument, notFound } from '../errors.js';
+import type { WriteTx } from '../store/env.js';
+import type { Store } from '../store/env.js';
+import { DB } from '../store/keys.js';
+
+export interface EndpointRecord {
+  readonly id: string;
+  readonly url: string;
+  readonly description: string | null;
+  readonly filterTypes: string[] | null;
+  readonly channels: string[] | null;
+  readonly disabled: boolean;
+  readonly rateLimit: number | null;
+  readonly uid: string | null;
+  readonly metadata: Record<string, string>;
+  readonly createdAt: number;
+  readonly updatedAt: number;
+  /** `whsec_...`, sealed with the server key. */
+  readonly sealedSecret: string;
+  /** Set at the first failure after a success; five days of failures disable the endpoint. */
+  readonly failingSince: number | null;
+  /** Why Plait disabled it, when it did. */
+  readonly disabledReason?: string;
+}
+
+/** Spec 2.13: the record without its secret and failure clock, timestamps as ISO strings. */
+export type EndpointView = Omit<EndpointRecord, 'createdAt' | 'updatedAt' | 'sealedSecret' | 'failingSince' | 'disabledReason'> & {
+  readonly createdAt: string;
+  readonly updatedAt: string;
+};
+
+export interface EndpointInput {
+  readonly url?: string;
+  readonly description?: string | null;
+  readonly filterTypes?: string[] | null;
+  readonly channels?: string[] | null;
+  readonly disabled?: boolean;
+  readonly rateLimit?: number | null;
+  readonly uid?: string | null;
+  readonly metadata?: Record<string, string>;
+}
+
+export interface AttemptRecord {
+  readonly id: string;
+  readonly timestamp: string;
+  readonly attempt: number;
+  readonly url: string;
+  readonly status: 'success' | 'fail';
+  readonly responseStatusCode: number | null;
+  readonly response: string;
+  readonly trigger: 'scheduled' | 'manual';
+}
+
+export interface MessageRecord {
+  readonly id: string;
+  readonly endpointId: string;
+  readonly eventType: string;
+  readonly eventId: string;
+  readonly body: string;
+  readonly createdAt: number;
+  readonly status: 'pending' | 'success' | 'fail';
+  readonly attempts: AttemptRecord[];
+  readonly resends: number;
+}
+
+export function viewEndpoint(record: EndpointRecord): EndpointView {
+  return {
+    id: record.id,
+    url: record.url,
+    description: record.description,
+    filterTypes: record.filterTypes,
+    channels: record.channels,
+    disabled: record.disabled,
+    rateLimit: record.rateLimit,
+    uid: record.uid,
+    metadata: record.metadata,
+    createdAt: new Date(record.createdAt).toISOString(),
+    updatedAt: new Date(record.updatedAt).toISOString(),
+  };
+}
+
+const ENDPOINT_NOT_FOUND = 'Advanced webhook endpoint not found.';
+
+export class Endpoints {
+  private readonly endpoints: Database<EndpointRecord, Key>;
+  private readonly messages: Database<MessageRecord, Key>;
+
+  constructor(private readonly store: Store, private readonly secrets: Secrets) {
+    this.endpoints = store.records<EndpointRecord>(DB.webhookEndpoints);
+    this.messages = store.records<MessageRecord>(DB.webhookMessages);
+  }
+
+  get(apiKey: string, endpointId: string): EndpointRecord | undefined {
+    return this.endpoints.get([apiKey, endpointId]);
+  }
+
+  require(apiKey: string, endpointId: string): EndpointRecord {
+    const record = this.get(apiKey, endpointId);
+    if (record === undefined) throw notFound(ENDPOINT_NOT_FOUND);
+    return record;
+  }
+
+  all(apiKey: string): EndpointRecord[] {
+    return Array.from(this.endpoints.getRange({ start: [apiKey], end: [apiKey, '\uffff'] }), ({ value }) => value);
+  }
+
+  async create(apiKey: string, input: EndpointInput & { url: string }, now: number): Promise<EndpointRecord> {
+    const secret = `whsec_${randomBytes(24).toString('base64')}`;
+    const record: EndpointRecord = {
+      id: `ep_${randomId(24)}`,
+      url: input.url,
+      description: input.description ?? null,
+      filterTypes: input.filterTypes ?? null,
+      channels: input.channels ?? null,
+      disabled: input.disabled ?? false,
+      rateLimit: input.rateLimit ?? null,
+      uid: input.uid ?? null,
+      metadata: input.metadata ?? {},
+      createdAt: now,
+      updatedAt: now,
+      sealedSecret: this.secrets.encrypt(secret),
+      failingSince: null,
+    };
+    await this.store.transaction(() => {
+      if (record.uid !== null && this.all(apiKey).some((e) => e.uid === record.uid)) throw invalidArgument(`data.uid "${record.uid}" is already used by another endpoint`);
+      this.endpoints.putSync([apiKey, record.id], record);
+    });
+    return record;
+  }
+
+  /** Partial update; `null` clears an optional field. Re-enabling clears the failure clock. */
+  async update(apiKey: string, endpointId: string, input: EndpointInput, now: number): Promise<EndpointRecord> {
+    return this.store.transaction(() => {
+      const current = this.require(apiKey, endpointId);
+      const next: EndpointRecord = {
+        ...current,
+        ...Object.fromEntries(Object.entries(input).filter(([, value]) => value !== undefined)),
+        ...(input.metadata === undefined ? {} : { metadata: input.metadata }),
+        ...(input.disabled === false ? { failingSince: null, disabledReason: undefined } : {}),
+        updatedAt: now,
+      } as EndpointRecord;
+      this.endpoints.putSync([apiKey, endpointId], next);
+      return next;
+    });
+  }
+
+  /** Deletes the endpoint and its messages; its secret is gone with it, and its pending deliveries cancel when due. */
+  async remove(apiKey: string, endpointId: string): Promise<void> {
+    await this.store.transaction(() => {
+      this.require(apiKey, endpointId);
+      this.endpoints.removeSync([apiKey, endpointId]);
+      for (const key of this.messages.getKeys({ start: [apiKey, endpointId], end: [apiKey, endpointId, '\uffff'] })) this.messages.removeSync(key);
+    });
+  }
+
+  secret(record: EndpointRecord): string {
+    return this.secrets.decrypt(record.sealedSecret);
+  }
+
+  /** Endpoint rows written by the delivery channel (failure clock, auto-disable) inside its settlement. */
+  put(_tx: WriteTx, apiKey: string, record: EndpointRecord): void {
+    this.endpoints.putSync([apiKey, record.id], record);
+  }
+
+  message(apiKey: string, endpointId: string, messageId: string): MessageRecord | undefined {
+    return this.messages.get([apiKey, endpointId, messageId]);
+  }
+
+  putMessage(_tx: WriteTx, apiKey: string, message: MessageRecord): void {
+    this.messages.putSync([apiKey, message.endpointId, message.id], message);
+  }
+
+  listMessages(apiKey: string, endpointId: string): MessageRecord[] {
+    return Array.from(this.messages.getRange({ start: [apiKey, endpointId], end: [apiKey, endpointId, '\uffff'] }), ({ value }) => value);
+  }
+}
+
+/** Svix-style paging over endpoints ordered by id: `iterator` is the last id of the page, `prevIterator` the first. */
+export function pageEndpoints(all: readonly EndpointRecord[], limit: number, iterator: string | undefined): { endpoints: EndpointView[]; iterator: string | null; prevIterator: string | null; done: boolean } {
+  const sorted = [...all].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  const after = iterator === undefined ? undefined : decodeIterator(iterator);
+  const rest = after === undefined ? sorted : sorted.filter((e) => e.id > after);
+  const page = rest.slice(0, limit);
+  const done = rest.length <= limit;
+  const first = page[0];
+  const last = page.at(-1);
+  return {
+    endpoints: page.map(viewEndpoint),
+    iterator: done || last === undefined ? null : encodeIterator(last.id),
+    prevIterator: after === undefined || first === undefined ? null : encodeIterator(first.id),
+    done,
+  };
+}
+
+function encodeIterator(id: string): string {
+  return Buffer.from(id).toString('base64url');
+}
+
+function decodeIterator(iterator: string): string {
+  const id = Buffer.from(iterator, 'base64url').toString('utf8');
+  if (!id.startsWith('ep_')) throw invalidArgument('data.iterator is not an iterator returned by this operation');
+  return id;
+}

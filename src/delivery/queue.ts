@@ -1,0 +1,184 @@
+// Owns the durable timer queue of deliveries (DB.deliveryJobs + DB.deliveryDue): enqueue in a caller's transaction, take due jobs, settle.
+import type { Database, Key } from 'lmdb';
+import type { WriteTx } from '../store/env.js';
+import type { Store } from '../store/env.js';
+import { DB } from '../store/keys.js';
+
+export type ChannelName = 'email' | 'webhook' | 'advancedWebhook' | 'notification';
+
+/** `pending`: waits for `due`; `delivered` and `failed` are final (`failed` keeps `lastError`); `cancelled`: its target went away. */
+export type JobState = 'pending' | 'delivered' | 'failed' | 'cancelled';
+
+export interface DeliveryJob {
+  /** Deterministic from the event and target, so planning an event twice (a crash before its ack) enqueues once. */
+  readonly id: string;
+  readonly channel: ChannelName;
+  readonly apiKey: string;
+  /** Concurrency and rate-limit key: one slow target holds only its own slots. */
+  readonly target: string;
+  readonly due: number;
+  /** Attempts made so far. */
+  readonly attempt: number;
+  readonly state: JobState;
+  readonly createdAt: number;
+  readonly updatedAt: number;
+  readonly lastError?: string;
+  /** Channel-specific, fixed at planning time (rendered email, signed-over body...). */
+  readonly payload: unknown;
+}
+
+export type Settlement =
+  | { readonly kind: 'delivered' }
+  | { readonly kind: 'retry'; readonly at: number; readonly error: string }
+  | { readonly kind: 'failed'; readonly error: string }
+  | { readonly kind: 'cancelled'; readonly error: string }
+  /** Not an attempt: the job waits (rate limit) and keeps its attempt count. */
+  | { readonly kind: 'postpone'; readonly at: number };
+
+export class DeliveryQueue {
+  private readonly jobs: Database<DeliveryJob, Key>;
+  private readonly dueIndex: Database<string, Key>;
+  private readonly listeners = new Set<() => void>();
+
+  constructor(private readonly store: Store) {
+    this.jobs = store.records<DeliveryJob>(DB.deliveryJobs);
+    this.dueIndex = store.records<string>(DB.deliveryDue);
+  }
+
+  /** Called after a transaction that enqueued commits, so the runner wakes for an earlier due time. */
+  onEnqueue(listener: () => void): void {
+    this.listeners.add(listener);
+  }
+
+  notify(): void {
+    for (const listener of this.listeners) listener();
+  }
+
+  get(id: string): DeliveryJob | undefined {
+    return this.jobs.get(id);
+  }
+
+  /** Writes a pending job unless one with this id exists; returns whether it wrote. */
+  enqueue(_tx: WriteTx, job: Omit<DeliveryJob, 'state' | 'attempt' | 'updatedAt'> & { attempt?: number }): boolean {
+    if (this.jobs.get(job.id) !== undefined) return false;
+    const row: DeliveryJob = { ...job, attempt: job.attempt ?? 0, state: 'pending', updatedAt: job.createdAt };
+    this.jobs.putSync(row.id, row);
+    this.dueIndex.putSync([row.due, row.id], row.target);
+    return true;
+  }
+
+  /** Rewrites a pending job (a batch gaining an item, or moving its due time). */
+  replace(_tx: WriteTx, job: DeliveryJob): void {
+    const previous = this.jobs.get(job.id);
+    if (previous !== undefined && previous.state === 'pending') this.dueIndex.removeSync([previous.due, previous.id]);
+    this.jobs.putSync(job.id, job);
+    if (job.state === 'pending') this.dueIndex.putSync([job.due, job.id], job.target);
+  }
+
+  /** Removes a job row (batches, once flushed, free their id for the next window). */
+  remove(_tx: WriteTx, id: string): void {
+    const previous = this.jobs.get(id);
+    if (previous === undefined) return;
+    if (previous.state === 'pending') this.dueIndex.removeSync([previous.due, previous.id]);
+    this.jobs.removeSync(id);
+  }
+
+  /**
+   * Pending jobs due at or before `now`, earliest first, skipping `busy` ids and targets `full` refuses. The index
+   * holds each job's target, so held-back jobs are skipped without reading their rows.
+   */
+  due(now: number, limit: number, busy: ReadonlySet<string>, full: (target: string) => boolean = () => false): DeliveryJob[] {
+    const found: DeliveryJob[] = [];
+    for (const { key, value: target } of this.dueIndex.getRange({ start: [0], end: [now, '\uffff'] })) {
+      if (found.length >= limit) break;
+      const id = (key as [number, string])[1];
+      if (busy.has(id) || full(target)) continue;
+      const job = this.jobs.get(id);
+      if (job !== undefined && job.state === 'pending') found.push(job);
+    }
+    return found;
+  }
+
+  /** Due time of the earliest pending job not in `busy`. */
+  nextDue(busy: ReadonlySet<string>): number | undefined {
+    for (const key of this.dueIndex.getKeys({ start: [0] })) {
+      const [due, id] = key as [number, string];
+      if (!busy.has(id)) return due;
+    }
+    return undefined;
+  }
+
+  /**
+   * Records the outcome of an attempt (and the channel's own bookkeeping, in the same transaction). Settlements of
+   * one event-loop turn share one LMDB transaction (the store's group commit), each all-or-nothing on its own.
+   */
+  settle(job: DeliveryJob, outcome: Settlement, now: number, also?: (tx: WriteTx, next: DeliveryJob) => void): Promise<DeliveryJob> {
+    return new Promise((resolve, reject) => {
+      let next: DeliveryJob | undefined;
+      this.store.transactionGrouped({
+        write: (tx) => {
+          next = this.settled(tx, job, outcome, now);
+          also?.(tx, next);
+        },
+        settle: (error) => (error === undefined && next !== undefined ? resolve(next) : reject(error ?? new Error('settlement not written'))),
+      });
+    });
+  }
+
+  private settled(tx: WriteTx, job: DeliveryJob, outcome: Settlement, now: number): DeliveryJob {
+    const current = this.jobs.get(job.id) ?? job;
+    const attempt = outcome.kind === 'postpone' ? current.attempt : current.attempt + 1;
+    const base = { ...current, attempt, updatedAt: now };
+    let next: DeliveryJob;
+    switch (outcome.kind) {
+      case 'delivered':
+        next = { ...base, state: 'delivered' };
+        break;
+      case 'retry':
+        next = { ...base, state: 'pending', due: outcome.at, lastError: outcome.error };
+        break;
+      case 'postpone':
+        next = { ...base, state: 'pending', due: outcome.at };
+        break;
+      case 'failed':
+        next = { ...base, state: 'failed', lastError: outcome.error };
+        break;
+      case 'cancelled':
+        next = { ...base, state: 'cancelled', lastError: outcome.error };
+        break;
+    }
+    this.replace(tx, next);
+    return next;
+  }
+
+  /**
+   * Deletes finished rows (delivered, failed, cancelled) last touched before `before`. They must outlive the
+   * outbox lease: a row deleted while its event could still be replanned would let that event enqueue again.
+   */
+  prune(before: number, limit = 1000): Promise<number> {
+    return this.store.transaction(() => {
+      let removed = 0;
+      for (const { key, value } of this.jobs.getRange({})) {
+        if (removed >= limit) break;
+        if (value.state !== 'pending' && value.updatedAt < before) {
+          this.jobs.removeSync(key);
+          removed++;
+        }
+      }
+      return removed;
+    });
+  }
+
+  /** Counts by state (for logs, the bench and tests). */
+  counts(): Record<JobState, number> {
+    const counts: Record<JobState, number> = { pending: 0, delivered: 0, failed: 0, cancelled: 0 };
+    for (const { value } of this.jobs.getRange({})) counts[value.state]++;
+    return counts;
+  }
+
+  list(filter: (job: DeliveryJob) => boolean = () => true): DeliveryJob[] {
+    const out: DeliveryJob[] = [];
+    for (const { value } of this.jobs.getRange({})) if (filter(value)) out.push(value);
+    return out;
+  }
+}

@@ -1,0 +1,173 @@
+// Owns running due deliveries: bounded concurrency overall and per target, retries by channel schedule, wake-ups by timer.
+import type { Logger } from '../log.js';
+import type { WriteTx } from '../store/env.js';
+import type { Clock } from './clock.js';
+import type { ChannelName, DeliveryJob, DeliveryQueue, Settlement } from './queue.js';
+
+/** What a channel's attempt reports. `permanent`: retrying cannot help (bad credentials, target gone). */
+export type AttemptResult =
+  | { readonly ok: true }
+  | { readonly ok: false; readonly error: string; readonly permanent?: boolean }
+  /** The target is not ready for this job yet (rate limit); not an attempt. */
+  | { readonly ok: 'later'; readonly at: number }
+  | { readonly ok: 'cancel'; readonly error: string };
+
+export interface ChannelRunner {
+  /** Delays after each failed attempt: entry i is the wait before attempt i + 2. Past the end the job fails. */
+  readonly retryDelaysMs: readonly number[];
+  attempt(job: DeliveryJob): Promise<AttemptResult>;
+  /** Channel bookkeeping written with the settlement (attempt records, exhaustion events). */
+  settled?(tx: WriteTx, next: DeliveryJob, result: AttemptResult, now: number): void;
+  /** After the settlement committed (rate-limit clocks, follow-up wake-ups). */
+  after?(job: DeliveryJob): void;
+}
+
+export interface RunnerOptions {
+  readonly queue: DeliveryQueue;
+  readonly channels: Readonly<Record<ChannelName, ChannelRunner>>;
+  readonly clock: Clock;
+  readonly log: Logger;
+  readonly maxInFlight?: number;
+  readonly maxInFlightPerTarget?: number;
+}
+
+/** Never sleep longer than this between looks at the queue (a clock jump, a missed wake-up). */
+const MAX_IDLE_MS = 1_000;
+/** Finished job rows are kept this long (visible state, and replanning stays idempotent), then pruned. */
+export const KEEP_FINISHED_MS = 7 * 24 * 60 * 60 * 1000;
+const PRUNE_EVERY_MS = 60 * 60 * 1000;
+
+export class DeliveryRunner {
+  private readonly inFlight = new Map<string, Promise<void>>();
+  private readonly perTarget = new Map<string, number>();
+  private readonly maxInFlight: number;
+  private readonly maxPerTarget: number;
+  private timer: NodeJS.Timeout | undefined;
+  private running = false;
+  private lastPrune = 0;
+  private timerAt = 0;
+
+  constructor(private readonly options: RunnerOptions) {
+    this.maxInFlight = options.maxInFlight ?? 64;
+    this.maxPerTarget = options.maxInFlightPerTarget ?? 8;
+    options.queue.onEnqueue(() => this.schedule(0));
+  }
+
+  /** Starts waking on its own (production); tests call `runDue()` with a manual clock instead. */
+  start(): void {
+    this.running = true;
+    this.schedule(0);
+  }
+
+  /** Stops starting attempts; resolves when the ones in flight have settled. */
+  async stop(): Promise<void> {
+    this.running = false;
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    await Promise.allSettled([...this.inFlight.values()]);
+  }
+
+  get busy(): number {
+    return this.inFlight.size;
+  }
+
+  /**
+   * Starts every job due now that fits the concurrency limits and resolves when those attempts have settled.
+   * Jobs held back by a full target stay pending for the next call.
+   */
+  async runDue(): Promise<number> {
+    const now = this.options.clock.now();
+    const room = this.maxInFlight - this.inFlight.size;
+    if (room <= 0) return 0;
+    const busy = new Set(this.inFlight.keys());
+    const started: Promise<void>[] = [];
+    // Counts what this scan picks too, so one busy target cannot fill the whole batch.
+    const picked = new Map<string, number>();
+    const full = (target: string): boolean => {
+      const taken = (this.perTarget.get(target) ?? 0) + (picked.get(target) ?? 0);
+      if (taken >= this.maxPerTarget) return true;
+      picked.set(target, (picked.get(target) ?? 0) + 1);
+      return false;
+    };
+    for (const job of this.options.queue.due(now, room, busy, full)) {
+      if (started.length >= room) break;
+      const used = this.perTarget.get(job.target) ?? 0;
+      if (used >= this.maxPerTarget) continue;
+      this.perTarget.set(job.target, used + 1);
+      const run = this.run(job).finally(() => {
+        this.inFlight.delete(job.id);
+        const left = (this.perTarget.get(job.target) ?? 1) - 1;
+        if (left <= 0) this.perTarget.delete(job.target);
+        else this.perTarget.set(job.target, left);
+        if (this.running) this.schedule(0);
+      });
+      this.inFlight.set(job.id, run);
+      started.push(run);
+    }
+    await Promise.all(started);
+    return started.length;
+  }
+
+  /** Runs until nothing is due at the current clock time (tests with a manual clock). */
+  async drain(): Promise<number> {
+    let total = 0;
+    for (;;) {
+      const ran = await this.runDue();
+      if (ran === 0) return total;
+      total += ran;
+    }
+  }
+
+  private schedule(delayMs: number): void {
+    if (!this.running) return;
+    const delay = Math.max(0, Math.min(delayMs, MAX_IDLE_MS));
+    const at = Date.now() + delay;
+    // Many completions in one turn ask for a wake-up each: keep one timer, the soonest.
+    if (this.timer !== undefined && this.timerAt <= at) return;
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.timerAt = at;
+    this.timer = setTimeout(() => this.tick(), delay);
+    this.timer.unref();
+  }
+
+  private tick(): void {
+    this.timer = undefined;
+    const now = this.options.clock.now();
+    if (now - this.lastPrune >= PRUNE_EVERY_MS) {
+      this.lastPrune = now;
+      this.options.queue.prune(now - KEEP_FINISHED_MS).catch((error: unknown) => this.options.log.error('pruning finished deliveries failed', { error }));
+    }
+    // Attempts settle in the background; the next wake-up is set from what is left pending.
+    void this.runDue().catch((error: unknown) => this.options.log.error('delivery runner failed', { error }));
+    const next = this.options.queue.nextDue(new Set(this.inFlight.keys()));
+    this.schedule(next === undefined ? MAX_IDLE_MS : next - this.options.clock.now());
+  }
+
+  private async run(job: DeliveryJob): Promise<void> {
+    const channel = this.options.channels[job.channel];
+    let result: AttemptResult;
+    try {
+      result = await channel.attempt(job);
+    } catch (error) {
+      result = { ok: false, error: error instanceof Error ? error.message : String(error) };
+    }
+    const now = this.options.clock.now();
+    const settlement = this.settlement(job, result, channel, now);
+    try {
+      const next = await this.options.queue.settle(job, settlement, now, channel.settled === undefined ? undefined : (tx, settled) => channel.settled?.(tx, settled, result, now));
+      if (next.state === 'failed') this.options.log.warn('delivery failed for good', { jobId: job.id, channel: job.channel, attempts: next.attempt, error: next.lastError });
+      channel.after?.(next);
+    } catch (error) {
+      // The attempt happened but its outcome is not recorded: the job stays pending and runs again (at least once).
+      this.options.log.error('could not record a delivery attempt', { jobId: job.id, error });
+    }
+  }
+
+  private settlement(job: DeliveryJob, result: AttemptResult, channel: ChannelRunner, now: number): Settlement {
+    if (result.ok === true) return { kind: 'delivered' };
+    if (result.ok === 'later') return { kind: 'postpone', at: result.at };
+    if (result.ok === 'cancel') return { kind: 'cancelled', error: result.error };
+    const delay = channel.retryDelaysMs[job.attempt];
+    if (result.permanent === true || delay === undefined) return { kind: 'failed', error: result.error };
+    return { kind: 'retry', at: now + delay, error: result.error };
+  }
+}

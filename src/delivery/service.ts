@@ -1,0 +1,89 @@
+// Owns the delivery room's wiring: stores, outbound adapters, channels, the dispatcher and the runner, started and stopped together.
+import type { Secrets } from '../auth/secrets.js';
+import type { Config } from '../config.js';
+import { Outbox } from '../events/outbox.js';
+import type { Logger } from '../log.js';
+import type { Store } from '../store/env.js';
+import { DeliveryConfigStore } from '../tenant/delivery-config-store.js';
+import { ActivityStore } from './activity-store.js';
+import { ActivityChannel } from './channels/activity.js';
+import { AdvancedWebhookChannel } from './channels/advanced-webhook.js';
+import { BasicWebhookChannel } from './channels/basic-webhook.js';
+import { EmailChannel } from './channels/email.js';
+import { NotificationChannel } from './channels/notification.js';
+import { systemClock, type Clock } from './clock.js';
+import { Dispatcher } from './dispatcher.js';
+import { Endpoints } from './endpoints.js';
+import { NotificationStore } from './notification-store.js';
+import { createServerEmailTransport, type ClosableEmailTransport, type EmailTransport } from './outbound/email.js';
+import { OutboundHttp } from './outbound/http.js';
+import { DeliveryQueue } from './queue.js';
+import { DeliveryRunner } from './runner.js';
+
+export interface DeliveryOptions {
+  readonly config: Pick<Config, 'outboundAllowedNetworks' | 'smtpUrl' | 'emailFrom' | 'sendgridBaseUrl'>;
+  readonly store: Store;
+  readonly outbox: Outbox;
+  readonly secrets: Secrets;
+  readonly log: Logger;
+  readonly clock?: Clock;
+  /** Tests may hand in their own transport; default: from SMTP_URL. */
+  readonly emailTransport?: EmailTransport;
+}
+
+export class Delivery {
+  readonly clock: Clock;
+  readonly store: Store;
+  readonly configs: DeliveryConfigStore;
+  readonly queue: DeliveryQueue;
+  readonly endpoints: Endpoints;
+  readonly notifications: NotificationStore;
+  readonly activities: ActivityStore;
+  readonly http: OutboundHttp;
+  readonly advanced: AdvancedWebhookChannel;
+  readonly dispatcher: Dispatcher;
+  readonly runner: DeliveryRunner;
+  private readonly serverEmail: ClosableEmailTransport | undefined;
+
+  constructor(options: DeliveryOptions) {
+    const { store, log } = options;
+    this.clock = options.clock ?? systemClock;
+    this.store = store;
+    this.configs = new DeliveryConfigStore(store);
+    this.queue = new DeliveryQueue(store);
+    this.endpoints = new Endpoints(store, options.secrets);
+    this.notifications = new NotificationStore(store);
+    this.activities = new ActivityStore(store);
+    this.http = new OutboundHttp({ allowedNetworks: options.config.outboundAllowedNetworks });
+    this.serverEmail = options.emailTransport === undefined ? createServerEmailTransport({ smtpUrl: options.config.smtpUrl, log: log.child({ component: 'email' }) }) : undefined;
+    const email = new EmailChannel({
+      configs: this.configs,
+      queue: this.queue,
+      server: options.emailTransport ?? (this.serverEmail as ClosableEmailTransport),
+      http: this.http,
+      sendgridBaseUrl: options.config.sendgridBaseUrl,
+      emailFrom: options.config.emailFrom,
+      prefs: this.notifications,
+    });
+    const webhook = new BasicWebhookChannel({ configs: this.configs, queue: this.queue, http: this.http });
+    this.advanced = new AdvancedWebhookChannel({ configs: this.configs, queue: this.queue, endpoints: this.endpoints, http: this.http, clock: this.clock });
+    const notification = new NotificationChannel({ configs: this.configs, queue: this.queue, notifications: this.notifications });
+    const activity = new ActivityChannel({ configs: this.configs, activities: this.activities });
+    const deliveryLog = log.child({ component: 'delivery' });
+    this.dispatcher = new Dispatcher({ store, outbox: options.outbox, queue: this.queue, planners: [activity, notification, email, webhook, this.advanced], clock: this.clock, log: deliveryLog });
+    this.runner = new DeliveryRunner({ queue: this.queue, channels: { email, webhook, advancedWebhook: this.advanced, notification }, clock: this.clock, log: deliveryLog });
+  }
+
+  start(): void {
+    this.dispatcher.start();
+    this.runner.start();
+  }
+
+  /** Stops claiming and starting; attempts in flight settle (each bounded by its own timeout) before the store closes. */
+  async stop(): Promise<void> {
+    await this.dispatcher.stop();
+    await this.runner.stop();
+    this.serverEmail?.close();
+    await this.http.close();
+  }
+}

@@ -1,0 +1,16 @@
+// Owns the shape of an outgoing email and of whatever sends one, shared by the core (account mail) and the adapters.
+
+export interface EmailMessage {
+  readonly to: string[];
+  /** Bare address, e.g. `no-reply@example.com`; `fromName` is the display name. */
+  readonly from: string;
+  readonly fromName?: string;
+  readonly subject: string;
+  readonly text: string;
+  readonly html: string;
+}
+
+export interface EmailTransport {
+  /** Resolves once the mail server or API accepted the message; rejects (EmailSendError) otherwise. */
+  send(msg: EmailMessage): Promise<void>;
+}
