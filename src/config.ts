@@ -27,6 +27,11 @@ export interface Config {
   readonly smtpUrl: string | undefined;
   readonly emailFrom: string;
   readonly sendgridBaseUrl: string;
+  /** Cluster mode (src/cluster/) when set; undefined: one process, nothing external. */
+  readonly natsUrl: string | undefined;
+  /** This node's name in the cluster; undefined: host:port, filled in at start. */
+  readonly nodeId: string | undefined;
+  readonly clusterLeaseMs: number;
 }
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent';
@@ -82,6 +87,15 @@ const smtpUrl: Parser<string | undefined> = (raw, name) => {
   return raw;
 };
 
+const natsUrl: Parser<string | undefined> = (raw, name) => {
+  if (raw === '') return undefined;
+  for (const server of raw.split(',')) {
+    const url = server.trim().includes('://') ? server.trim() : `nats://${server.trim()}`;
+    if (!URL.canParse(url) || !/^(nats|tls):$/.test(new URL(url).protocol)) throw new ConfigError(`${name} must be nats://host:port (comma-separated for several servers), got "${raw}"`);
+  }
+  return raw;
+};
+
 const MiB = 1024 * 1024;
 
 /** Every option, in README order. The flag is the env name in lower kebab case: PORT -> --port. */
@@ -110,6 +124,9 @@ const OPTIONS: readonly OptionSpec<keyof Config>[] = [
   { key: 'smtpUrl', env: 'SMTP_URL', fallback: undefined, parse: smtpUrl, doc: 'SMTP server for `default` email, e.g. `smtp://user:pass@host:587` (`smtps://` for implicit TLS); unset: each email is logged as one JSON line instead.' },
   { key: 'emailFrom', env: 'EMAIL_FROM', fallback: 'Plait <no-reply@plait.localhost>', parse: text, doc: 'Sender of `default` email when the workspace sets no `fromEmail`.' },
   { key: 'sendgridBaseUrl', env: 'SENDGRID_BASE_URL', fallback: 'https://api.sendgrid.com', parse: httpUrl, doc: 'Base URL of the SendGrid v3 API used by `sendgrid` email (tests point it at a local fake).' },
+  { key: 'natsUrl', env: 'NATS_URL', fallback: undefined, parse: natsUrl, doc: 'NATS server(s) with JetStream, e.g. `nats://127.0.0.1:4222` (comma-separated for several); set: this process joins a cluster (docs/cluster.md) and `SECRET_KEY` is required. Unset: one process, nothing external.' },
+  { key: 'nodeId', env: 'NODE_ID', fallback: undefined, parse: optionalText, doc: 'This node\'s name in the cluster (leases and relay subjects name it); default: `HOST:PORT` as bound.' },
+  { key: 'clusterLeaseMs', env: 'CLUSTER_LEASE_MS', fallback: 10_000, parse: integer(1000, 10_000), doc: 'How long a document\'s ownership lease lasts without renewal (renewed every third of it); a dead node\'s documents move within it.' },
 ];
 
 export class ConfigError extends Error {
@@ -162,6 +179,10 @@ export function loadConfig(
     values[option.key] = raw === undefined ? option.fallback : option.parse(raw, raw === flags.get(flag) ? flag : option.env);
   }
   const config = { ...values, ...overrides } as unknown as Config;
+  if (config.natsUrl !== undefined && config.secretKey === undefined) {
+    // Every node must read the same secrets at rest and sign tokens with the same keys.
+    throw new ConfigError('NATS_URL is set (cluster mode) but SECRET_KEY is not: set the same SECRET_KEY on every node');
+  }
   return Object.freeze({ ...config, dataDir: resolve(config.dataDir) });
 }
 
