@@ -47,6 +47,8 @@ import { permissionProviderOperations } from './http/routes/permission-provider.
 import { OutboundHttp } from './delivery/outbound/http.js';
 import { DOCUMENT_DATABASES } from './tenant/directory/data-owners.js';
 import { Workspaces } from './tenant/workspaces.js';
+import { ClusterNode } from './cluster/node.js';
+import type { DocumentOwnership } from './doc/ownership.js';
 
 export interface Services {
   readonly config: Config;
@@ -86,7 +88,7 @@ export interface RunningServer {
 }
 
 /** `publisher` sends server-originated frames to a topic's sockets: the App's publish once the App exists. */
-export async function openServices(config: Config, log: Logger, publisher: TopicPublisher): Promise<Services> {
+export async function openServices(config: Config, log: Logger, publisher: TopicPublisher, ownership?: DocumentOwnership): Promise<Services> {
   const store = Store.open(config.dataDir, { log: log.child({ component: 'store' }) });
   const secrets = Secrets.load(config.dataDir, config.secretKey);
   const workspaces = new Workspaces(store, secrets);
@@ -97,7 +99,7 @@ export async function openServices(config: Config, log: Logger, publisher: Topic
     dataOwners: [new LmdbDocumentData(store)],
   });
   const outbox = new Outbox(store);
-  const documentActors = new DocumentActors(config, store, log.child({ component: 'documents' }), publisher);
+  const documentActors = new DocumentActors(config, store, log.child({ component: 'documents' }), publisher, ownership);
   directory.addDataOwner(documentActors);
   const collab = new CollabDocuments({
     store,
@@ -183,7 +185,11 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
   const uws = loadUws();
   const app = uws.App();
   // uWS's app.publish reaches every subscriber of a topic (ws.publish would skip its own socket).
-  const services = await openServices(config, log, { publish: (topic, bytes) => void app.publish(topic, bytes, true) });
+  const local: TopicPublisher = { publish: (topic, bytes) => void app.publish(topic, bytes, true) };
+  // Cluster mode (NATS_URL, docs/cluster.md): leases decide ownership and the owner's frames also go out on NATS.
+  const cluster = config.natsUrl === undefined ? undefined : await ClusterNode.start(config, log.child({ component: 'cluster' }), local);
+  const services = await openServices(config, log, cluster?.relay.clusterPublisher() ?? local, cluster?.ownership());
+  cluster?.serve(services.documentActors);
   const deps: RouteDeps = {
     auth: {
       workspace: (id, token) => services.workspaces.authenticateWorkspace(id, token),
@@ -223,6 +229,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
         }
         return services.permissionProvider.documentAccess(userId, key);
       },
+      ...(cluster === undefined ? {} : { relay: cluster.relay }),
     }),
   );
   mountConsole(app, defaultConsoleDir(), log);
@@ -249,6 +256,8 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     // Jobs in flight finish against open documents and store; one cut short by a crash resumes at the next start.
     await services.jobs.stop();
     await services.documentActors.shutdown();
+    // After the final snapshots: stop relaying, release the leases so other nodes take the documents at once.
+    await cluster?.stop();
     services.collab.close();
     await services.store.close();
   };
