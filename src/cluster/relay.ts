@@ -87,6 +87,10 @@ export class Relay implements DocumentRelay {
         this.deps.local.publish(topic, bytes);
         this.deps.nc.publish(subjects.topic(topic), bytes);
       },
+      // A connection's own frame (local socket or remote): relaying nodes deliver it to all but that connection.
+      publishedBy: (topic, bytes, sender) => {
+        this.deps.nc.publish(subjects.topic(topic), bytes, { headers: hdrs({ x: sender.sessionId }) });
+      },
     };
   }
 
@@ -146,7 +150,8 @@ export class Relay implements DocumentRelay {
     const peer = session.peer;
     switch (msg.headers?.get('k')) {
       case 'send':
-        peer.send(msg.data);
+        // A copy: msg.data views the client's read buffer, which the next read reuses (uWS may queue the bytes).
+        peer.send(msg.data.slice());
         return;
       case 'subscribe': {
         const topic = msg.headers?.get('t') ?? '';
@@ -168,9 +173,10 @@ export class Relay implements DocumentRelay {
 
   private fromTopic(topic: string, msg: Msg): void {
     // A frame of one remote connection skips that connection, as uWS ws.publish skips the publishing socket.
+    const bytes = msg.data.slice();
     const skip = msg.headers?.get('x');
     const sender = skip === undefined || skip === '' ? undefined : this.relayed.get(skip)?.peer;
-    if (sender === undefined || !sender.publish(topic, msg.data)) this.deps.local.publish(topic, msg.data);
+    if (sender === undefined || !sender.publish(topic, bytes)) this.deps.local.publish(topic, bytes);
   }
 
   // ---- owner side ----
@@ -206,7 +212,7 @@ export class Relay implements DocumentRelay {
       session.detach();
       return;
     }
-    session.frame(msg.data);
+    session.frame(msg.data.slice());
   }
 
   private failed(error: Error): void {
@@ -345,9 +351,9 @@ class RemotePeer implements Peer {
 
   publish(topic: string, bytes: Uint8Array): boolean {
     if (this.closed) return false;
-    // The owner's own sockets, then every relaying node's (which skips this connection's socket).
+    // The owner's own sockets (this connection is not among them); the fan-out then calls the cluster publisher's
+    // publishedBy, which reaches the relaying nodes' sockets, skipping this connection's.
     this.deps.local.publish(topic, bytes);
-    this.deps.nc.publish(subjects.topic(topic), bytes, { headers: hdrs({ x: this.sessionId }) });
     return true;
   }
 
