@@ -6,7 +6,7 @@ import type { Config } from './config.js';
 import type { Logger } from './log.js';
 import { RequestGate } from './http/gate.js';
 import { writeJson } from './edge/reply.js';
-import { fallback, preflight, route, type RouteDeps } from './http/route.js';
+import { fallback, preflight, route, type ForwardedRequest, type RouteDeps } from './http/route.js';
 import type { Operation } from './http/operation.js';
 import { RateLimiter } from './http/rate-limit.js';
 import { authOperations, permissionOperations } from './http/routes/auth.js';
@@ -201,6 +201,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     publicLimiter: new RateLimiter(config.publicRateLimitPerMinute),
     gate: new RequestGate(),
     originPolicy: (apiKey, origin) => services.domains.policy(apiKey, origin),
+    ...(cluster === undefined ? {} : { forward: (owner: string, request: ForwardedRequest) => cluster.rest.forward(owner, request) }),
   };
   const knownPaths = new Set<string>();
   for (const op of allOperations(services)) {
@@ -243,6 +244,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     });
   });
   const port = uws.us_socket_local_port(listenSocket);
+  cluster?.serveRest(config.host, port);
   // Every job kind is registered by now; jobs a crash interrupted run again (each is idempotent).
   services.jobs.resume();
   let stopping: Promise<void> | undefined;

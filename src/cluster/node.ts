@@ -9,6 +9,7 @@ import { documentKeyString, type DocumentKey } from '../document-key.js';
 import type { Logger } from '../log.js';
 import { Leases } from './leases.js';
 import { Relay } from './relay.js';
+import { RestForwarding } from './rest-forward.js';
 
 export type ClusterConfig = Pick<Config, 'natsUrl' | 'nodeId' | 'host' | 'port' | 'clusterLeaseMs'>;
 
@@ -24,6 +25,7 @@ export class ClusterNode {
     private readonly nc: NatsConnection,
     readonly leases: Leases,
     readonly relay: Relay,
+    readonly rest: RestForwarding,
     private readonly log: Logger,
   ) {}
 
@@ -40,7 +42,7 @@ export class ClusterNode {
     const leases = await Leases.open(nc, { nodeId, leaseMs: config.clusterLeaseMs, log });
     const relay = new Relay({ nc, nodeId, log, local });
     log.info('joined the cluster', { nodeId, nats: config.natsUrl, leaseMs: config.clusterLeaseMs });
-    return new ClusterNode(nodeId, nc, leases, relay, log);
+    return new ClusterNode(nodeId, nc, leases, relay, new RestForwarding(nc, nodeId, log), log);
   }
 
   /** The core's ownership port, backed by the leases (the lease key is the document key string). */
@@ -63,8 +65,15 @@ export class ClusterNode {
     this.relay.serve(actors);
   }
 
+  /** Starts answering REST requests forwarded to this node, through its own listener (`host`:`port`). */
+  serveRest(host: string, port: number): void {
+    const loopback = host === '0.0.0.0' || host === '::' || host === '' ? '127.0.0.1' : host;
+    this.rest.serve(`http://${loopback.includes(':') ? `[${loopback}]` : loopback}:${port}`);
+  }
+
   /** Graceful stop, after the documents were unloaded: stop relaying, release every lease, drain the connection. */
   async stop(): Promise<void> {
+    this.rest.stop();
     await this.relay.close();
     await this.leases.close();
     await this.nc.drain().catch((error: unknown) => this.log.warn('nats drain failed', { error: String(error) }));
