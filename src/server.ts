@@ -8,7 +8,13 @@ import { RequestGate } from './http/gate.js';
 import { writeJson } from './edge/reply.js';
 import { fallback, preflight, route, type ForwardedRequest, type RouteDeps } from './http/route.js';
 import type { Operation } from './http/operation.js';
-import { RateLimiter } from './http/rate-limit.js';
+import { rateLimits } from './http/rate-limit.js';
+import { ClientAddresses, rateLimitKey } from './http/client-address.js';
+import { mountEmailLinks } from './http/email-links.js';
+import { workspaceEmailOperations } from './http/routes/workspace-email.js';
+import { createServerEmailTransport, parseSender, type EmailTransport } from './delivery/outbound/email.js';
+import { AccountMail } from './tenant/account-mail.js';
+import { OwnerEmails } from './tenant/owner-email.js';
 import { authOperations, permissionOperations } from './http/routes/auth.js';
 import { documentOperations } from './http/routes/documents.js';
 import { folderOperations } from './http/routes/folders.js';
@@ -77,6 +83,20 @@ export interface Services {
   readonly userData: UserData;
   /** Asked over outbound HTTP when stored grants give a user no access to a document. */
   readonly permissionProvider: PermissionProvider;
+  /** Owner email verification, one-time email links, key expiry while unverified. */
+  readonly ownerEmails: OwnerEmails;
+  /** Verification and sign-in emails, sent after the reply. */
+  readonly accountMail: AccountMail;
+}
+
+/** Test seams: a manual clock, the account-email transport. */
+export interface ServerOptions {
+  /** The clock of rate limits, email links and key expiry (default Date.now). */
+  readonly clock?: { now(): number };
+  /** Where account emails go (default: the transport configured by SMTP_URL, else the dev log transport). */
+  readonly emailTransport?: EmailTransport;
+  /** Cluster mode: who owns each document (src/cluster/ leases); default: this process owns everything. */
+  readonly ownership?: DocumentOwnership;
 }
 
 export interface RunningServer {
@@ -88,7 +108,8 @@ export interface RunningServer {
 }
 
 /** `publisher` sends server-originated frames to a topic's sockets: the App's publish once the App exists. */
-export async function openServices(config: Config, log: Logger, publisher: TopicPublisher, ownership?: DocumentOwnership): Promise<Services> {
+export async function openServices(config: Config, log: Logger, publisher: TopicPublisher, options: ServerOptions = {}): Promise<Services> {
+  const now = clockOf(options);
   const store = Store.open(config.dataDir, { log: log.child({ component: 'store' }) });
   const secrets = Secrets.load(config.dataDir, config.secretKey);
   const workspaces = new Workspaces(store, secrets);
@@ -99,7 +120,7 @@ export async function openServices(config: Config, log: Logger, publisher: Topic
     dataOwners: [new LmdbDocumentData(store)],
   });
   const outbox = new Outbox(store);
-  const documentActors = new DocumentActors(config, store, log.child({ component: 'documents' }), publisher, ownership);
+  const documentActors = new DocumentActors(config, store, log.child({ component: 'documents' }), publisher, options.ownership);
   directory.addDataOwner(documentActors);
   const collab = new CollabDocuments({
     store,
@@ -151,13 +172,50 @@ export async function openServices(config: Config, log: Logger, publisher: Topic
   });
   const liveStates = new LiveStates({ store, actors: documentActors, encode: encodeLiveStateMessage, now: Date.now, log });
   documentActors.onConnection(liveStates.connectionListener());
-  return { config, log, store, secrets, workspaces, userTokens, directory, outbox, collab, documentActors, domains, liveStates, recordings, jobs, migrations, userData, permissionProvider };
+  const ownerEmails = new OwnerEmails(store, secrets, workspaces, {
+    graceMs: config.emailVerificationGraceMs,
+    verificationLinkTtlMs: config.verificationLinkTtlMs,
+    loginLinkTtlMs: config.loginLinkTtlMs,
+    now,
+  });
+  const sender = parseSender(config.emailFrom);
+  const accountMail = new AccountMail({
+    transport: options.emailTransport ?? createServerEmailTransport({ smtpUrl: config.smtpUrl, log: log.child({ component: 'email' }) }),
+    from: sender.address,
+    ...(sender.name === undefined ? {} : { fromName: sender.name }),
+    publicUrl: () => publicUrl(config),
+    ownerEmails,
+    workspaces,
+    log: log.child({ component: 'account-mail' }),
+    verificationLinkTtlMs: config.verificationLinkTtlMs,
+    loginLinkTtlMs: config.loginLinkTtlMs,
+  });
+  return { config, log, store, secrets, workspaces, userTokens, directory, outbox, collab, documentActors, domains, liveStates, recordings, jobs, migrations, userData, permissionProvider, ownerEmails, accountMail };
 }
+
+function clockOf(options: ServerOptions): () => number {
+  const clock = options.clock;
+  return clock === undefined ? Date.now : () => clock.now();
+}
+
+/** PUBLIC_URL, else the address the server listens on (the port is the bound one once listening). */
+function publicUrl(config: Config): string {
+  if (config.publicUrl !== undefined) return config.publicUrl;
+  const host = config.host === '0.0.0.0' || config.host === '::' ? 'localhost' : config.host;
+  return `http://${host.includes(':') ? `[${host}]` : host}:${boundPorts.get(config) ?? config.port}`;
+}
+
+/** The port each running config is bound to (port 0 picks one at listen). */
+const boundPorts = new WeakMap<Config, number>();
 
 /** Every REST operation, area by area (one file per spec area under src/http/routes). */
 function allOperations(services: Services): Operation[] {
   return [
-    ...workspaceOperations(services.workspaces, services.secrets, services.domains),
+    ...workspaceOperations(services.workspaces, services.secrets, services.domains, (workspace) => {
+      services.ownerEmails.created(workspace.id);
+      services.accountMail.sendVerification({ id: workspace.id, ownerEmail: workspace.owner.email, ownerName: workspace.owner.name, workspaceName: workspace.name });
+    }),
+    ...workspaceEmailOperations({ ...services, consoleOrigins: () => [...services.config.consoleOrigins, new URL(publicUrl(services.config)).origin] }),
     ...domainOperations(services.domains),
     ...authOperations(services.userTokens),
     ...legacyOperations(services.workspaces, services.userTokens, services.collab),
@@ -181,24 +239,29 @@ function allOperations(services: Services): Operation[] {
 /** How long a graceful stop waits for REST requests in flight before it closes the store anyway. */
 const STOP_DRAIN_MS = 10_000;
 
-export async function startServer(config: Config, log: Logger): Promise<RunningServer> {
+export async function startServer(config: Config, log: Logger, options: ServerOptions = {}): Promise<RunningServer> {
   const uws = loadUws();
   const app = uws.App();
   // uWS's app.publish reaches every subscriber of a topic (ws.publish would skip its own socket).
   const local: TopicPublisher = { publish: (topic, bytes) => void app.publish(topic, bytes, true) };
   // Cluster mode (NATS_URL, docs/cluster.md): leases decide ownership and the owner's frames also go out on NATS.
   const cluster = config.natsUrl === undefined ? undefined : await ClusterNode.start(config, log.child({ component: 'cluster' }), local);
-  const services = await openServices(config, log, cluster?.relay.clusterPublisher() ?? local, cluster?.ownership());
+  const services = await openServices(config, log, cluster?.relay.clusterPublisher() ?? local, { ...options, ...(cluster === undefined ? {} : { ownership: cluster.ownership() }) });
   cluster?.serve(services.documentActors);
   const deps: RouteDeps = {
     auth: {
       workspace: (id, token) => services.workspaces.authenticateWorkspace(id, token),
-      apiKey: (key, token) => services.workspaces.authenticateApiKey(key, token),
+      apiKey: (key, token) => {
+        const identity = services.workspaces.authenticateApiKey(key, token);
+        services.ownerEmails.assertKeysActive(identity.workspaceId);
+        return identity;
+      },
     },
     log,
     maxBodyBytes: config.maxBodyBytes,
     corsOrigin: config.corsOrigin,
-    publicLimiter: new RateLimiter(config.publicRateLimitPerMinute),
+    limits: rateLimits(config, clockOf(options)),
+    clientAddresses: new ClientAddresses(config.trustedProxies),
     gate: new RequestGate(),
     originPolicy: (apiKey, origin) => services.domains.policy(apiKey, origin),
     ...(cluster === undefined ? {} : { forward: (owner: string, request: ForwardedRequest) => cluster.rest.forward(owner, request) }),
@@ -217,10 +280,19 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
   };
   app.get('/healthz', getJson(() => ({ status: 'ok' })));
   app.get('/.well-known/jwks.json', getJson(() => services.userTokens.jwks()));
+  // A key expired for want of owner verification opens no sync connection either (its user tokens outlive it).
+  const activeKeys = {
+    apiKeyRecord: (apiKey: string) => {
+      const record = services.workspaces.apiKeyRecord(apiKey);
+      services.ownerEmails.assertKeysActive(record.workspaceId);
+      return record;
+    },
+  };
   app.ws(
     '/sync/*',
     syncBehavior({
       ...services,
+      workspaces: activeKeys,
       access: services.directory.access,
       providerAccess: (userId, key) => {
         // A disabled organization or document stays closed whatever the provider says (access model rows 2 and 3).
@@ -233,6 +305,15 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
       ...(cluster === undefined ? {} : { relay: cluster.relay }),
     }),
   );
+  mountEmailLinks(app, {
+    ...services,
+    publicUrl: () => publicUrl(config),
+    log: log.child({ component: 'email-links' }),
+    limitClient: (res, req) => {
+      const peer = Buffer.from(res.getRemoteAddressAsText()).toString();
+      deps.limits.client.take(rateLimitKey(deps.clientAddresses.resolve(peer, req.getHeader('x-forwarded-for'))));
+    },
+  });
   mountConsole(app, defaultConsoleDir(), log);
   app.options('/*', preflight(deps));
   app.any('/*', fallback(knownPaths, deps));
@@ -245,6 +326,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
   });
   const port = uws.us_socket_local_port(listenSocket);
   cluster?.serveRest(config.host, port);
+  boundPorts.set(config, port);
   // Every job kind is registered by now; jobs a crash interrupted run again (each is idempotent).
   services.jobs.resume();
   let stopping: Promise<void> | undefined;
@@ -255,6 +337,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     if (!(await deps.gate.close(STOP_DRAIN_MS))) {
       log.warn('stopping with requests still in flight', { requests: deps.gate.size, waitedMs: STOP_DRAIN_MS });
     }
+    await services.accountMail.stop(5000);
     // Jobs in flight finish against open documents and store; one cut short by a crash resumes at the next start.
     await services.jobs.stop();
     await services.documentActors.shutdown();
@@ -270,3 +353,4 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     stop: () => (stopping ??= stop()),
   };
 }
+

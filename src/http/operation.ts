@@ -39,7 +39,14 @@ export interface Operation {
   readonly schema: object;
   /** Public operations are rate limited per client address. */
   readonly rateLimited: boolean;
+  /** Operations about an email address are also rate limited per address, by the named limiter. */
+  readonly targetEmail?: TargetEmail<unknown>;
   readonly handle: (input: unknown, ctx: RequestContext) => Promise<Reply> | Reply;
+}
+
+export interface TargetEmail<I> {
+  readonly limiter: 'emailSend' | 'emailStatus';
+  readonly of: (input: I) => string;
 }
 
 export interface OperationSpec<I, L extends AuthLevel> {
@@ -47,6 +54,7 @@ export interface OperationSpec<I, L extends AuthLevel> {
   readonly auth: L;
   readonly schema: object;
   readonly rateLimited?: boolean;
+  readonly targetEmail?: TargetEmail<I>;
   readonly handle: (input: I, ctx: RequestContext<L>) => Promise<Reply> | Reply;
 }
 
@@ -60,6 +68,7 @@ export function operation<I, L extends AuthLevel>(spec: OperationSpec<I, L>): Op
     auth: spec.auth,
     schema: spec.schema,
     rateLimited: spec.rateLimited ?? spec.auth === 'public',
+    ...(spec.targetEmail === undefined ? {} : { targetEmail: spec.targetEmail as unknown as TargetEmail<unknown> }),
     handle: spec.handle as unknown as Operation['handle'],
   };
 }

@@ -7,7 +7,8 @@ import type { ApiKeyIdentity, WorkspaceIdentity } from '../tenant/workspaces.js'
 import { isJsonContentType, parseEnvelope, readBody } from './body.js';
 import type { RequestGate } from './gate.js';
 import type { Operation, RequestContext } from './operation.js';
-import type { RateLimiter } from './rate-limit.js';
+import { normalizeAddress, rateLimitKey, type ClientAddresses } from './client-address.js';
+import type { RateLimits } from './rate-limit.js';
 import { errorEnvelope, successEnvelope, writeError, writeJson, type ResponseState } from '../edge/reply.js';
 import { compileValidator, type Validator } from './validate.js';
 import { NotOwnerError } from '../doc/ownership.js';
@@ -38,7 +39,9 @@ export interface RouteDeps {
   readonly log: Logger;
   readonly maxBodyBytes: number;
   readonly corsOrigin: string;
-  readonly publicLimiter: RateLimiter;
+  readonly limits: RateLimits;
+  /** Resolves the client address from the socket and, behind a trusted proxy, X-Forwarded-For. */
+  readonly clientAddresses: ClientAddresses;
   /** Counts requests in flight; closed by a graceful stop, after which requests are answered UNAVAILABLE. */
   readonly gate: RequestGate;
   /** The API key's allowed web origins (domains operations): `refused` answers PERMISSION_DENIED, `listed` is echoed in CORS. */
@@ -90,7 +93,7 @@ class Exchange implements ResponseState, RequestContext {
 
   /** The client's address; read from the socket on first use (before the reply: afterwards `res` is gone). */
   get ip(): string {
-    this.address ??= this.aborted ? '' : Buffer.from(this.res.getRemoteAddressAsText()).toString();
+    this.address ??= this.aborted ? '' : normalizeAddress(Buffer.from(this.res.getRemoteAddressAsText()).toString());
     return this.address;
   }
 
@@ -114,7 +117,9 @@ export function route(op: Operation, deps: RouteDeps): (path: string) => (res: H
     // Everything needed from `req` is copied now: uWS invalidates it when this function returns.
     const incomingId = req.getHeader('x-request-id');
     const requestId = incomingId !== '' && CALLER_ID.test(incomingId) ? incomingId : nextRequestId();
-    const ip = op.rateLimited ? Buffer.from(res.getRemoteAddressAsText()).toString() : undefined;
+    const ip = op.rateLimited
+      ? deps.clientAddresses.resolve(Buffer.from(res.getRemoteAddressAsText()).toString(), req.getHeader('x-forwarded-for'))
+      : undefined;
     const exchange = new Exchange(res, deps, path, requestId, deps.corsOrigin, ip);
     res.onAborted(() => {
       exchange.aborted = true;
@@ -178,9 +183,10 @@ async function serve(
       if (policy === 'refused') throw permissionDenied(`origin ${exchange.origin} is not among this API key's domains (see /v2/workspace/domains/get)`);
       if (policy === 'listed') exchange.corsOrigin = exchange.origin;
     }
-    if (op.rateLimited) deps.publicLimiter.take(exchange.ip);
+    takeRateLimits(op, deps.limits, exchange);
     if (!isJsonContentType(contentType)) throw unsupportedMediaType(contentType);
     const input = validate(parseEnvelope(raw));
+    if (op.targetEmail !== undefined) deps.limits[op.targetEmail.limiter].take(op.targetEmail.of(input).trim().toLowerCase());
     const reply = await op.handle(input, exchange);
     if (exchange.aborted) {
       exchange.log.debug('client went away before the reply; the operation completed');
@@ -225,6 +231,14 @@ function forwardHeaders(op: Operation, req: HttpRequest, contentType: string, re
     if (value !== '') headers[name] = value;
   }
   return headers;
+}
+
+/** Public operations count per client address; authenticated ones per API key (or workspace). */
+function takeRateLimits(op: Operation, limits: RateLimits, exchange: Exchange): void {
+  if (op.rateLimited) limits.client.take(rateLimitKey(exchange.ip));
+  const identity = exchange.identity;
+  if (identity === null) return;
+  limits.credential.take(identity.kind === 'apiKey' ? identity.apiKey : `workspace:${identity.workspaceId}`);
 }
 
 function fail(exchange: Exchange, error: AppError, closeConnection: boolean): void {

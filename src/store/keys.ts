@@ -11,6 +11,10 @@ export const DB = {
   workspaces: 'workspaces',
   /** [ownerEmailLowercase] -> workspaceId */
   workspaceByEmail: 'workspace-by-email',
+  /** [workspaceId] -> OwnerEmailRecord (verified when, exempt, the current one-time link of each purpose) */
+  ownerEmail: 'owner-email',
+  /** [keyedHash(linkToken)] -> EmailLinkRecord (purpose, workspace, expiry); removed when redeemed or replaced */
+  emailLinks: 'email-links',
   /** [apiKey] -> ApiKeyRecord (auth tokens kept encrypted, indexed by keyed hash below) */
   apiKeys: 'api-keys',
   /** [keyedHash(authToken)] -> apiKey */

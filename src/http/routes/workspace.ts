@@ -3,7 +3,8 @@ import type { Secrets } from '../../auth/secrets.js';
 import { invalidArgument } from '../../errors.js';
 import { applyApiKeyConfigUpdate, viewApiKeyConfig, type ApiKeyConfigUpdate } from '../../tenant/api-key-config.js';
 import { normalizeDomain, type Domains } from '../../tenant/domains.js';
-import type { ApiKeyType, CreateWorkspaceInput, Workspaces } from '../../tenant/workspaces.js';
+import { refuseDisposable } from '../../tenant/email-rules.js';
+import type { ApiKeyType, CreateWorkspaceInput, WorkspaceView, Workspaces } from '../../tenant/workspaces.js';
 import { ok, operation, type Operation } from '../operation.js';
 import { emptyData } from '../schemas/common.js';
 import {
@@ -15,13 +16,25 @@ import {
   updateApiKeyConfigSchema,
 } from '../schemas/workspace.js';
 
-export function workspaceOperations(workspaces: Workspaces, secrets: Secrets, domains: Domains): Operation[] {
+/** `created` starts the owner-email verification of a new workspace (its email goes out after the reply). */
+export function workspaceOperations(
+  workspaces: Workspaces,
+  secrets: Secrets,
+  domains: Domains,
+  created: (workspace: WorkspaceView) => void = () => {},
+): Operation[] {
   return [
     operation<CreateWorkspaceInput, 'public'>({
       paths: ['/v2/workspace/create'],
       auth: 'public',
       schema: createWorkspaceSchema,
-      handle: async (input) => ok('Workspace created successfully', await workspaces.create(input)),
+      targetEmail: { limiter: 'emailSend', of: (input) => input.ownerEmail },
+      handle: async (input) => {
+        refuseDisposable(input.ownerEmail, 'data.ownerEmail');
+        const workspace = await workspaces.create(input);
+        created(workspace);
+        return ok('Workspace created successfully', workspace);
+      },
     }),
     operation<Record<string, never>, 'workspace'>({
       paths: ['/v2/workspace/get'],
