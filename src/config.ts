@@ -193,7 +193,7 @@ const OPTIONS: readonly OptionSpec<keyof Config>[] = [
   { key: 'emailFrom', env: 'EMAIL_FROM', fallback: 'Plait <no-reply@plait.localhost>', parse: text, doc: 'Sender of `default` email when the workspace sets no `fromEmail`.' },
   { key: 'sendgridBaseUrl', env: 'SENDGRID_BASE_URL', fallback: 'https://api.sendgrid.com', parse: httpUrl, doc: 'Base URL of the SendGrid v3 API used by `sendgrid` email (tests point it at a local fake).' },
   { key: 'natsUrl', env: 'NATS_URL', fallback: undefined, parse: natsUrl, doc: 'NATS server(s) with JetStream, e.g. `nats://127.0.0.1:4222` (comma-separated for several); set: this process joins a cluster (docs/cluster.md) and `SECRET_KEY` is required. Unset: one process, nothing external.' },
-  { key: 'nodeId', env: 'NODE_ID', fallback: undefined, parse: optionalText, doc: 'This node\'s name in the cluster (leases and relay subjects name it); default: `HOST:PORT` as bound.' },
+  { key: 'nodeId', env: 'NODE_ID', fallback: undefined, parse: optionalText, doc: 'This node\'s name in the cluster (leases and relay subjects name it); default: `HOST:PORT` (with `PORT=0`: host name and process id).' },
   { key: 'clusterLeaseMs', env: 'CLUSTER_LEASE_MS', fallback: 10_000, parse: integer(1000, 10_000), doc: 'How long a document\'s ownership lease lasts without renewal (renewed every third of it); a dead node\'s documents move within it.' },
 ];
 
