@@ -40,7 +40,14 @@ export class ClusterNode {
       }
     })();
     const leases = await Leases.open(nc, { nodeId, leaseMs: config.clusterLeaseMs, log });
-    const relay = new Relay({ nc, nodeId, log, local });
+    const relay = new Relay({
+      nc,
+      nodeId,
+      log,
+      local,
+      ownerOf: (key) => leases.owner(documentKeyString(key)),
+      watchMs: Math.max(250, Math.floor(config.clusterLeaseMs / 3)),
+    });
     log.info('joined the cluster', { nodeId, nats: config.natsUrl, leaseMs: config.clusterLeaseMs });
     return new ClusterNode(nodeId, nc, leases, relay, new RestForwarding(nc, nodeId, log), log);
   }

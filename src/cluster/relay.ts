@@ -60,6 +60,10 @@ export interface RelayDeps {
   readonly log: Logger;
   /** This node's own sockets only (uWS app.publish): what arrives from NATS is delivered here and not sent back. */
   readonly local: TopicPublisher;
+  /** Who owns a document now (the leases), for the watchdog that closes sockets relayed to an owner that is gone. */
+  readonly ownerOf?: (key: DocumentKey) => Promise<string | undefined>;
+  /** How often the watchdog looks (a third of the lease time). */
+  readonly watchMs?: number;
 }
 
 /**
@@ -78,6 +82,38 @@ export class Relay implements DocumentRelay {
   constructor(private readonly deps: RelayDeps) {
     const { nc, nodeId } = deps;
     this.subs.push(nc.subscribe(subjects.out(nodeId), { callback: (error, msg) => (error === null ? this.fromOwner(msg) : this.failed(error)) }));
+    if (deps.ownerOf !== undefined) {
+      this.watchdog = setInterval(() => void this.watch(), deps.watchMs ?? 3_000);
+      this.watchdog.unref();
+    }
+  }
+
+  private watchdog: NodeJS.Timeout | undefined;
+
+  /**
+   * A killed owner says nothing: its relayed sockets would stay open and hear nothing. Once its lease has lapsed
+   * or moved, they are closed with SERVICE_RESTART, so their clients reconnect and a live node takes the document.
+   */
+  private async watch(): Promise<void> {
+    const byOwner = new Map<string, { key: DocumentKey; owner: string; sessions: RelayedSession[] }>();
+    for (const session of this.relayed.values()) {
+      const id = `${session.owner}\n${JSON.stringify(session.key)}`;
+      const group = byOwner.get(id) ?? { key: session.key, owner: session.owner, sessions: [] };
+      group.sessions.push(session);
+      byOwner.set(id, group);
+    }
+    for (const { key, owner, sessions } of byOwner.values()) {
+      let now: string | undefined;
+      try {
+        now = await this.deps.ownerOf?.(key);
+      } catch (error) {
+        // NATS away: nothing can be told; keep the sockets and look again next time.
+        this.deps.log.debug('relay watchdog could not read a lease', { error: String(error) });
+        continue;
+      }
+      if (now === owner) continue;
+      for (const session of sessions) session.peer?.close(CLOSE.SERVICE_RESTART, 'the document moved to another node; reconnect');
+    }
   }
 
   /** The publisher the owner's actors use: local sockets, and the topic's subject for relaying nodes. */
@@ -221,6 +257,7 @@ export class Relay implements DocumentRelay {
 
   /** Stops relaying; remote connections attached here are detached (their sockets are closed by their node's stop). */
   async close(): Promise<void> {
+    if (this.watchdog !== undefined) clearInterval(this.watchdog);
     for (const session of [...this.relayed.values()]) session.peer?.close(CLOSE.SERVICE_RESTART, 'server restarting');
     for (const session of this.remote.values()) session.detach();
     this.remote.clear();
