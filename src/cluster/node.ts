@@ -6,6 +6,7 @@ import type { DocumentOwnership, Ownership } from '../doc/ownership.js';
 import type { TopicPublisher } from '../doc/peer.js';
 import type { DocumentActors } from '../doc/registry.js';
 import { documentKeyString, type DocumentKey } from '../document-key.js';
+import { unavailable } from '../errors.js';
 import type { Logger } from '../log.js';
 import { Leases } from './leases.js';
 import { Relay } from './relay.js';
@@ -57,7 +58,15 @@ export class ClusterNode {
     const leases = this.leases;
     return {
       owns: (key: DocumentKey) => leases.owns(documentKeyString(key)),
-      claim: async (key: DocumentKey): Promise<Ownership> => leases.claim(documentKeyString(key)),
+      claim: async (key: DocumentKey): Promise<Ownership> => {
+        try {
+          return await leases.claim(documentKeyString(key));
+        } catch (error) {
+          // NATS away (or timing out): nobody can tell who owns the document, so nothing may be served from it.
+          this.log.warn('lease claim failed', { error: String(error) });
+          throw unavailable('the cluster coordinator (NATS) is unreachable; retry shortly');
+        }
+      },
       release: (key: DocumentKey) => void leases.release(documentKeyString(key)),
       onLost: (listener) =>
         leases.onLost((id) => {
