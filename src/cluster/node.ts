@@ -12,6 +12,9 @@ import { Leases } from './leases.js';
 import { Relay } from './relay.js';
 import { RestForwarding } from './rest-forward.js';
 
+/** How long a graceful stop waits for the NATS connection to drain before closing it. */
+const STOP_DRAIN_MS = 2_000;
+
 export type ClusterConfig = Pick<Config, 'natsUrl' | 'nodeId' | 'host' | 'port' | 'clusterLeaseMs'>;
 
 /** NODE_ID, else HOST:PORT; with PORT=0 the port is not known yet, so the host name and process id. */
@@ -92,6 +95,17 @@ export class ClusterNode {
     this.rest.stop();
     await this.relay.close();
     await this.leases.close();
-    await this.nc.drain().catch((error: unknown) => this.log.warn('nats drain failed', { error: String(error) }));
+    // drain() waits for the server; with NATS away it would wait for ever, so it gets a bound and then a close.
+    let timer: NodeJS.Timeout | undefined;
+    const bound = new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), STOP_DRAIN_MS)));
+    const drained = this.nc.drain().then(
+      () => 'drained' as const,
+      (error: unknown) => {
+        this.log.warn('nats drain failed', { error: String(error) });
+        return 'failed' as const;
+      },
+    );
+    if ((await Promise.race([drained, bound])) !== 'drained') await this.nc.close();
+    clearTimeout(timer);
   }
 }
