@@ -1,24 +1,26 @@
 // Owns relaying between nodes: sync sockets on a node that does not own their document reach the owner's actor over NATS.
-import { headers, type Msg, type MsgHdrs, type NatsConnection, type Subscription } from 'nats';
+import { ErrorCode, type Msg, type NatsConnection, type Subscription } from 'nats';
 import type { RootHint } from '../doc/actor.js';
 import type { Peer, TopicPublisher } from '../doc/peer.js';
 import type { ConnectionLease, ConnectionTarget, DocumentRelay } from '../doc/relay-port.js';
-import type { DocumentActors, Lease } from '../doc/registry.js';
+import type { DocumentActors } from '../doc/registry.js';
 import type { DocumentKey } from '../document-key.js';
 import { CLOSE, toAppError, unavailable } from '../errors.js';
 import type { Logger } from '../log.js';
-import { readClientMessage } from '../sync/protocol.js';
 import { leaseKey } from './leases.js';
+import { hdrs, RemoteSession, type AttachRequest } from './remote-peer.js';
 
 /**
  * Subjects, spelled here and nowhere else (tokens are base64url, so any id is subject-safe):
  * - `plait.node.<node>.attach`: request/reply, a relaying node asks the owner to attach a remote connection;
  * - `plait.node.<node>.in`: frames (and the detach) of remote connections, to the owner;
  * - `plait.node.<node>.out`: what the owner's actor does to a remote connection (send, subscribe, close);
+ * - `plait.node.<node>.ping`: request/reply, an owner asks whether a relaying node is still there;
  * - `plait.topic.<topic>`: the owner's fan-out of one uWS topic, heard by nodes with sockets subscribed to it.
  */
 export const subjects = {
   attach: (node: string): string => `plait.node.${leaseKey(node)}.attach`,
+  ping: (node: string): string => `plait.node.${leaseKey(node)}.ping`,
   in: (node: string): string => `plait.node.${leaseKey(node)}.in`,
   out: (node: string): string => `plait.node.${leaseKey(node)}.out`,
   topic: (topic: string): string => `plait.topic.${leaseKey(topic)}`,
@@ -27,32 +29,11 @@ export const subjects = {
 /** How long a relaying node waits for the owner to attach a connection before refusing it (UNAVAILABLE). */
 const ATTACH_TIMEOUT_MS = 5_000;
 
-/** What a relaying node tells the owner about a connection. */
-interface AttachRequest {
-  readonly key: DocumentKey;
-  readonly from: string;
-  readonly hint: RootHint;
-  readonly peer: {
-    readonly sessionId: string;
-    readonly userId: string;
-    readonly name?: string | undefined;
-    readonly email?: string | undefined;
-    readonly editorId: string;
-    readonly readOnly: boolean;
-    readonly extensions: boolean;
-  };
-}
-
 type AttachReply = { readonly ok: true } | { readonly ok: false; readonly status: string; readonly message: string };
 
 const json = (value: unknown): Uint8Array => new TextEncoder().encode(JSON.stringify(value));
 const parse = <T>(bytes: Uint8Array): T => JSON.parse(new TextDecoder().decode(bytes)) as T;
 
-function hdrs(fields: Record<string, string>): MsgHdrs {
-  const h = headers();
-  for (const [name, value] of Object.entries(fields)) h.set(name, value);
-  return h;
-}
 
 export interface RelayDeps {
   readonly nc: NatsConnection;
@@ -82,6 +63,7 @@ export class Relay implements DocumentRelay {
   constructor(private readonly deps: RelayDeps) {
     const { nc, nodeId } = deps;
     this.subs.push(nc.subscribe(subjects.out(nodeId), { callback: (error, msg) => (error === null ? this.fromOwner(msg) : this.failed(error)) }));
+    this.subs.push(nc.subscribe(subjects.ping(nodeId), { callback: (error, msg) => (error === null ? msg.respond() : this.failed(error)) }));
     if (deps.ownerOf !== undefined) {
       this.watchdog = setInterval(() => void this.watch(), deps.watchMs ?? 3_000);
       this.watchdog.unref();
@@ -95,6 +77,34 @@ export class Relay implements DocumentRelay {
    * or moved, they are closed with SERVICE_RESTART, so their clients reconnect and a live node takes the document.
    */
   private async watch(): Promise<void> {
+    await Promise.all([this.watchOwners(), this.watchRelays()]);
+  }
+
+  /**
+   * Owner side: a killed relaying node says nothing either, and its connections would stay attached (stale
+   * awareness, a document that never unloads). NATS answers "no responders" at once for a node with no
+   * subscription left, which is definite; a timeout (NATS itself away) is not, and changes nothing.
+   */
+  private async watchRelays(): Promise<void> {
+    const nodes = new Set([...this.remote.values()].map((session) => session.from));
+    await Promise.all(
+      [...nodes].map(async (node) => {
+        try {
+          await this.deps.nc.request(subjects.ping(node), new Uint8Array(0), { timeout: 2_000 });
+        } catch (error) {
+          if ((error as { code?: string }).code !== ErrorCode.NoResponders) return;
+          this.deps.log.warn('relaying node is gone; detaching its connections', { node });
+          for (const [sessionId, session] of this.remote) {
+            if (session.from !== node) continue;
+            this.remote.delete(sessionId);
+            session.detach();
+          }
+        }
+      }),
+    );
+  }
+
+  private async watchOwners(): Promise<void> {
     const byOwner = new Map<string, { key: DocumentKey; owner: string; sessions: RelayedSession[] }>();
     for (const session of this.relayed.values()) {
       const id = `${session.owner}\n${JSON.stringify(session.key)}`;
@@ -226,7 +236,7 @@ export class Relay implements DocumentRelay {
       return;
     }
     // Registered before any await, so frames that follow the request wait in the session's queue.
-    const session = new RemoteSession(this.deps, request);
+    const session = new RemoteSession({ nc: this.deps.nc, local: this.deps.local, outSubject: subjects.out }, request);
     this.remote.set(request.peer.sessionId, session);
     try {
       const lease = await actors.acquire(request.key);
@@ -304,99 +314,3 @@ class RelayedSession implements ConnectionLease, ConnectionTarget {
   }
 }
 
-/** Owner side: a connection on another node, attached to a local actor; the actor sees a Peer. */
-class RemoteSession {
-  private lease: Lease | undefined;
-  private peer: RemotePeer | undefined;
-  /** Frames that arrived before the actor was loaded. */
-  private queued: Uint8Array[] | undefined = [];
-  private gone = false;
-
-  constructor(private readonly deps: RelayDeps, private readonly request: AttachRequest) {}
-
-  start(lease: Lease, hint: RootHint): void {
-    if (this.gone) {
-      lease.release();
-      return;
-    }
-    this.lease = lease;
-    this.peer = new RemotePeer(this.deps, this.request, () => this.detach());
-    lease.actor.attach(this.peer, hint);
-    const queued = this.queued ?? [];
-    this.queued = undefined;
-    for (const bytes of queued) this.frame(bytes);
-  }
-
-  frame(bytes: Uint8Array): void {
-    if (this.queued !== undefined) {
-      this.queued.push(bytes);
-      return;
-    }
-    const { lease, peer } = this;
-    if (lease === undefined || peer === undefined || peer.closed) return;
-    // Validated again here: the owner trusts no other node's parsing more than a socket's.
-    const message = readClientMessage(bytes);
-    if (message.kind === 'malformed') {
-      peer.close(CLOSE.MALFORMED_FRAME, 'malformed frame');
-      return;
-    }
-    if (!lease.actor.receive(peer, message)) peer.close(CLOSE.BACKPRESSURE, 'the document is overloaded; reconnect to resync');
-  }
-
-  detach(): void {
-    if (this.gone) return;
-    this.gone = true;
-    const { lease, peer } = this;
-    if (lease === undefined || peer === undefined) return;
-    peer.closed = true;
-    lease.actor.detach(peer);
-    lease.release();
-  }
-}
-
-class RemotePeer implements Peer {
-  closed = false;
-  readonly sessionId: string;
-  readonly userId: string;
-  readonly name: string | undefined;
-  readonly email: string | undefined;
-  readonly editorId: string;
-  readonly readOnly: boolean;
-  readonly extensions: boolean;
-  private readonly out: string;
-
-  constructor(private readonly deps: RelayDeps, request: AttachRequest, private readonly onClose: () => void) {
-    this.sessionId = request.peer.sessionId;
-    this.userId = request.peer.userId;
-    this.name = request.peer.name;
-    this.email = request.peer.email;
-    this.editorId = request.peer.editorId;
-    this.readOnly = request.peer.readOnly;
-    this.extensions = request.peer.extensions;
-    this.out = subjects.out(request.from);
-  }
-
-  send(bytes: Uint8Array): boolean {
-    if (this.closed) return false;
-    this.deps.nc.publish(this.out, bytes, { headers: hdrs({ s: this.sessionId, k: 'send' }) });
-    return true;
-  }
-
-  subscribe(topic: string): void {
-    if (!this.closed) this.deps.nc.publish(this.out, new Uint8Array(0), { headers: hdrs({ s: this.sessionId, k: 'subscribe', t: topic }) });
-  }
-
-  publish(topic: string, bytes: Uint8Array): boolean {
-    if (this.closed) return false;
-    // The owner's own sockets (this connection is not among them); the fan-out then calls the cluster publisher's
-    // publishedBy, which reaches the relaying nodes' sockets, skipping this connection's.
-    this.deps.local.publish(topic, bytes);
-    return true;
-  }
-
-  close(code: number, reason: string): void {
-    if (this.closed) return;
-    this.deps.nc.publish(this.out, new Uint8Array(0), { headers: hdrs({ s: this.sessionId, k: 'close', c: String(code), r: reason }) });
-    this.onClose();
-  }
-}
