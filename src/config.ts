@@ -53,6 +53,11 @@ export interface Config {
   readonly loginLinkTtlMs: number;
   readonly userTokenLifetimeSeconds: number;
   readonly stopDrainMs: number;
+  /** Cluster mode (src/cluster/) when set; undefined: one process, nothing external. */
+  readonly natsUrl: string | undefined;
+  /** This node's name in the cluster; undefined: host:port, filled in at start. */
+  readonly nodeId: string | undefined;
+  readonly clusterLeaseMs: number;
 }
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent';
@@ -108,6 +113,15 @@ const httpUrl: Parser<string> = (raw, name) => {
 const smtpUrl: Parser<string | undefined> = (raw, name) => {
   if (raw === '') return undefined;
   if (!URL.canParse(raw) || !/^smtps?:$/.test(new URL(raw).protocol)) throw new ConfigError(`${name} must be an smtp:// or smtps:// URL`);
+  return raw;
+};
+
+const natsUrl: Parser<string | undefined> = (raw, name) => {
+  if (raw === '') return undefined;
+  for (const server of raw.split(',')) {
+    const url = server.trim().includes('://') ? server.trim() : `nats://${server.trim()}`;
+    if (!URL.canParse(url) || !/^(nats|tls):$/.test(new URL(url).protocol)) throw new ConfigError(`${name} must be nats://host:port (comma-separated for several servers), got "${raw}"`);
+  }
   return raw;
 };
 
@@ -209,6 +223,9 @@ const OPTIONS: readonly OptionSpec<keyof Config>[] = [
   { key: 'llmBApiKey', env: 'LLM_B_API_KEY', fallback: undefined, parse: optionalText, doc: 'API key for `llm_b` (sent the way `@anthropic-ai/sdk` sends it; never logged).' },
   { key: 'userTokenLifetimeSeconds', env: 'USER_TOKEN_LIFETIME_SECONDS', fallback: 48 * 60 * 60, parse: integer(60, 30 * 24 * 60 * 60), doc: 'Lifetime of the user tokens `/v2/auth/generate_token` signs; a sync socket is closed with 4401 when its token expires.' },
   { key: 'stopDrainMs', env: 'STOP_DRAIN_MS', fallback: 10_000, parse: integer(0, 600_000), doc: 'On SIGTERM/SIGINT, how long REST requests in flight may run before the stop goes on without them (sockets are then closed with 1012).' },
+  { key: 'natsUrl', env: 'NATS_URL', fallback: undefined, parse: natsUrl, doc: 'NATS server(s) with JetStream, e.g. `nats://127.0.0.1:4222` (comma-separated for several); set: this process joins a cluster (docs/cluster.md) and `SECRET_KEY` is required. Unset: one process, nothing external.' },
+  { key: 'nodeId', env: 'NODE_ID', fallback: undefined, parse: optionalText, doc: 'This node\'s name in the cluster (leases and relay subjects name it); default: `HOST:PORT` (with `PORT=0`: host name and process id).' },
+  { key: 'clusterLeaseMs', env: 'CLUSTER_LEASE_MS', fallback: 10_000, parse: integer(1000, 10_000), doc: 'How long a document\'s ownership lease lasts without renewal (renewed every third of it); a dead node\'s documents move within it.' },
 ];
 
 export class ConfigError extends Error {
@@ -261,6 +278,10 @@ export function loadConfig(
     values[option.key] = raw === undefined ? option.fallback : option.parse(raw, raw === flags.get(flag) ? flag : option.env);
   }
   const config = { ...values, ...overrides } as unknown as Config;
+  if (config.natsUrl !== undefined && config.secretKey === undefined) {
+    // Every node must read the same secrets at rest and sign tokens with the same keys.
+    throw new ConfigError('NATS_URL is set (cluster mode) but SECRET_KEY is not: set the same SECRET_KEY on every node');
+  }
   return Object.freeze({ ...config, dataDir: resolve(config.dataDir) });
 }
 

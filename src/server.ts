@@ -7,7 +7,7 @@ import type { Config } from './config.js';
 import type { Logger } from './log.js';
 import { RequestGate } from './http/gate.js';
 import { writeJson } from './edge/reply.js';
-import { fallback, preflight, route, type RouteDeps } from './http/route.js';
+import { fallback, preflight, route, type ForwardedRequest, type RouteDeps } from './http/route.js';
 import type { Operation } from './http/operation.js';
 import { rateLimits } from './http/rate-limit.js';
 import { ClientAddresses, rateLimitKey } from './http/client-address.js';
@@ -68,6 +68,8 @@ import { deliveryConfigOperations } from './http/routes/delivery-configs.js';
 import { webhookEndpointOperations } from './http/routes/webhook-endpoints.js';
 import { notificationOperations } from './http/routes/notifications.js';
 import { activityOperations } from './http/routes/activities.js';
+import { ClusterNode } from './cluster/node.js';
+import type { DocumentOwnership } from './doc/ownership.js';
 
 export interface Services {
   readonly config: Config;
@@ -119,6 +121,8 @@ export interface ServerOptions {
   readonly emailTransport?: EmailTransport;
   /** false: delivery runs only when a test pumps it (`services.delivery.dispatcher.drain()`, `runner.drain()`). */
   readonly autoDeliver?: boolean;
+  /** Cluster mode: who owns each document (src/cluster/ leases); default: this process owns everything. */
+  readonly ownership?: DocumentOwnership;
 }
 
 export interface RunningServer {
@@ -148,7 +152,7 @@ export async function openServices(config: Config, log: Logger, publisher: Topic
     dataOwners: [new LmdbDocumentData(store)],
   });
   const outbox = new Outbox(store);
-  const documentActors = new DocumentActors(config, store, log.child({ component: 'documents' }), publisher);
+  const documentActors = new DocumentActors(config, store, log.child({ component: 'documents' }), publisher, options.ownership);
   directory.addDataOwner(documentActors);
   const collab = new CollabDocuments({
     store,
@@ -294,7 +298,11 @@ export async function startServer(config: Config, log: Logger, options: ServerOp
   log.info(`uWebSockets.js: ${build} ${version}`, { skipped });
   const app = uws.App();
   // uWS's app.publish reaches every subscriber of a topic (ws.publish would skip its own socket).
-  const services = await openServices(config, log, { publish: (topic, bytes) => void app.publish(topic, bytes, true) }, options);
+  const local: TopicPublisher = { publish: (topic, bytes) => void app.publish(topic, bytes, true) };
+  // Cluster mode (NATS_URL, docs/cluster.md): leases decide ownership and the owner's frames also go out on NATS.
+  const cluster = config.natsUrl === undefined ? undefined : await ClusterNode.start(config, log.child({ component: 'cluster' }), local);
+  const services = await openServices(config, log, cluster?.relay.clusterPublisher() ?? local, { ...options, ...(cluster === undefined ? {} : { ownership: cluster.ownership() }) });
+  cluster?.serve(services.documentActors);
   const deps: RouteDeps = {
     auth: {
       workspace: (id, token) => services.workspaces.authenticateWorkspace(id, token),
@@ -311,6 +319,7 @@ export async function startServer(config: Config, log: Logger, options: ServerOp
     clientAddresses: new ClientAddresses(config.trustedProxies),
     gate: new RequestGate(services.clock),
     originPolicy: (apiKey, origin) => services.domains.policy(apiKey, origin),
+    ...(cluster === undefined ? {} : { forward: (owner: string, request: ForwardedRequest) => cluster.rest.forward(owner, request) }),
   };
   const knownPaths = new Set<string>();
   const operations = allOperations(services);
@@ -360,6 +369,7 @@ export async function startServer(config: Config, log: Logger, options: ServerOp
         }
         return services.permissionProvider.documentAccess(userId, key);
       },
+      ...(cluster === undefined ? {} : { relay: cluster.relay }),
     }),
   );
   mountEmailLinks(app, {
@@ -379,6 +389,7 @@ export async function startServer(config: Config, log: Logger, options: ServerOp
   const port = uws.us_socket_local_port(listenSocket);
   const metricsSocket =
     config.metricsPort === undefined ? undefined : await listen(metricsApp, config.host, config.metricsPort, 'metrics');
+  cluster?.serveRest(config.host, port);
   boundPorts.set(config, port);
   // Every job kind is registered by now; jobs a crash interrupted run again (each is idempotent).
   services.jobs.resume();
@@ -396,6 +407,8 @@ export async function startServer(config: Config, log: Logger, options: ServerOp
     await services.jobs.stop();
     await services.agents.close();
     await services.documentActors.shutdown();
+    // After the final snapshots: stop relaying, release the leases so other nodes take the documents at once.
+    await cluster?.stop();
     services.collab.close();
     // Attempts in flight settle (each within its own timeout) so their outcome is recorded before the store closes.
     await services.delivery.stop();

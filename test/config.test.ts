@@ -52,3 +52,18 @@ t.test('public-surface options: durations, proxy ranges, console origins, public
   t.throws(() => loadConfig({ CONSOLE_ORIGIN: 'console.example.com' }, []), { message: /CONSOLE_ORIGIN/ });
   t.throws(() => loadConfig({ PUBLIC_URL: 'ftp://x' }, []), { message: /PUBLIC_URL must be an http\(s\) URL/ });
 });
+
+t.test('cluster mode (NATS_URL) requires SECRET_KEY; without NATS_URL nothing changes', async (t) => {
+  const single = loadConfig({}, []);
+  t.equal(single.natsUrl, undefined, 'off by default');
+  t.equal(single.nodeId, undefined);
+  t.equal(single.clusterLeaseMs, 10_000);
+  t.throws(() => loadConfig({ NATS_URL: 'nats://127.0.0.1:4222' }, []), new ConfigError('NATS_URL is set (cluster mode) but SECRET_KEY is not: set the same SECRET_KEY on every node'));
+  const key = 'a'.repeat(64);
+  const clustered = loadConfig({ NATS_URL: 'nats://127.0.0.1:4222', SECRET_KEY: key, NODE_ID: 'n1', CLUSTER_LEASE_MS: '3000' }, []);
+  t.equal(clustered.natsUrl, 'nats://127.0.0.1:4222');
+  t.equal(clustered.nodeId, 'n1');
+  t.equal(clustered.clusterLeaseMs, 3000);
+  t.throws(() => loadConfig({ NATS_URL: 'http://x', SECRET_KEY: key }, []), { message: /NATS_URL must be nats:\/\/host:port/ });
+  t.throws(() => loadConfig({ NATS_URL: 'nats://x', SECRET_KEY: key, CLUSTER_LEASE_MS: '60000' }, []), { message: /CLUSTER_LEASE_MS must be an integer from 1000 to 10000/ });
+});

@@ -58,6 +58,7 @@ export class UpdateFanout {
         const frame = writeUpdate(updates.length === 1 ? (updates[0] as Uint8Array) : Y.mergeUpdates(updates));
         // A sender that has gone is unsubscribed already, so publishing to all reaches exactly the others.
         if (sender === undefined || !sender.publish(topic, frame)) this.publisher.publish(topic, frame);
+        else this.publisher.publishedBy?.(topic, frame, sender);
       }
     }
     this.pending = undefined;

@@ -38,6 +38,11 @@ export interface Peer extends ChangeOrigin {
 export interface TopicPublisher {
   /** Queues `bytes` for every subscriber of `topic` (slow ones are closed at their backpressure limit, as for send). */
   publish(topic: string, bytes: Uint8Array): void;
+  /**
+   * `sender` published `bytes` to `topic` through its own socket (which reaches this process's subscribers but
+   * itself). A cluster relays it to the other nodes' subscribers, skipping the sender there too; one process: absent.
+   */
+  publishedBy?(topic: string, bytes: Uint8Array, sender: Peer): void;
 }
 
 /** What other features may read about a document's connections. */

@@ -7,6 +7,7 @@ import { UpdateLog } from '../store/update-log.js';
 import { DocumentActor, type ActorDeps } from './actor.js';
 import { type ConnectionListener, type TopicPublisher } from './peer.js';
 import { documentKeyString, type DocumentKey } from '../document-key.js';
+import { NotOwnerError, SINGLE_PROCESS, type DocumentOwnership } from './ownership.js';
 
 export type RegistryConfig = Pick<
   Config,
@@ -63,7 +64,14 @@ export class DocumentActors {
   private readonly actorDeps: ActorDeps;
 
   /** `publisher` reaches a topic's subscribers (uWS app.publish in src/server.ts). */
-  constructor(private readonly config: RegistryConfig, store: Store, private readonly log: Logger, publisher: TopicPublisher) {
+  constructor(
+    private readonly config: RegistryConfig,
+    store: Store,
+    private readonly log: Logger,
+    publisher: TopicPublisher,
+    private readonly ownership: DocumentOwnership = SINGLE_PROCESS,
+  ) {
+    ownership.onLost((key) => void this.drop(key));
     this.updateLog = new UpdateLog(config.persistence ? store : null, config, log);
     this.actorDeps = {
       updateLog: this.updateLog,
@@ -76,9 +84,9 @@ export class DocumentActors {
     };
   }
 
-  /** The scale-out seam: whether this process owns `key`. One process owns every document today. */
-  owns(_key: DocumentKey): boolean {
-    return true;
+  /** The scale-out seam: whether this process owns `key` (always, unless a cluster's ownership says otherwise). */
+  owns(key: DocumentKey): boolean {
+    return this.ownership.owns(key);
   }
 
   get loadedCount(): number {
@@ -121,7 +129,11 @@ export class DocumentActors {
     const id = documentKeyString(key);
     for (;;) {
       if (this.closing) throw unavailable('the server is shutting down; reconnect shortly');
-      if (!this.owns(key)) throw unavailable('this document is served by another process');
+      if (!this.ownership.owns(key)) {
+        const claim = await this.ownership.claim(key);
+        if (!claim.mine) throw new NotOwnerError(claim.owner);
+        if (this.closing) throw unavailable('the server is shutting down; reconnect shortly');
+      }
       const hold = this.holds.get(id);
       if (hold !== undefined) {
         await hold;
@@ -187,6 +199,7 @@ export class DocumentActors {
       await actor.finalSnapshot();
       actor.dispose();
       this.entries.delete(id);
+      this.ownership.release(entry.key);
       for (const listener of this.unloadListeners) listener(entry.key);
     })().catch((error: unknown) => {
       // The state is still only in memory: keep the actor so nothing is lost, and try again later.
@@ -194,6 +207,31 @@ export class DocumentActors {
       entry.unloading = undefined;
       this.scheduleUnload(id);
     });
+  }
+
+  /**
+   * Ownership was lost (a cluster lease lapsed): another node may own the document now, so this one stops at once,
+   * without a final snapshot or compaction that could race the new owner's writes. Connections are closed with
+   * SERVICE_RESTART (clients reconnect, to the new owner or through a relay); updates already queued are appended.
+   */
+  private async drop(key: DocumentKey): Promise<void> {
+    const id = documentKeyString(key);
+    const entry = this.entries.get(id);
+    if (entry === undefined || entry.unloading !== undefined) return;
+    if (entry.timer !== undefined) clearTimeout(entry.timer);
+    entry.timer = undefined;
+    entry.unloading = (async () => {
+      const actor = entry.actor ?? (await entry.loading);
+      if (actor !== undefined) {
+        actor.closeAll(CLOSE.SERVICE_RESTART, 'the document moved to another node');
+        await actor.whenIdle();
+        await this.updateLog.flush();
+        actor.dispose();
+      }
+      this.entries.delete(id);
+      for (const listener of this.unloadListeners) listener(entry.key);
+    })();
+    await entry.unloading.catch((error: unknown) => this.log.error('dropping a document whose lease was lost failed', { error }));
   }
 
   /** DocumentDataOwner (src/tenant/directory): the document is deleted, so its actor goes without a snapshot. */

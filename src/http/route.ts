@@ -12,6 +12,22 @@ import { normalizeAddress, rateLimitKey, type ClientAddresses } from './client-a
 import type { RateLimits } from './rate-limit.js';
 import { errorEnvelope, successEnvelope, writeError, writeJson, type ResponseState } from '../edge/reply.js';
 import { compileValidator, type Validator } from './validate.js';
+import { NotOwnerError } from '../doc/ownership.js';
+
+/** Marks a request one node forwarded to a document's owner: the owner answers it and never forwards it again. */
+export const FORWARDED_HEADER = 'x-plait-forwarded';
+
+/** A REST request as forwarded to a document's owner in a cluster (src/cluster/ implements the transport). */
+export interface ForwardedRequest {
+  readonly path: string;
+  readonly headers: Readonly<Record<string, string>>;
+  readonly body: Uint8Array;
+}
+
+export interface ForwardedReply {
+  readonly status: number;
+  readonly body: unknown;
+}
 
 /** The credential checks the edge needs from the core. Each throws an AppError naming what is wrong. */
 export interface Authenticator {
@@ -31,6 +47,8 @@ export interface RouteDeps {
   readonly gate: RequestGate;
   /** The API key's allowed web origins (domains operations): `refused` answers PERMISSION_DENIED, `listed` is echoed in CORS. */
   readonly originPolicy?: (apiKey: string, origin: string) => 'any' | 'listed' | 'refused';
+  /** Cluster mode: a request that needs a document another node owns is answered by that node (docs/cluster.md). */
+  readonly forward?: (owner: string, request: ForwardedRequest) => Promise<ForwardedReply>;
 }
 
 /** UUID-shaped ids: a random per-process prefix and a counter (a random UUID per request costs more than the rest of the id work). */
@@ -59,13 +77,15 @@ class Exchange implements ResponseState, RequestContext {
   /** The HTTP status answered (0: none, the client left first; counted as 499 like nginx). */
   httpStatus = 0;
   private readonly started = performance.now();
+  /** Headers to pass on when the request is forwarded to a document's owner; undefined: it came forwarded. */
+  forwardHeaders: Record<string, string> | undefined;
   private finished = false;
   private logger: Logger | undefined;
 
   constructor(
     readonly res: HttpResponse,
     private readonly deps: RouteDeps,
-    private readonly path: string,
+    readonly path: string,
     private readonly instrument: RestInstrument,
     readonly requestId: string,
     public corsOrigin: string,
@@ -126,6 +146,7 @@ export function route(op: Operation, deps: RouteDeps): (path: string) => (res: H
       const contentType = req.getHeader('content-type');
       const presented = credentials(op, req);
       if (op.auth === 'apiKey' && deps.originPolicy !== undefined) exchange.origin = pageOrigin(req);
+      if (deps.forward !== undefined && req.getHeader(FORWARDED_HEADER) === '') exchange.forwardHeaders = forwardHeaders(op, req, contentType, requestId);
       readBody(res, deps.maxBodyBytes).then(
         (raw) => serve(op, deps, validate, exchange, contentType, presented, raw),
         (error: unknown) => fail(exchange, toAppError(error), true),
@@ -192,10 +213,42 @@ async function serve(
       writeJson(exchange.res, exchange, 200, reply.kind === 'bare' ? { result: reply.result } : successEnvelope(reply.message, reply.data, reply.extra));
     }
   } catch (error) {
+    if (error instanceof NotOwnerError && deps.forward !== undefined && exchange.forwardHeaders !== undefined) {
+      await forward(deps.forward, error.owner, exchange, raw);
+      return;
+    }
     fail(exchange, toAppError(error), false);
   } finally {
     exchange.finish();
   }
+}
+
+/**
+ * Answers with the owner's reply to the same request. Operations are forwarded whole once they found the document
+ * owned elsewhere; what they did before (authentication, validation, reads) has no effect to repeat.
+ */
+async function forward(send: NonNullable<RouteDeps['forward']>, owner: string, exchange: Exchange, raw: Buffer): Promise<void> {
+  try {
+    const reply = await send(owner, { path: exchange.path, headers: exchange.forwardHeaders ?? {}, body: raw });
+    writeJson(exchange.res, exchange, reply.status, reply.body);
+  } catch (error) {
+    exchange.log.warn('forwarding to the document owner failed', { owner, error: String(error) });
+    fail(exchange, unavailable('the node that owns this document did not answer; retry shortly'), false);
+  }
+}
+
+/**
+ * The headers an owner needs to answer a forwarded request as this node would have. Not Origin: this node checked
+ * the page's origin already and writes the CORS headers of the reply itself.
+ */
+function forwardHeaders(op: Operation, req: HttpRequest, contentType: string, requestId: string): Record<string, string> {
+  const headers: Record<string, string> = { 'content-type': contentType, 'x-request-id': requestId };
+  const names = op.auth === 'workspace' ? ['x-svc-workspace-id', 'x-svc-workspace-auth-token'] : op.auth === 'apiKey' ? ['x-svc-api-key', 'x-svc-auth-token'] : [];
+  for (const name of names) {
+    const value = req.getHeader(name);
+    if (value !== '') headers[name] = value;
+  }
+  return headers;
 }
 
 /** Public operations count per client address; authenticated ones per API key (or workspace). */

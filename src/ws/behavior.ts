@@ -7,7 +7,9 @@ import type { Config } from '../config.js';
 import type { RootHint } from '../doc/actor.js';
 import type { Peer } from '../doc/peer.js';
 import type { DocumentKey } from '../document-key.js';
-import type { DocumentActors, Lease } from '../doc/registry.js';
+import type { DocumentActors } from '../doc/registry.js';
+import { NotOwnerError } from '../doc/ownership.js';
+import type { ConnectionLease, DocumentRelay } from '../doc/relay-port.js';
 import { AppError, CLOSE, permissionDenied, resourceExhausted, toAppError, unauthenticated, unavailable } from '../errors.js';
 import { writeError, type ResponseState } from '../edge/reply.js';
 import type { RequestGate } from '../http/gate.js';
@@ -32,6 +34,8 @@ export interface SyncDeps {
   readonly providerAccess?: (userId: string, key: DocumentKey) => Promise<DocumentAccess>;
   /** The API key's allowed web origins (src/tenant/domains.ts); a browser page from another origin is refused 403. */
   readonly domains?: { allows(apiKey: string, origin: string): boolean };
+  /** Cluster mode: connections to a document another node owns are relayed to it (src/cluster/relay.ts). */
+  readonly relay?: DocumentRelay;
 }
 
 /** When the connection's access must be looked at again: the grant's expiresAt or the token's exp, whichever is first. */
@@ -53,7 +57,7 @@ interface Session {
   readonly extensions: boolean;
   readonly hint: RootHint;
   /** Held from the upgrade until the socket closes, so the actor cannot unload under a connection. */
-  readonly lease: Lease;
+  readonly lease: ConnectionLease;
   readonly claims: UserClaims;
   deadline: Deadline;
   peer?: SocketPeer;
@@ -147,7 +151,10 @@ export function syncBehavior(deps: SyncDeps): WebSocketBehavior<Session> {
     let access = deps.access.documentAccess(claims, key, now);
     if (access.role === null && deps.providerAccess !== undefined) access = await deps.providerAccess(claims.userId, key);
     if (access.role === null) throw permissionDenied(`user ${claims.userId} has no access to document ${target.documentId}`);
-    const lease = await deps.documentActors.acquire(key);
+    const lease: ConnectionLease = await deps.documentActors.acquire(key).catch((error: unknown) => {
+      if (error instanceof NotOwnerError && deps.relay !== undefined) return deps.relay.connect(key, error.owner);
+      throw error;
+    });
     if (lease.actor.connectionCount >= config.maxConnectionsPerDocument) {
       lease.release();
       throw resourceExhausted(`the document has reached its limit of ${config.maxConnectionsPerDocument} connections`, 5);
@@ -256,13 +263,14 @@ export function syncBehavior(deps: SyncDeps): WebSocketBehavior<Session> {
         return;
       }
       // The ArrayBuffer is neutered when this callback returns and the actor may run later: copy it.
-      const parsed = readClientMessage(new Uint8Array(message.slice(0)));
+      const bytes = new Uint8Array(message.slice(0));
+      const parsed = readClientMessage(bytes);
       if (parsed.kind === 'malformed') {
         log.debug('closing a connection that sent a malformed frame', { reason: parsed.reason, sessionId: session.sessionId });
         peer.close(CLOSE.MALFORMED_FRAME, 'malformed frame');
         return;
       }
-      if (!session.lease.actor.receive(peer, parsed)) peer.close(CLOSE.BACKPRESSURE, 'the document is overloaded; reconnect to resync');
+      if (!session.lease.actor.receive(peer, parsed, bytes)) peer.close(CLOSE.BACKPRESSURE, 'the document is overloaded; reconnect to resync');
     },
 
     close: (ws, code, message) => {

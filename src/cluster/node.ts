@@ -1,0 +1,111 @@
+// Owns one node's membership in a cluster: the NATS connection, its leases as the core's DocumentOwnership, the relay.
+import { hostname } from 'node:os';
+import { connect, type NatsConnection } from 'nats';
+import type { Config } from '../config.js';
+import type { DocumentOwnership, Ownership } from '../doc/ownership.js';
+import type { TopicPublisher } from '../doc/peer.js';
+import type { DocumentActors } from '../doc/registry.js';
+import { documentKeyString, type DocumentKey } from '../document-key.js';
+import { unavailable } from '../errors.js';
+import type { Logger } from '../log.js';
+import { Leases } from './leases.js';
+import { Relay } from './relay.js';
+import { RestForwarding } from './rest-forward.js';
+
+/** How long a graceful stop waits for the NATS connection to drain before closing it. */
+const STOP_DRAIN_MS = 2_000;
+
+export type ClusterConfig = Pick<Config, 'natsUrl' | 'nodeId' | 'host' | 'port' | 'clusterLeaseMs'>;
+
+/** NODE_ID, else HOST:PORT; with PORT=0 the port is not known yet, so the host name and process id. */
+export function nodeIdOf(config: ClusterConfig): string {
+  if (config.nodeId !== undefined) return config.nodeId;
+  return config.port === 0 ? `${hostname()}-${process.pid}` : `${config.host}:${config.port}`;
+}
+
+export class ClusterNode {
+  private constructor(
+    readonly nodeId: string,
+    private readonly nc: NatsConnection,
+    readonly leases: Leases,
+    readonly relay: Relay,
+    readonly rest: RestForwarding,
+    private readonly log: Logger,
+  ) {}
+
+  /** Connects to NATS (reconnecting by itself for ever), binds the lease bucket and starts the relay's inbox. */
+  static async start(config: ClusterConfig, log: Logger, local: TopicPublisher): Promise<ClusterNode> {
+    if (config.natsUrl === undefined) throw new Error('ClusterNode.start needs NATS_URL');
+    const nodeId = nodeIdOf(config);
+    const nc = await connect({ servers: config.natsUrl.split(',').map((server) => server.trim()), name: `plait ${nodeId}`, maxReconnectAttempts: -1, reconnectTimeWait: 250 });
+    void (async () => {
+      for await (const status of nc.status()) {
+        if (status.type === 'disconnect' || status.type === 'reconnect' || status.type === 'error') log.warn(`nats ${status.type}`, { data: String(status.data) });
+      }
+    })();
+    const leases = await Leases.open(nc, { nodeId, leaseMs: config.clusterLeaseMs, log });
+    const relay = new Relay({
+      nc,
+      nodeId,
+      log,
+      local,
+      ownerOf: (key) => leases.owner(documentKeyString(key)),
+      watchMs: Math.max(250, Math.floor(config.clusterLeaseMs / 3)),
+    });
+    log.info('joined the cluster', { nodeId, nats: config.natsUrl, leaseMs: config.clusterLeaseMs });
+    return new ClusterNode(nodeId, nc, leases, relay, new RestForwarding(nc, nodeId, log), log);
+  }
+
+  /** The core's ownership port, backed by the leases (the lease key is the document key string). */
+  ownership(): DocumentOwnership {
+    const leases = this.leases;
+    return {
+      owns: (key: DocumentKey) => leases.owns(documentKeyString(key)),
+      claim: async (key: DocumentKey): Promise<Ownership> => {
+        try {
+          return await leases.claim(documentKeyString(key));
+        } catch (error) {
+          // NATS away (or timing out): nobody can tell who owns the document, so nothing may be served from it.
+          this.log.warn('lease claim failed', { error: String(error) });
+          throw unavailable('the cluster coordinator (NATS) is unreachable; retry shortly');
+        }
+      },
+      release: (key: DocumentKey) => void leases.release(documentKeyString(key)),
+      onLost: (listener) =>
+        leases.onLost((id) => {
+          const [apiKey, organizationId, documentId] = JSON.parse(id) as [string, string, string];
+          listener({ apiKey, organizationId, documentId });
+        }),
+    };
+  }
+
+  /** Starts serving remote connections of the documents this node owns. */
+  serve(actors: DocumentActors): void {
+    this.relay.serve(actors);
+  }
+
+  /** Starts answering REST requests forwarded to this node, through its own listener (`host`:`port`). */
+  serveRest(host: string, port: number): void {
+    const loopback = host === '0.0.0.0' || host === '::' || host === '' ? '127.0.0.1' : host;
+    this.rest.serve(`http://${loopback.includes(':') ? `[${loopback}]` : loopback}:${port}`);
+  }
+
+  /** Graceful stop, after the documents were unloaded: stop relaying, release every lease, drain the connection. */
+  async stop(): Promise<void> {
+    this.rest.stop();
+    await this.relay.close();
+    await this.leases.close();
+    // drain() waits for the server; with NATS away it would wait for ever, so it gets a bound and then a close.
+    let timer: NodeJS.Timeout | undefined;
+    const bound = new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), STOP_DRAIN_MS)));
+    const drained = this.nc.drain().then(
+      () => 'drained' as const,
+      (error: unknown) => {
+        this.log.warn('nats drain failed', { error: String(error) });
+        return 'failed' as const;
+      },
+    );
+    if ((await Promise.race([drained, bound])) !== 'drained') await this.nc.close();
+    clearTimeout(timer);
+  }
+}
