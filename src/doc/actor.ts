@@ -323,20 +323,40 @@ export class DocumentActor implements DocumentActorView, TaskFailures, StoreUpda
     await Promise.all(commits);
   }
 
-  /** Applies a REST write in one Yjs transaction; returns the commit promises (not awaited inside the mailbox). */
+  /**
+   * Applies a REST write as one Yjs update; returns the commit promises (not awaited inside the mailbox). The write is
+   * made on a scratch copy first: if it throws half way (data Yjs cannot hold) or does not fit, the store is untouched,
+   * since a Yjs transaction that throws still keeps and emits what it did before the throw.
+   */
   private write(store: EditorStore, write: StoreWrite): Array<Promise<void>> {
     const contentKey = write.contentKey ?? store.contentKey;
+    const scratch = new Y.Doc();
+    let problem: string | undefined;
+    let update: Uint8Array | undefined;
+    try {
+      Y.applyUpdate(scratch, Y.encodeStateAsUpdate(store.doc));
+      // The scratch doc's roots must have the store's types, or replaceData would see them as generic.
+      for (const [name, type] of store.doc.share) if (type.constructor !== Y.AbstractType) defineRootLike(scratch, name, type);
+      const before = Y.encodeStateVector(scratch);
+      scratch.transact(() => {
+        problem = replaceData(scratch, write.type, contentKey, write.data);
+      });
+      if (problem === undefined) update = Y.encodeStateAsUpdate(scratch, before);
+    } catch (error) {
+      throw invalidArgument('data cannot be stored as CRDT content (too deeply nested or too large)', { cause: error });
+    } finally {
+      scratch.destroy();
+    }
+    if (problem !== undefined) throw invalidArgument(problem);
     const commits: Array<Promise<void>> = [];
     this.commits = commits;
-    let problem: string | undefined;
     try {
-      store.doc.transact(() => {
-        problem = replaceData(store.doc, write.type, contentKey, write.data);
-      }, REST_ORIGIN);
+      // The root is defined on the store too, so reads see its type even when the write changed no content.
+      defineRoot(store.doc, write.type, contentKey);
+      if (update !== undefined && !isEmptyUpdate(update)) Y.applyUpdate(store.doc, update, REST_ORIGIN);
     } finally {
       this.commits = undefined;
     }
-    if (problem !== undefined) throw invalidArgument(problem);
     store.type = write.type;
     store.contentKey = contentKey;
     // Add with empty data changes no content, yet the store must now exist on disk.
@@ -345,6 +365,26 @@ export class DocumentActor implements DocumentActorView, TaskFailures, StoreUpda
       commits.push(this.deps.updateLog.requestSnapshot(store));
     }
     return commits;
+  }
+
+  /**
+   * @internal For the actor's stores: a store's writes failed on their own and will not be retried (src/store/update-log.ts).
+   * Memory goes back to what is on disk, and the store's connections, which hold the refused change, are closed.
+   */
+  storeWriteFailed(failed: EditorStore, error: unknown): void {
+    this.deps.log.error('a store could not be written; it is reloaded from disk', { error, editorId: failed.editorId, ...this.logFields() });
+    this.mailbox.tell(() => {
+      if (this.stores.get(failed.editorId) !== failed) return;
+      const loaded = this.deps.updateLog.snapshots.load(this.key.apiKey, this.key.organizationId, this.key.documentId).find((record) => record.editorId === failed.editorId);
+      const restored = new EditorStore(this.key, failed.editorId, loaded);
+      for (const peer of failed.peers) restored.peers.add(peer);
+      this.stores.delete(failed.editorId);
+      this.stores.add(restored);
+      restored.listen(this);
+      failed.doc.destroy();
+      // Their detach finds them in the restored store's peers.
+      for (const peer of [...restored.peers]) peer.close(CLOSE.INTERNAL, 'a change could not be saved; reconnect to resync');
+    }, true);
   }
 
   // ---- lifecycle (called by the registry) ----
@@ -379,6 +419,14 @@ export class DocumentActor implements DocumentActorView, TaskFailures, StoreUpda
     for (const store of this.stores.values()) store.doc.destroy();
     this.stores.clear();
   }
+}
+
+/** Instantiates `name` on `doc` with the constructor it has on the source doc. */
+function defineRootLike(doc: Y.Doc, name: string, type: object): void {
+  if (type instanceof Y.Text) doc.getText(name);
+  else if (type instanceof Y.Map) doc.getMap(name);
+  else if (type instanceof Y.Array) doc.getArray(name);
+  else if (type instanceof Y.XmlFragment) doc.getXmlFragment(name);
 }
 
 function info({ sessionId, userId, name, email, editorId, readOnly, extensions }: Peer): PeerInfo {
