@@ -15,7 +15,7 @@ function decodeEntities(text: string): string {
   return text.replace(/&(#x[0-9a-fA-F]+|#[0-9]+|[a-z]+);/g, (whole, body: string) => {
     if (body.startsWith('#x')) return safeCodePoint(Number.parseInt(body.slice(2), 16)) ?? whole;
     if (body.startsWith('#')) return safeCodePoint(Number.parseInt(body.slice(1), 10)) ?? whole;
-    return ENTITIES[body] ?? whole;
+    return Object.hasOwn(ENTITIES, body) ? (ENTITIES[body] as string) : whole;
   });
 }
 
