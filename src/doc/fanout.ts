@@ -20,12 +20,21 @@ export const topics = {
  * `members` are the connections subscribed to `topic` (only the first live one is used). False when none is live.
  */
 export function publishToAll(topic: string, bytes: Uint8Array, members: Iterable<Peer>): boolean {
-  for (const peer of members) {
+  const all = [...members];
+  let published = false;
+  for (const peer of all) {
     if (!peer.publish(topic, bytes)) continue;
     peer.send(bytes);
-    return true;
+    published = true;
+    break;
   }
-  return false;
+  checkAll(all);
+  return published;
+}
+
+/** After a publish: every subscriber past its backpressure limit is closed with 1013 (src/ws/behavior.ts). */
+function checkAll(members: Iterable<Peer>): void {
+  for (const peer of members) peer.checkBackpressure();
 }
 
 interface PendingTopic {
@@ -71,6 +80,7 @@ export class UpdateFanout {
         // A sender that has gone is unsubscribed already, so publishing to all reaches exactly the others.
         if (sender === undefined || !sender.publish(topic, frame)) publishToAll(topic, frame, members);
       }
+      checkAll(members);
     }
     this.pending = undefined;
   }

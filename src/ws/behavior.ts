@@ -64,7 +64,7 @@ class SocketPeer implements Peer {
   readonly readOnly: boolean;
   readonly extensions: boolean;
 
-  constructor(private readonly ws: WebSocket<Session>, session: Session) {
+  constructor(private readonly ws: WebSocket<Session>, session: Session, private readonly maxBuffered: number) {
     this.sessionId = session.sessionId;
     this.userId = session.userId;
     this.name = session.name;
@@ -82,12 +82,14 @@ class SocketPeer implements Peer {
       status = this.ws.send(bytes, true);
     });
     if (this.closed) return false;
-    if (status === SEND_DROPPED) {
-      // A dropped Yjs frame would leave a gap in the client's document: end it so it reconnects and resyncs.
-      this.close(CLOSE.BACKPRESSURE, 'backpressure limit reached; reconnect to resync');
-      return false;
-    }
-    return true;
+    // A dropped Yjs frame would leave a gap in the client's document: end it so it reconnects and resyncs.
+    if (status === SEND_DROPPED) this.close(CLOSE.BACKPRESSURE, 'backpressure limit reached; reconnect to resync');
+    else this.checkBackpressure();
+    return !this.closed;
+  }
+
+  checkBackpressure(): void {
+    if (!this.closed && this.ws.getBufferedAmount() > this.maxBuffered) this.close(CLOSE.BACKPRESSURE, 'backpressure limit reached; reconnect to resync');
   }
 
   subscribe(topic: string): void {
@@ -97,8 +99,8 @@ class SocketPeer implements Peer {
   publish(topic: string, bytes: Uint8Array): boolean {
     // A closed socket would throw; the caller then publishes through another member.
     if (this.closed) return false;
-    // uWS excludes this socket, applies maxBackpressure / closeOnBackpressureLimit to every subscriber (a dropped
-    // Yjs frame leaves a gap, so a slow reader is closed and resyncs on reconnect) and keeps each socket's order.
+    // uWS excludes this socket and keeps each socket's order; the caller then checks every subscriber's buffer
+    // (checkBackpressure), since uWS itself would only drop frames silently or cut the socket without a close frame.
     this.ws.cork(() => this.ws.publish(topic, bytes, true));
     return true;
   }
@@ -179,9 +181,12 @@ export function syncBehavior(deps: SyncDeps): WebSocketBehavior<Session> {
 
   return {
     maxPayloadLength: config.wsMaxPayloadBytes,
-    maxBackpressure: config.wsMaxBackpressureBytes,
+    // Plait closes a socket past WS_MAX_BACKPRESSURE_BYTES itself, with 1013 (SocketPeer.checkBackpressure). uWS's own
+    // limit is only a backstop set well above it: at its limit uWS drops frames, the close frame included, and with
+    // closeOnBackpressureLimit it shuts the socket down without one, which clients see as 1006.
+    maxBackpressure: backstopBytes(config),
     // Typed as a number by this uWS build; the native side reads it as a flag.
-    closeOnBackpressureLimit: 1,
+    closeOnBackpressureLimit: 0,
     idleTimeout: config.wsIdleTimeoutSeconds,
     sendPingsAutomatically: true,
 
@@ -205,7 +210,11 @@ export function syncBehavior(deps: SyncDeps): WebSocketBehavior<Session> {
             return;
           }
           state.aborted = true;
-          res.cork(() => res.upgrade(session, request.secKey, request.secProtocol, request.secExtensions, context));
+          // Not inside res.cork: in this uWS build (20.30) cork() runs its HTTP connection-close check after the
+          // handler on what is by then a WebSocket whenever the upgrade reallocated the socket in place, and closes it
+          // right after open without a close frame (1006 on both ends; fixed upstream in uWebSockets #1929, 2026).
+          // upgrade() writes the 101 response itself, uncorked, and corks the new socket when it needs to.
+          res.upgrade(session, request.secKey, request.secProtocol, request.secExtensions, context);
           // uWS runs open() inside upgrade(); if it did not, no socket will ever release the lease.
           if (session.peer === undefined) session.lease.release();
         },
@@ -220,7 +229,7 @@ export function syncBehavior(deps: SyncDeps): WebSocketBehavior<Session> {
 
     open: (ws) => {
       const session = ws.getUserData();
-      const peer = new SocketPeer(ws, session);
+      const peer = new SocketPeer(ws, session, config.wsMaxBackpressureBytes);
       session.peer = peer;
       session.lease.actor.attach(peer, session.hint);
       armDeadline(session, peer);
@@ -256,6 +265,11 @@ export function syncBehavior(deps: SyncDeps): WebSocketBehavior<Session> {
       session.lease.release();
     },
   };
+}
+
+/** uWS's own backpressure limit: room above Plait's for the largest frame that can push a socket past it, plus the close frame. */
+function backstopBytes(config: Pick<Config, 'wsMaxBackpressureBytes' | 'wsMaxPayloadBytes'>): number {
+  return Math.min(2 ** 31 - 1, 2 * config.wsMaxBackpressureBytes + 4 * config.wsMaxPayloadBytes);
 }
 
 function deadlineOf(claims: UserClaims, accessExpiresAt: number | undefined): Deadline {
