@@ -16,6 +16,7 @@ import {
   writeSyncStep2,
   type ClientMessage,
 } from '../ws/protocol.js';
+import { AwarenessGuard, type AwarenessLimits, type AwarenessRefusal } from './awareness-guard.js';
 import { createAwareness, releaseAwareness } from './awareness-sweep.js';
 import { defineRoot, replaceData, type StoreType } from './crdt.js';
 import { EditorStore, LOADING, type CrdtRecord, type StoreUpdates } from './editor-store.js';
@@ -29,6 +30,7 @@ export interface ActorDeps {
   /** Shared by every actor; the actor adds its document to each line (a child logger per document costs memory). */
   readonly log: Logger;
   readonly mailboxCapacity: number;
+  readonly awareness: AwarenessLimits;
   readonly maxConnections: number;
   /** Called when the actor has no connection and no lease: the registry may unload it after a delay. */
   readonly onIdle: (actor: DocumentActor) => void;
@@ -55,7 +57,7 @@ export class DocumentActor implements DocumentActorView, TaskFailures, StoreUpda
   private readonly stores = new EditorStores();
   /** Connections attached, over all stores. */
   private peerCount = 0;
-  // The optional structures below (livePeers, fanoutState, awarenessOwners, deniedOnce) are made on first use: most
+  // The optional structures below (livePeers, fanoutState, awarenessGuard, deniedOnce) are made on first use: most
   // loaded documents never need some of them, and each empty Map or Set costs ~150-200 bytes per document. Topic
   // names are not kept either: they are built when used (src/doc/fanout.ts), a string or two per document less.
   /** The `ext=1` connections: the subscribers of the live topic. */
@@ -65,8 +67,8 @@ export class DocumentActor implements DocumentActorView, TaskFailures, StoreUpda
   private awareness: awarenessProtocol.Awareness | undefined;
   /** Read through `fanout`, which makes it. */
   private fanoutState: UpdateFanout | undefined;
-  /** Awareness client ids each connection announced, removed for everyone when it disconnects. */
-  private awarenessOwners: Map<Peer, Set<number>> | undefined;
+  /** Which connection owns which awareness client id, and each connection's awareness rate (src/doc/awareness-guard.ts). */
+  private awarenessGuard: AwarenessGuard | undefined;
   private deniedOnce: WeakSet<Peer> | undefined;
   private attaching = 0;
   /** Commit promises of the REST write running now, so it can answer only after they commit. */
@@ -161,11 +163,10 @@ export class DocumentActor implements DocumentActorView, TaskFailures, StoreUpda
       this.peerCount--;
       this.livePeers?.delete(peer);
       if (!store.exists && store.peers.size === 0) this.stores.delete(peer.editorId);
-      const owned = this.awarenessOwners?.get(peer);
-      this.awarenessOwners?.delete(peer);
-      if (owned !== undefined && owned.size > 0 && this.awareness !== undefined) {
-        awarenessProtocol.removeAwarenessStates(this.awareness, [...owned], DISCONNECTED);
-      }
+      const owned = this.awarenessGuard?.release(peer) ?? [];
+      const awareness = this.awareness;
+      const live = awareness === undefined ? [] : owned.filter((id) => awareness.states.has(id));
+      if (awareness !== undefined && live.length > 0) awarenessProtocol.removeAwarenessStates(awareness, live, DISCONNECTED);
       this.notify('left', peer);
       this.checkIdle();
     }, true);
@@ -192,9 +193,16 @@ export class DocumentActor implements DocumentActorView, TaskFailures, StoreUpda
           peer.send(writePermissionDenied('viewer access: your edits are not saved or shared'));
         }
         return;
-      case 'awareness':
-        awarenessProtocol.applyAwarenessUpdate(this.awarenessNow(), message.update, peer);
+      case 'awareness': {
+        const awareness = this.awarenessNow();
+        const admitted = (this.awarenessGuard ??= new AwarenessGuard(this.deps.awareness, (from, why) => this.awarenessRefused(from, why))).admit(
+          peer,
+          message.update,
+          message.entries,
+        );
+        if (admitted !== undefined) awarenessProtocol.applyAwarenessUpdate(awareness, admitted, peer);
         return;
+      }
       case 'query-awareness': {
         const awareness = this.awarenessNow();
         peer.send(writeAwareness(awarenessProtocol.encodeAwarenessUpdate(awareness, [...awareness.getStates().keys()])));
@@ -220,14 +228,6 @@ export class DocumentActor implements DocumentActorView, TaskFailures, StoreUpda
   }
 
   private onAwareness(change: { added: number[]; updated: number[]; removed: number[] }, origin: unknown): void {
-    if (this.isAttached(origin)) {
-      const peer = origin;
-      const owners = (this.awarenessOwners ??= new Map());
-      let owned = owners.get(peer);
-      if (owned === undefined) owners.set(peer, (owned = new Set()));
-      for (const id of change.added) owned.add(id);
-      for (const id of change.removed) owned.delete(id);
-    }
     if (this.awareness === undefined) return;
     const changed = [...change.added, ...change.updated, ...change.removed];
     const frame = writeAwareness(awarenessProtocol.encodeAwarenessUpdate(this.awareness, changed));
@@ -235,6 +235,10 @@ export class DocumentActor implements DocumentActorView, TaskFailures, StoreUpda
     // client's own awareness renewals are what it hears. Queued updates go first: cursors refer to them.
     this.fanoutState?.flush();
     publishToAll(topics.document(this.key), frame, this.peers());
+  }
+
+  private awarenessRefused(peer: Peer, why: AwarenessRefusal): void {
+    this.deps.log.debug('awareness entry dropped', { why, sessionId: peer.sessionId, ...this.logFields() });
   }
 
   private addStore(editorId: string, loaded?: LoadedStore): EditorStore {

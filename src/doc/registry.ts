@@ -10,6 +10,8 @@ import { documentKeyString, type ConnectionListener, type DocumentKey } from './
 export type RegistryConfig = Pick<
   Config,
   | 'persistence'
+  | 'awarenessMaxStateBytes'
+  | 'awarenessUpdatesPerSecond'
   | 'groupCommitMs'
   | 'compactAfterUpdates'
   | 'compactAfterBytes'
@@ -65,6 +67,7 @@ export class DocumentRegistry {
       updateLog: this.updateLog,
       log,
       mailboxCapacity: config.mailboxCapacity,
+      awareness: config,
       maxConnections: config.maxConnectionsPerDocument,
       onIdle: (actor) => this.scheduleUnload(documentKeyString(actor.key)),
       listeners: this.listeners,
