@@ -10,8 +10,9 @@ import { AppError, CLOSE, permissionDenied, resourceExhausted, toAppError, unaut
 import { writeError, type ResponseState } from '../http/reply.js';
 import type { Logger } from '../log.js';
 import type { AccessResolver } from '../tenant/access.js';
+import type { Directory } from '../tenant/directory.js';
 import type { Workspaces } from '../tenant/workspaces.js';
-import { readClientMessage } from './protocol.js';
+import { readClientMessage, writeReadOnly } from './protocol.js';
 import { parseSyncTarget } from './target.js';
 
 export interface SyncDeps {
@@ -21,6 +22,8 @@ export interface SyncDeps {
   readonly workspaces: Pick<Workspaces, 'apiKeyRecord'>;
   readonly access: AccessResolver;
   readonly documents: DocumentRegistry;
+  /** Directory changes (grants, groups, users, access types, disabled states): open sockets re-check their access. */
+  readonly directory?: Pick<Directory, 'onChange'>;
 }
 
 /** When the connection's access must be looked at again: the grant's expiresAt or the token's exp, whichever is first. */
@@ -38,7 +41,8 @@ interface Session {
   readonly name: string | undefined;
   readonly email: string | undefined;
   readonly sessionId: string;
-  readonly readOnly: boolean;
+  /** Set when a directory change downgrades the connection to viewer while it is open. */
+  readOnly: boolean;
   readonly extensions: boolean;
   readonly hint: RootHint;
   /** Held from the upgrade until the socket closes, so the actor cannot unload under a connection. */
@@ -61,7 +65,8 @@ class SocketPeer implements Peer {
   readonly name: string | undefined;
   readonly email: string | undefined;
   readonly editorId: string;
-  readonly readOnly: boolean;
+  /** Read by the actor at every update, so a downgrade applies to frames already queued. */
+  readOnly: boolean;
   readonly extensions: boolean;
 
   constructor(private readonly ws: WebSocket<Session>, session: Session, private readonly maxBuffered: number) {
@@ -122,6 +127,58 @@ interface CopiedUpgrade {
 
 export function syncBehavior(deps: SyncDeps): WebSocketBehavior<Session> {
   const { config, log } = deps;
+  /** Open sessions by API key, then organization: what a directory change must look at again. */
+  const open = new Map<string, Map<string, Set<Session>>>();
+  deps.directory?.onChange((apiKey, organizationIds) => {
+    const byOrganization = open.get(apiKey);
+    if (byOrganization === undefined) return;
+    const now = Date.now();
+    const all = organizationIds.has(undefined);
+    for (const [organizationId, sessions] of byOrganization) {
+      if (!all && !organizationIds.has(organizationId)) continue;
+      for (const session of [...sessions]) recheck(session, now);
+    }
+  });
+
+  function track(session: Session): void {
+    let byOrganization = open.get(session.key.apiKey);
+    if (byOrganization === undefined) open.set(session.key.apiKey, (byOrganization = new Map()));
+    let sessions = byOrganization.get(session.key.organizationId);
+    if (sessions === undefined) byOrganization.set(session.key.organizationId, (sessions = new Set()));
+    sessions.add(session);
+  }
+
+  function untrack(session: Session): void {
+    const byOrganization = open.get(session.key.apiKey);
+    const sessions = byOrganization?.get(session.key.organizationId);
+    if (byOrganization === undefined || sessions === undefined) return;
+    sessions.delete(session);
+    if (sessions.size === 0) byOrganization.delete(session.key.organizationId);
+    if (byOrganization.size === 0) open.delete(session.key.apiKey);
+  }
+
+  /**
+   * After a directory change: no access closes with 4403; editor to viewer makes the connection read-only at once
+   * (its later updates are refused and it is told with the read-only frame); a new grant expiry re-arms the timer.
+   * A viewer who became an editor keeps a read-only connection until it reconnects.
+   */
+  function recheck(session: Session, now: number): void {
+    const peer = session.peer;
+    if (peer === undefined || peer.closed) return;
+    const access = deps.access.documentAccess(session.claims, session.key, now);
+    if (access.role === null) {
+      peer.close(CLOSE.PERMISSION_REVOKED, 'access to this document was revoked');
+      return;
+    }
+    if (access.role === 'viewer' && !session.readOnly) {
+      session.readOnly = true;
+      peer.readOnly = true;
+      peer.send(writeReadOnly('access changed to viewer: this connection is now read-only'));
+    }
+    if (session.timer !== undefined) clearTimeout(session.timer);
+    session.deadline = deadlineOf(session.claims, access.expiresAt);
+    armDeadline(session, peer);
+  }
 
   async function admit(request: CopiedUpgrade): Promise<Session> {
     const target = parseSyncTarget(request.url, request.query);
@@ -231,6 +288,7 @@ export function syncBehavior(deps: SyncDeps): WebSocketBehavior<Session> {
       const session = ws.getUserData();
       const peer = new SocketPeer(ws, session, config.wsMaxBackpressureBytes);
       session.peer = peer;
+      track(session);
       session.lease.actor.attach(peer, session.hint);
       armDeadline(session, peer);
     },
@@ -256,6 +314,7 @@ export function syncBehavior(deps: SyncDeps): WebSocketBehavior<Session> {
     close: (ws, code, message) => {
       const session = ws.getUserData();
       if (session.timer !== undefined) clearTimeout(session.timer);
+      untrack(session);
       const peer = session.peer;
       log.debug('sync connection closed', { code, reason: Buffer.from(message).toString('utf8'), sessionId: session.sessionId, byServer: peer?.closed === true });
       if (peer === undefined) return;

@@ -13,11 +13,22 @@ export interface ScanOptions {
   readonly limit?: number;
 }
 
+/** Told after a write commits: the organizations it touched per API key (`undefined` among them: every organization). */
+export type DirectoryChangeListener = (apiKey: string, organizationIds: ReadonlySet<string | undefined>) => void;
+
 export class DirectoryDb {
   private readonly db: Database<unknown, Key>;
+  /** The organizations the write running now touches, by API key; set only while a `write` body runs. */
+  private touched: Map<string, Set<string | undefined>> | undefined;
+  private readonly listeners: DirectoryChangeListener[] = [];
 
   constructor(private readonly store: Store) {
     this.db = store.records<unknown>(DB.directory);
+  }
+
+  /** Registers a listener told after every committed write (open sockets re-check their access with it). */
+  onChange(listener: DirectoryChangeListener): void {
+    this.listeners.push(listener);
   }
 
   /**
@@ -27,7 +38,41 @@ export class DirectoryDb {
    * `Store.transaction` the writes made before the throw would still commit.
    */
   write<T>(body: () => T): Promise<T> {
-    return this.store.root.childTransaction(body);
+    const touched = new Map<string, Set<string | undefined>>();
+    const committed = this.store.root.childTransaction(() => {
+      this.touched = touched;
+      try {
+        return body();
+      } finally {
+        this.touched = undefined;
+      }
+    }) as Promise<T>;
+    return committed.then((result) => {
+      this.tell(touched);
+      return result;
+    });
+  }
+
+  /** Every key is [apiKey, kind, organizationId, ...] (src/tenant/directory/records.ts); a shorter one spans organizations. */
+  private touch(key: DirKey): void {
+    const [apiKey, , organizationId] = key;
+    if (this.touched === undefined || typeof apiKey !== 'string') return;
+    let organizations = this.touched.get(apiKey);
+    if (organizations === undefined) this.touched.set(apiKey, (organizations = new Set()));
+    organizations.add(typeof organizationId === 'string' ? organizationId : undefined);
+  }
+
+  private tell(touched: ReadonlyMap<string, ReadonlySet<string | undefined>>): void {
+    for (const [apiKey, organizations] of touched) {
+      for (const listener of this.listeners) {
+        try {
+          listener(apiKey, organizations);
+        } catch (error) {
+          // A listener's failure must not turn a committed write into a failed request.
+          process.emitWarning(`directory change listener failed: ${String(error)}`);
+        }
+      }
+    }
   }
 
   get<T>(key: DirKey): T | undefined {
@@ -40,11 +85,13 @@ export class DirectoryDb {
 
   /** Only inside `write`. */
   put(key: DirKey, value: unknown): void {
+    this.touch(key);
     void this.db.put(key, value);
   }
 
   /** Only inside `write`. */
   remove(key: DirKey): void {
+    this.touch(key);
     void this.db.remove(key);
   }
 
@@ -66,6 +113,7 @@ export class DirectoryDb {
 
   /** Removes every entry under `prefix`; only inside `write`. Returns how many were removed. */
   removePrefix(prefix: DirKey): number {
+    this.touch(prefix);
     // Collected first: removing while a cursor walks the same range would skip entries.
     const found = Array.from(this.db.getKeys({ start: prefix, end: [...prefix, END] }));
     for (const key of found) void this.db.remove(key);
