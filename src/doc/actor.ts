@@ -102,12 +102,12 @@ export class DocumentActor implements DocumentActorView, TaskFailures, StoreUpda
   }
 
   private get fanout(): UpdateFanout {
-    return (this.fanoutState ??= new UpdateFanout());
+    return (this.fanoutState ??= new UpdateFanout((error) => this.taskFailed(error)));
   }
 
   private awarenessNow(): awarenessProtocol.Awareness {
     if (this.awareness !== undefined) return this.awareness;
-    const awareness = createAwareness();
+    const awareness = createAwareness((error) => this.taskFailed(error));
     awareness.on('update', (change: { added: number[]; updated: number[]; removed: number[] }, origin: unknown) => this.onAwareness(change, origin));
     this.awareness = awareness;
     return awareness;

@@ -55,6 +55,9 @@ export class UpdateFanout {
   private pending: Map<string, PendingTopic> | undefined;
   private scheduled: NodeJS.Immediate | undefined;
 
+  /** `onError`: told when a scheduled flush fails (it runs from a timer, where a throw would end the process). */
+  constructor(private readonly onError: (error: unknown) => void) {}
+
   /** Queues `update` for the subscribers of `topic` except `sender`; `members` are that topic's connections. */
   queue(topic: string, members: ReadonlySet<Peer>, update: Uint8Array, sender: Peer | undefined): void {
     const pending = (this.pending ??= new Map());
@@ -65,7 +68,14 @@ export class UpdateFanout {
     else updates.push(update);
     // setImmediate, not a microtask: uWS drains microtasks after each message callback, while every frame read in
     // one poll phase is delivered before the check phase, so this is what gathers a turn's updates.
-    this.scheduled ??= setImmediate(() => this.flush());
+    this.scheduled ??= setImmediate(() => {
+      try {
+        this.flush();
+      } catch (error) {
+        this.pending = undefined;
+        this.onError(error);
+      }
+    });
   }
 
   /** Publishes everything queued now; callers sending other frames flush first so frames keep the order of changes. */

@@ -136,7 +136,14 @@ export function syncBehavior(deps: SyncDeps): WebSocketBehavior<Session> {
     const all = organizationIds.has(undefined);
     for (const [organizationId, sessions] of byOrganization) {
       if (!all && !organizationIds.has(organizationId)) continue;
-      for (const session of [...sessions]) recheck(session, now);
+      for (const session of [...sessions]) {
+        try {
+          recheck(session, now);
+        } catch (error) {
+          log.error('access re-check failed; closing the connection', { error, sessionId: session.sessionId });
+          session.peer?.close(CLOSE.INTERNAL, 'access could not be checked; reconnect');
+        }
+      }
     }
   });
 
@@ -209,7 +216,17 @@ export function syncBehavior(deps: SyncDeps): WebSocketBehavior<Session> {
     };
   }
 
+  /** Timer callbacks must not throw (it would end the process): a failed access check closes this socket only. */
   function armDeadline(session: Session, peer: SocketPeer): void {
+    try {
+      checkDeadline(session, peer);
+    } catch (error) {
+      log.error('access re-check failed; closing the connection', { error, sessionId: session.sessionId });
+      peer.close(CLOSE.INTERNAL, 'access could not be checked; reconnect');
+    }
+  }
+
+  function checkDeadline(session: Session, peer: SocketPeer): void {
     const now = Date.now();
     const delay = session.deadline.at - now;
     if (delay > 0) {
