@@ -22,10 +22,12 @@ const js = (s: ProcessStats): number => s.heapUsed + s.external;
 interface Delta {
   readonly heap: number;
   readonly rss: number;
+  /** Anonymous resident memory (RssAnon): RSS without file-backed pages such as LMDB's mapped data file. */
+  readonly anon: number;
 }
 
 function perItem(after: ProcessStats, before: ProcessStats, count: number): Delta {
-  return { heap: (js(after) - js(before)) / count, rss: (after.rss - before.rss) / count };
+  return { heap: (js(after) - js(before)) / count, rss: (after.rss - before.rss) / count, anon: (after.rssAnon - before.rssAnon) / count };
 }
 
 interface Phase {
@@ -94,7 +96,7 @@ export async function runMemory(options: MemoryOptions): Promise<MemoryResult> {
     const largePhase = await loadPhase(server, target, 'large', options.largeDocs, large, options);
     progress(`${options.server}: 1 MB docs loaded ${(largePhase.loaded.heap / KB).toFixed(0)} KB heap/doc, after eviction ${(largePhase.retained.heap / KB).toFixed(0)} KB/doc`);
     const less = (phase: Phase): Phase => ({
-      loaded: { heap: phase.loaded.heap - perConnection.heap, rss: phase.loaded.rss - perConnection.rss },
+      loaded: { heap: phase.loaded.heap - perConnection.heap, rss: phase.loaded.rss - perConnection.rss, anon: phase.loaded.anon - perConnection.anon },
       retained: phase.retained,
     });
     return { perConnection, small: less(smallPhase), large: less(largePhase) };
@@ -108,6 +110,7 @@ export function memoryFigures(server: ServerKind, result: MemoryResult, options:
   const figures: Figure[] = [
     { bench: 'memory, connections', metric: 'JS memory / connection', unit: 'KB', server, value: kb(result.perConnection.heap), better: 'lower' },
     { bench: 'memory, connections', metric: 'RSS / connection', unit: 'KB', server, value: kb(result.perConnection.rss), better: 'lower' },
+    { bench: 'memory, connections', metric: 'anon RSS / connection', unit: 'KB', server, value: kb(result.perConnection.anon), better: 'lower' },
   ];
   for (const [bench, phase, docs] of [
     ['memory, small docs', result.small, options.smallDocs],
@@ -118,6 +121,7 @@ export function memoryFigures(server: ServerKind, result: MemoryResult, options:
       { bench, metric: 'memory / loaded doc', unit: 'KB', server, value: kb(phase.loaded.heap), better: 'lower', detail },
       { bench, metric: 'memory / doc with its connection', unit: 'KB', server, value: kb(phase.loaded.heap + result.perConnection.heap), better: 'lower' },
       { bench, metric: 'RSS / loaded doc', unit: 'KB', server, value: kb(phase.loaded.rss), better: 'lower' },
+      { bench, metric: 'anon RSS / loaded doc', unit: 'KB', server, value: kb(phase.loaded.anon), better: 'lower' },
       { bench, metric: 'retained after eviction', unit: 'KB/doc', server, value: kb(phase.retained.heap), better: 'lower' },
       { bench, metric: 'RSS retained after eviction', unit: 'KB/doc', server, value: kb(phase.retained.rss), better: 'lower' },
     );

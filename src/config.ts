@@ -1,5 +1,7 @@
 // Owns the server configuration: one table of options read from env vars and --flags, validated and frozen.
+import { isIP } from 'node:net';
 import { resolve } from 'node:path';
+import { parseAllowedNetworks } from './delivery/outbound/address-policy.js';
 
 export interface Config {
   readonly host: string;
@@ -22,6 +24,20 @@ export interface Config {
   readonly compactAfterBytes: number;
   readonly persistence: boolean;
   readonly presenceOfflineTtlMs: number;
+  readonly outboundAllowedNetworks: readonly string[];
+  readonly smtpUrl: string | undefined;
+  readonly emailFrom: string;
+  readonly sendgridBaseUrl: string;
+  readonly emailRateLimitPerHour: number;
+  readonly emailStatusRateLimitPerMinute: number;
+  readonly apiKeyRateLimitPerMinute: number;
+  readonly rateLimitMaxKeys: number;
+  readonly trustedProxies: readonly string[];
+  readonly consoleOrigins: readonly string[];
+  readonly publicUrl: string | undefined;
+  readonly emailVerificationGraceMs: number;
+  readonly verificationLinkTtlMs: number;
+  readonly loginLinkTtlMs: number;
   readonly awarenessMaxStateBytes: number;
   readonly awarenessUpdatesPerSecond: number;
 }
@@ -37,6 +53,8 @@ interface OptionSpec<K extends keyof Config> {
   readonly fallback: Config[K];
   readonly parse: Parser<Config[K]>;
   readonly doc: string;
+  /** How the default reads in the README when `String(fallback)` would not say it well. */
+  readonly shown?: string;
 }
 
 const text: Parser<string> = (raw) => raw;
@@ -60,7 +78,71 @@ const logLevel: Parser<LogLevel> = (raw, name) => {
   return found;
 };
 
+const networks: Parser<readonly string[]> = (raw, name) => {
+  const entries = raw.split(',').map((entry) => entry.trim()).filter((entry) => entry !== '');
+  try {
+    parseAllowedNetworks(entries);
+  } catch (error) {
+    throw new ConfigError(`${name}: ${error instanceof Error ? error.message : String(error)}`);
+  }
+  return Object.freeze(entries);
+};
+const httpUrl: Parser<string> = (raw, name) => {
+  if (!URL.canParse(raw) || !/^https?:$/.test(new URL(raw).protocol)) throw new ConfigError(`${name} must be an http(s) URL, got "${raw}"`);
+  return raw.replace(/\/+$/, '');
+};
+const smtpUrl: Parser<string | undefined> = (raw, name) => {
+  if (raw === '') return undefined;
+  if (!URL.canParse(raw) || !/^smtps?:$/.test(new URL(raw).protocol)) throw new ConfigError(`${name} must be an smtp:// or smtps:// URL`);
+  return raw;
+};
+
 const MiB = 1024 * 1024;
+
+const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+/** `90s`, `15m`, `12h`, `30d` (or bare milliseconds); `off` is 0 where the option allows it. */
+const duration = (min: number, allowOff: boolean): Parser<number> => (raw, name) => {
+  const text = raw.trim().toLowerCase();
+  if (allowOff && (text === 'off' || text === '0')) return 0;
+  const match = /^(\d+)(ms|s|m|h|d)?$/.exec(text);
+  const value = match === null ? Number.NaN : Number(match[1]) * (UNIT_MS[match[2] ?? 'ms'] ?? Number.NaN);
+  if (!Number.isSafeInteger(value) || value < min) {
+    throw new ConfigError(`${name} must be a duration such as 90s, 15m, 12h or 30d (at least ${min} ms)${allowOff ? ' or off' : ''}, got "${raw}"`);
+  }
+  return value;
+};
+const list = (check: (item: string, name: string) => string): Parser<readonly string[]> => (raw, name) =>
+  raw.split(',').map((item) => item.trim()).filter((item) => item !== '').map((item) => check(item, name));
+const ipOrCidr = (item: string, name: string): string => {
+  const [address = '', prefix, extra] = item.split('/');
+  const family = isIP(address);
+  const bits = family === 6 ? 128 : 32;
+  const okPrefix = prefix === undefined || (/^\d{1,3}$/.test(prefix) && Number(prefix) <= bits);
+  if (family === 0 || !okPrefix || extra !== undefined) throw new ConfigError(`${name}: "${item}" is not an IP address or CIDR range`);
+  return item;
+};
+const origin = (item: string, name: string): string => {
+  let url: URL;
+  try {
+    url = new URL(item);
+  } catch {
+    throw new ConfigError(`${name}: "${item}" is not an origin such as https://console.example.com`);
+  }
+  if ((url.protocol !== 'https:' && url.protocol !== 'http:') || url.origin !== item.replace(/\/$/, '')) {
+    throw new ConfigError(`${name}: "${item}" must be an http(s) origin (scheme, host, optional port; no path)`);
+  }
+  return url.origin;
+};
+const baseUrl: Parser<string | undefined> = (raw, name) => {
+  if (raw === '') return undefined;
+  try {
+    const url = new URL(raw);
+    if (url.protocol === 'http:' || url.protocol === 'https:') return url.href.replace(/\/$/, '');
+  } catch {
+    // reported below
+  }
+  throw new ConfigError(`${name} must be an http(s) URL such as https://plait.example.com, got "${raw}"`);
+};
 
 /** Every option, in README order. The flag is the env name in lower kebab case: PORT -> --port. */
 const OPTIONS: readonly OptionSpec<keyof Config>[] = [
@@ -71,7 +153,17 @@ const OPTIONS: readonly OptionSpec<keyof Config>[] = [
   { key: 'logLevel', env: 'LOG_LEVEL', fallback: 'info', parse: logLevel, doc: '`debug`, `info`, `warn`, `error` or `silent`; logs are JSON lines on stdout.' },
   { key: 'maxBodyBytes', env: 'MAX_BODY_BYTES', fallback: MiB, parse: integer(1024, 64 * MiB), doc: 'Largest accepted request body; larger ones get 413 while streaming.' },
   { key: 'corsOrigin', env: 'CORS_ORIGIN', fallback: '*', parse: text, doc: 'Value of `Access-Control-Allow-Origin` on every response.' },
-  { key: 'publicRateLimitPerMinute', env: 'PUBLIC_RATE_LIMIT_PER_MINUTE', fallback: 120, parse: integer(1, 1_000_000), doc: 'Requests per minute per client address for public operations (workspace create).' },
+  { key: 'publicRateLimitPerMinute', env: 'PUBLIC_RATE_LIMIT_PER_MINUTE', fallback: 120, parse: integer(0, 1_000_000), doc: 'Requests per minute per client address (IPv6: per /64) for the public operations; 0 turns it off.' },
+  { key: 'emailRateLimitPerHour', env: 'EMAIL_RATE_LIMIT_PER_HOUR', fallback: 10, parse: integer(0, 1_000_000), doc: 'Requests per hour per target email address for the public operations that send mail (workspace create, send login link); 0 turns it off.' },
+  { key: 'emailStatusRateLimitPerMinute', env: 'EMAIL_STATUS_RATE_LIMIT_PER_MINUTE', fallback: 30, parse: integer(0, 1_000_000), doc: 'Get Email Verification Status calls per minute per target email address; 0 turns it off.' },
+  { key: 'apiKeyRateLimitPerMinute', env: 'API_KEY_RATE_LIMIT_PER_MINUTE', fallback: 60_000, parse: integer(0, 1_000_000_000), doc: 'Requests per minute per API key (per workspace for workspace-auth operations), with bursts up to the same number; 0 turns it off.' },
+  { key: 'rateLimitMaxKeys', env: 'RATE_LIMIT_MAX_KEYS', fallback: 50_000, parse: integer(100, 10_000_000), doc: 'Keys (addresses, emails, API keys) each rate limiter remembers; past it the least recently seen is forgotten, so memory stays bounded.' },
+  { key: 'trustedProxies', env: 'TRUSTED_PROXIES', fallback: [], parse: list(ipOrCidr), doc: 'Comma-separated addresses or CIDR ranges of reverse proxies; only a peer in this list has its `X-Forwarded-For` believed.' },
+  { key: 'consoleOrigins', env: 'CONSOLE_ORIGIN', fallback: [], parse: list(origin), doc: 'Origin(s) of the console, comma-separated (`https://console.example.com`); login-link `continueUrl`s must be on one of them, on this server\'s own origin (its `/console`) or on `localhost`.' },
+  { key: 'publicUrl', env: 'PUBLIC_URL', fallback: undefined, parse: baseUrl, doc: 'Base URL of this server as users reach it, for the links in emails; default `http://HOST:PORT`.' },
+  { key: 'emailVerificationGraceMs', env: 'EMAIL_VERIFICATION_GRACE', fallback: 30 * 86_400_000, parse: duration(1000, true), doc: 'How long a new workspace\'s API keys work before the owner verifies the email address (`30d`, `12h`, …; `off`: never expire). The dev workspace is exempt.', shown: '30d' },
+  { key: 'verificationLinkTtlMs', env: 'VERIFICATION_LINK_TTL', fallback: 7 * 86_400_000, parse: duration(1000, false), doc: 'Lifetime of the one-time link in the owner verification email.', shown: '7d' },
+  { key: 'loginLinkTtlMs', env: 'LOGIN_LINK_TTL', fallback: 15 * 60_000, parse: duration(1000, false), doc: 'Lifetime of the one-time sign-in link sent by Send Login Link.', shown: '15m' },
   { key: 'secretKey', env: 'SECRET_KEY', fallback: undefined, parse: optionalText, doc: 'Master key (hex or base64, at least 32 bytes) for secrets at rest; default: `DATA_DIR/server.key`, created on first start.' },
   { key: 'wsMaxPayloadBytes', env: 'WS_MAX_PAYLOAD_BYTES', fallback: 16 * MiB, parse: integer(1024, 256 * MiB), doc: 'Largest accepted WebSocket message.' },
   { key: 'wsMaxBackpressureBytes', env: 'WS_MAX_BACKPRESSURE_BYTES', fallback: 8 * MiB, parse: integer(64 * 1024, 1024 * MiB), doc: 'Bytes buffered for a slow socket before it is closed (the client reconnects and resyncs).' },
@@ -84,6 +176,10 @@ const OPTIONS: readonly OptionSpec<keyof Config>[] = [
   { key: 'compactAfterBytes', env: 'COMPACT_AFTER_BYTES', fallback: 4 * MiB, parse: integer(1024, 1024 * MiB), doc: 'Log bytes of one store that trigger a snapshot and log truncation.' },
   { key: 'persistence', env: 'PERSISTENCE', fallback: true, parse: bool, doc: 'false keeps documents in memory only (for benchmarks); REST metadata is still stored.' },
   { key: 'presenceOfflineTtlMs', env: 'PRESENCE_OFFLINE_TTL_MS', fallback: 60_000, parse: integer(0, 86_400_000), doc: 'How long a disconnected user stays `offline` in presence before removal.' },
+  { key: 'outboundAllowedNetworks', env: 'OUTBOUND_ALLOWED_NETWORKS', fallback: [], parse: networks, doc: 'Comma-separated CIDRs that outbound HTTP (webhooks, agents) may reach although private or loopback, e.g. `127.0.0.0/8` for local development; everything non-public is refused otherwise.' },
+  { key: 'smtpUrl', env: 'SMTP_URL', fallback: undefined, parse: smtpUrl, doc: 'SMTP server for `default` email, e.g. `smtp://user:pass@host:587` (`smtps://` for implicit TLS); unset: each email is logged as one JSON line instead.' },
+  { key: 'emailFrom', env: 'EMAIL_FROM', fallback: 'Plait <no-reply@plait.localhost>', parse: text, doc: 'Sender of `default` email when the workspace sets no `fromEmail`.' },
+  { key: 'sendgridBaseUrl', env: 'SENDGRID_BASE_URL', fallback: 'https://api.sendgrid.com', parse: httpUrl, doc: 'Base URL of the SendGrid v3 API used by `sendgrid` email (tests point it at a local fake).' },
   { key: 'awarenessMaxStateBytes', env: 'AWARENESS_MAX_STATE_BYTES', fallback: 16 * 1024, parse: integer(256, MiB), doc: 'Largest awareness state (as JSON) one client id may announce; larger entries are dropped (docs/limits.md).' },
   { key: 'awarenessUpdatesPerSecond', env: 'AWARENESS_UPDATES_PER_SECOND', fallback: 30, parse: integer(1, 10_000), doc: 'Awareness frames one sync connection may send per second (a burst of as many); the excess is dropped.' },
 ];
@@ -142,5 +238,10 @@ export function loadConfig(
 }
 
 export function describeOptions(): ReadonlyArray<{ env: string; flag: string; fallback: string; doc: string }> {
-  return OPTIONS.map((option) => ({ env: option.env, flag: flagName(option.env), fallback: String(option.fallback), doc: option.doc }));
+  return OPTIONS.map((option) => ({ env: option.env, flag: flagName(option.env), fallback: option.shown ?? describeFallback(option.fallback), doc: option.doc }));
+}
+
+function describeFallback(fallback: unknown): string {
+  if (Array.isArray(fallback)) return fallback.length === 0 ? 'undefined' : fallback.join(',');
+  return String(fallback);
 }

@@ -76,6 +76,8 @@ export const CLOSE = {
   TOKEN_EXPIRED: 4401,
   PERMISSION_REVOKED: 4403,
   DOCUMENT_DELETED: 4404,
+  /** The document was re-keyed (documents/migrate); the reason names the new id. Final: reconnect under the new id. */
+  DOCUMENT_MOVED: 4410,
   DOCUMENT_FULL: 4429,
   /**
    * 1013 Try Again Later, not a 44xx code: y-websocket treats 4400-4499 as final and stops reconnecting, while a

@@ -10,7 +10,7 @@ async function main(): Promise<void> {
   const config = loadConfig(process.env, process.argv.slice(2));
   const log = createLogger(config.logLevel);
   const server = await startServer(config, log);
-  const banner = await devBootstrap({ ...config, port: server.port }, server.services.store, server.services.workspaces);
+  const banner = await devBootstrap({ ...config, port: server.port }, server.services.store, server.services.workspaces, server.services.ownerEmails);
   if (banner !== undefined) process.stdout.write(`${banner}\n`);
   const host = config.host.includes(':') ? `[${config.host}]` : config.host;
   log.info(`listening on http://${host}:${server.port}`, { dataDir: config.dataDir, pid: process.pid });

@@ -8,7 +8,13 @@ import { RequestGate } from './http/gate.js';
 import { writeJson } from './http/reply.js';
 import { fallback, preflight, route, type RouteDeps } from './http/route.js';
 import type { Operation } from './http/operation.js';
-import { RateLimiter } from './http/rate-limit.js';
+import { rateLimits } from './http/rate-limit.js';
+import { ClientAddresses, rateLimitKey } from './http/client-address.js';
+import { mountEmailLinks } from './http/email-links.js';
+import { workspaceEmailOperations } from './http/routes/workspace-email.js';
+import { createServerEmailTransport, parseSender, type EmailTransport } from './delivery/outbound/email.js';
+import { AccountMail } from './tenant/account-mail.js';
+import { OwnerEmails } from './tenant/owner-email.js';
 import { authOperations, permissionOperations } from './http/routes/auth.js';
 import { documentOperations } from './http/routes/documents.js';
 import { folderOperations } from './http/routes/folders.js';
@@ -26,8 +32,25 @@ import { DocumentRegistry } from './doc/registry.js';
 import { crdtOperations } from './http/routes/crdt.js';
 import { syncBehavior } from './ws/behavior.js';
 import { Outbox } from './events/outbox.js';
-import { encodeLiveMessage } from './ws/live-messages.js';
+import { encodeLiveMessage, encodeLiveStateMessage } from './ws/live-messages.js';
 import { Directory, LmdbDocumentData } from './tenant/directory.js';
+import { defaultConsoleDir, mountConsole } from './console/serve.js';
+import { Domains } from './tenant/domains.js';
+import { domainOperations } from './http/routes/domains.js';
+import { legacyOperations } from './http/routes/legacy.js';
+import { liveStateOperations } from './http/routes/livestate.js';
+import { LiveStates } from './doc/live-state.js';
+import { Recordings } from './doc/recordings.js';
+import { recordingOperations } from './http/routes/recordings.js';
+import { migrationOperations } from './http/routes/migration.js';
+import { DocumentMigrations } from './doc/migration.js';
+import { Jobs } from './tenant/jobs.js';
+import { commentSource, presenceSource, UserData } from './doc/user-data.js';
+import { userDataOperations } from './http/routes/user-data.js';
+import { PermissionProvider } from './tenant/permission-provider.js';
+import { permissionProviderOperations } from './http/routes/permission-provider.js';
+import { OutboundHttp } from './delivery/outbound/http.js';
+import { DOCUMENT_DATABASES } from './tenant/directory/data-owners.js';
 import { Workspaces } from './tenant/workspaces.js';
 
 export interface Services {
@@ -44,6 +67,31 @@ export interface Services {
   readonly collab: CollabDocuments;
   /** Document actors (Yjs stores, awareness, sync connections); they also host `collab`. */
   readonly documents: DocumentRegistry;
+  /** Each API key's allowed web origins, checked at the sync upgrade and on cross-origin REST requests. */
+  readonly domains: Domains;
+  /** Named live values per document (livestate/broadcast), sent to extension-frame connections. */
+  readonly liveStates: LiveStates;
+  /** Recorder annotations with their attachments' metadata. */
+  readonly recordings: Recordings;
+  /** Durable background jobs (document migration, GDPR erase); unfinished ones resume at start. */
+  readonly jobs: Jobs;
+  readonly migrations: DocumentMigrations;
+  /** GDPR export and erase of one user across every feature. */
+  readonly userData: UserData;
+  /** Asked over outbound HTTP when stored grants give a user no access to a document. */
+  readonly permissionProvider: PermissionProvider;
+  /** Owner email verification, one-time email links, key expiry while unverified. */
+  readonly ownerEmails: OwnerEmails;
+  /** Verification and sign-in emails, sent after the reply. */
+  readonly accountMail: AccountMail;
+}
+
+/** Test seams: a manual clock, the account-email transport. */
+export interface ServerOptions {
+  /** The clock of rate limits, email links and key expiry (default Date.now). */
+  readonly clock?: { now(): number };
+  /** Where account emails go (default: the transport configured by SMTP_URL, else the dev log transport). */
+  readonly emailTransport?: EmailTransport;
 }
 
 export interface RunningServer {
@@ -54,7 +102,8 @@ export interface RunningServer {
   stop(): Promise<void>;
 }
 
-export async function openServices(config: Config, log: Logger): Promise<Services> {
+export async function openServices(config: Config, log: Logger, options: ServerOptions = {}): Promise<Services> {
+  const now = clockOf(options);
   const store = Store.open(config.dataDir, log.child({ component: 'store' }));
   const secrets = Secrets.load(config.dataDir, config.secretKey);
   const workspaces = new Workspaces(store, secrets);
@@ -79,14 +128,91 @@ export async function openServices(config: Config, log: Logger): Promise<Service
   documents.onConnection(collab.connectionListener());
   // After the registry: its eviction drains the actor, whose departing connections write presence.
   directory.addDataOwner(collab);
-  return { config, log, store, secrets, workspaces, userTokens, directory, outbox, collab, documents };
+  const domains = new Domains(store);
+  const jobs = new Jobs(store, log.child({ component: 'jobs' }));
+  const recordings = new Recordings(store);
+  const permissionProvider = new PermissionProvider({
+    store,
+    secrets,
+    http: new OutboundHttp({ allowedNetworks: config.outboundAllowedNetworks }),
+    log: log.child({ component: 'permission-provider' }),
+  });
+  const userData = new UserData(jobs);
+  userData.addSource({
+    feature: 'directory',
+    collect: (apiKey, userId) => directory.users.personalData(apiKey, userId),
+    erase: async (apiKey, userId) => {
+      const found = directory.users.personalData(apiKey, userId);
+      for (const { organizationId } of found) await directory.users.delete(apiKey, { organizationId }, [userId]);
+      return found.length;
+    },
+  });
+  userData.addSource(commentSource(store, collab));
+  userData.addSource(presenceSource(store, collab));
+  userData.addSource({
+    feature: 'recordings',
+    collect: (apiKey, userId) => recordings.byUser(apiKey, userId),
+    erase: (apiKey, userId) => recordings.anonymize(apiKey, userId),
+  });
+  const migrations = new DocumentMigrations({
+    store,
+    documents,
+    directory: {
+      knows: (apiKey, organizationId, documentId) => directory.documents.find(apiKey, organizationId, documentId) !== undefined,
+      rekeyInWrite: (apiKey, organizationId, documentId, newDocumentId) => directory.documents.rekeyInWrite(apiKey, organizationId, documentId, newDocumentId),
+    },
+    jobs,
+    databases: DOCUMENT_DATABASES,
+  });
+  const liveStates = new LiveStates({ store, hosts: documents, encode: encodeLiveStateMessage, now: Date.now, log });
+  documents.onConnection(liveStates.connectionListener());
+  const ownerEmails = new OwnerEmails(store, secrets, workspaces, {
+    graceMs: config.emailVerificationGraceMs,
+    verificationLinkTtlMs: config.verificationLinkTtlMs,
+    loginLinkTtlMs: config.loginLinkTtlMs,
+    now,
+  });
+  const sender = parseSender(config.emailFrom);
+  const accountMail = new AccountMail({
+    transport: options.emailTransport ?? createServerEmailTransport({ smtpUrl: config.smtpUrl, log: log.child({ component: 'email' }) }),
+    from: sender.address,
+    ...(sender.name === undefined ? {} : { fromName: sender.name }),
+    publicUrl: () => publicUrl(config),
+    ownerEmails,
+    workspaces,
+    log: log.child({ component: 'account-mail' }),
+    verificationLinkTtlMs: config.verificationLinkTtlMs,
+    loginLinkTtlMs: config.loginLinkTtlMs,
+  });
+  return { config, log, store, secrets, workspaces, userTokens, directory, outbox, collab, documents, domains, liveStates, recordings, jobs, migrations, userData, permissionProvider, ownerEmails, accountMail };
 }
+
+function clockOf(options: ServerOptions): () => number {
+  const clock = options.clock;
+  return clock === undefined ? Date.now : () => clock.now();
+}
+
+/** PUBLIC_URL, else the address the server listens on (the port is the bound one once listening). */
+function publicUrl(config: Config): string {
+  if (config.publicUrl !== undefined) return config.publicUrl;
+  const host = config.host === '0.0.0.0' || config.host === '::' ? 'localhost' : config.host;
+  return `http://${host.includes(':') ? `[${host}]` : host}:${boundPorts.get(config) ?? config.port}`;
+}
+
+/** The port each running config is bound to (port 0 picks one at listen). */
+const boundPorts = new WeakMap<Config, number>();
 
 /** Every REST operation, area by area (one file per spec area under src/http/routes). */
 function allOperations(services: Services): Operation[] {
   return [
-    ...workspaceOperations(services.workspaces, services.secrets),
+    ...workspaceOperations(services.workspaces, services.secrets, services.domains, (workspace) => {
+      services.ownerEmails.created(workspace.id);
+      services.accountMail.sendVerification({ id: workspace.id, ownerEmail: workspace.owner.email, ownerName: workspace.owner.name, workspaceName: workspace.name });
+    }),
+    ...workspaceEmailOperations({ ...services, consoleOrigins: () => [...services.config.consoleOrigins, new URL(publicUrl(services.config)).origin] }),
+    ...domainOperations(services.domains),
     ...authOperations(services.userTokens),
+    ...legacyOperations(services.workspaces, services.userTokens, services.collab),
     ...permissionOperations(services.directory),
     ...organizationOperations(services.directory),
     ...documentOperations(services.directory),
@@ -95,6 +221,11 @@ function allOperations(services: Services): Operation[] {
     ...userOperations(services.directory),
     ...commentOperations(services.collab, { store: services.store, folderDocuments: folderDocumentsFrom(services.directory.documents) }),
     ...presenceOperations(services.collab),
+    ...liveStateOperations(services.liveStates),
+    ...recordingOperations(services.recordings),
+    ...migrationOperations(services.migrations),
+    ...userDataOperations(services.userData, services.jobs),
+    ...permissionProviderOperations(services.permissionProvider),
     ...crdtOperations(services.documents),
   ];
 }
@@ -102,20 +233,26 @@ function allOperations(services: Services): Operation[] {
 /** How long a graceful stop waits for REST requests in flight before it closes the store anyway. */
 const STOP_DRAIN_MS = 10_000;
 
-export async function startServer(config: Config, log: Logger): Promise<RunningServer> {
+export async function startServer(config: Config, log: Logger, options: ServerOptions = {}): Promise<RunningServer> {
   const uws = loadUws();
-  const services = await openServices(config, log);
+  const services = await openServices(config, log, options);
   const app = uws.App();
   const deps: RouteDeps = {
     auth: {
       workspace: (id, token) => services.workspaces.authenticateWorkspace(id, token),
-      apiKey: (key, token) => services.workspaces.authenticateApiKey(key, token),
+      apiKey: (key, token) => {
+        const identity = services.workspaces.authenticateApiKey(key, token);
+        services.ownerEmails.assertKeysActive(identity.workspaceId);
+        return identity;
+      },
     },
     log,
     maxBodyBytes: config.maxBodyBytes,
     corsOrigin: config.corsOrigin,
-    publicLimiter: new RateLimiter(config.publicRateLimitPerMinute),
+    limits: rateLimits(config, clockOf(options)),
+    clientAddresses: new ClientAddresses(config.trustedProxies),
     gate: new RequestGate(),
+    originPolicy: (apiKey, origin) => services.domains.policy(apiKey, origin),
   };
   const knownPaths = new Set<string>();
   for (const op of allOperations(services)) {
@@ -131,7 +268,40 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
   };
   app.get('/healthz', getJson(() => ({ status: 'ok' })));
   app.get('/.well-known/jwks.json', getJson(() => services.userTokens.jwks()));
-  app.ws('/sync/*', syncBehavior({ ...services, access: services.directory.access }));
+  // A key expired for want of owner verification opens no sync connection either (its user tokens outlive it).
+  const activeKeys = {
+    apiKeyRecord: (apiKey: string) => {
+      const record = services.workspaces.apiKeyRecord(apiKey);
+      services.ownerEmails.assertKeysActive(record.workspaceId);
+      return record;
+    },
+  };
+  app.ws(
+    '/sync/*',
+    syncBehavior({
+      ...services,
+      workspaces: activeKeys,
+      access: services.directory.access,
+      providerAccess: (userId, key) => {
+        // A disabled organization or document stays closed whatever the provider says (access model rows 2 and 3).
+        const { organizations, documents } = services.directory;
+        if (organizations.find(key.apiKey, key.organizationId)?.disabled === true || documents.find(key.apiKey, key.organizationId, key.documentId)?.disabled === true) {
+          return Promise.resolve({ role: null });
+        }
+        return services.permissionProvider.documentAccess(userId, key);
+      },
+    }),
+  );
+  mountEmailLinks(app, {
+    ...services,
+    publicUrl: () => publicUrl(config),
+    log: log.child({ component: 'email-links' }),
+    limitClient: (res, req) => {
+      const peer = Buffer.from(res.getRemoteAddressAsText()).toString();
+      deps.limits.client.take(rateLimitKey(deps.clientAddresses.resolve(peer, req.getHeader('x-forwarded-for'))));
+    },
+  });
+  mountConsole(app, defaultConsoleDir(), log);
   app.options('/*', preflight(deps));
   app.any('/*', fallback(knownPaths, deps));
 
@@ -142,6 +312,9 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     });
   });
   const port = uws.us_socket_local_port(listenSocket);
+  boundPorts.set(config, port);
+  // Every job kind is registered by now; jobs a crash interrupted run again (each is idempotent).
+  services.jobs.resume();
   let stopping: Promise<void> | undefined;
   const stop = async (): Promise<void> => {
     // No new connections; requests on open connections are answered UNAVAILABLE from now on.
@@ -150,6 +323,9 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     if (!(await deps.gate.close(STOP_DRAIN_MS))) {
       log.warn('stopping with requests still in flight', { requests: deps.gate.size, waitedMs: STOP_DRAIN_MS });
     }
+    await services.accountMail.stop(5000);
+    // Jobs in flight finish against open documents and store; one cut short by a crash resumes at the next start.
+    await services.jobs.stop();
     await services.documents.shutdown();
     services.collab.close();
     await services.store.close();
@@ -161,3 +337,4 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     stop: () => (stopping ??= stop()),
   };
 }
+

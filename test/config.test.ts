@@ -34,3 +34,21 @@ t.test('every option has an env var and a matching flag', async (t) => {
     t.equal(option.flag, `--${option.env.toLowerCase().replaceAll('_', '-')}`);
   }
 });
+
+t.test('public-surface options: durations, proxy ranges, console origins, public URL', async (t) => {
+  const config = loadConfig({ EMAIL_VERIFICATION_GRACE: '12h', LOGIN_LINK_TTL: '90s', TRUSTED_PROXIES: '10.0.0.0/8, ::1', CONSOLE_ORIGIN: 'https://console.example.com/' }, []);
+  t.equal(config.emailVerificationGraceMs, 12 * 3_600_000);
+  t.equal(config.loginLinkTtlMs, 90_000);
+  t.same(config.trustedProxies, ['10.0.0.0/8', '::1']);
+  t.same(config.consoleOrigins, ['https://console.example.com'], 'a trailing slash is tolerated');
+  t.equal(loadConfig({ EMAIL_VERIFICATION_GRACE: 'off' }, []).emailVerificationGraceMs, 0);
+  t.equal(loadConfig({}, []).emailVerificationGraceMs, 30 * 86_400_000, 'default 30 days');
+  t.equal(loadConfig({ PUBLIC_URL: 'https://plait.example.com/' }, []).publicUrl, 'https://plait.example.com');
+  t.throws(() => loadConfig({ EMAIL_VERIFICATION_GRACE: 'soon' }, []), { message: /EMAIL_VERIFICATION_GRACE must be a duration/ });
+  t.throws(() => loadConfig({ LOGIN_LINK_TTL: 'off' }, []), { message: /LOGIN_LINK_TTL must be a duration/ });
+  t.throws(() => loadConfig({ TRUSTED_PROXIES: '10.0.0.0/33' }, []), { message: /TRUSTED_PROXIES: "10.0.0.0\/33" is not an IP address or CIDR range/ });
+  t.throws(() => loadConfig({ TRUSTED_PROXIES: 'proxy.local' }, []), { message: /TRUSTED_PROXIES/ });
+  t.throws(() => loadConfig({ CONSOLE_ORIGIN: 'https://console.example.com/app' }, []), { message: /CONSOLE_ORIGIN: .* must be an http\(s\) origin/ });
+  t.throws(() => loadConfig({ CONSOLE_ORIGIN: 'console.example.com' }, []), { message: /CONSOLE_ORIGIN/ });
+  t.throws(() => loadConfig({ PUBLIC_URL: 'ftp://x' }, []), { message: /PUBLIC_URL must be an http\(s\) URL/ });
+});

@@ -1,4 +1,5 @@
 // Owns the server side of the bench IPC: a server-under-test child reports readiness, CPU and memory, and stops on request.
+import { readFileSync } from 'node:fs';
 import { memoryUsage } from 'node:process';
 
 /** Parent → child. */
@@ -13,6 +14,27 @@ export interface ProcessStats {
   readonly heapUsed: number;
   /** Memory outside the V8 heap held by JS objects (Buffers, ArrayBuffers, native addons that report it). */
   readonly external: number;
+  /**
+   * Resident anonymous memory (heap, stacks, malloc): what the process itself holds. RSS also counts file-backed
+   * pages, and LMDB maps its data file, so a Plait RSS includes database pages the kernel may drop at will.
+   * From /proc/self/status (Linux); equal to rss elsewhere.
+   */
+  readonly rssAnon: number;
+  /** Resident file-backed and shared pages (RssFile + RssShmem): mapped files such as LMDB's data file. */
+  readonly rssFile: number;
+}
+
+/** RssAnon, RssFile and RssShmem of /proc/self/status in bytes; undefined off Linux. */
+function residentParts(): { anon: number; file: number } | undefined {
+  let status: string;
+  try {
+    status = readFileSync('/proc/self/status', 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw error;
+  }
+  const kb = (field: string): number => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? 0) * 1024;
+  return { anon: kb('RssAnon'), file: kb('RssFile') + kb('RssShmem') };
 }
 
 /** Child → parent. */
@@ -29,7 +51,16 @@ export interface StartedServer {
 export function processStats(): ProcessStats {
   const cpu = process.cpuUsage();
   const memory = memoryUsage();
-  return { cpuMicros: cpu.user + cpu.system, systemMicros: cpu.system, rss: memory.rss, heapUsed: memory.heapUsed, external: memory.external };
+  const parts = residentParts();
+  return {
+    cpuMicros: cpu.user + cpu.system,
+    systemMicros: cpu.system,
+    rss: memory.rss,
+    heapUsed: memory.heapUsed,
+    external: memory.external,
+    rssAnon: parts?.anon ?? memory.rss,
+    rssFile: parts?.file ?? 0,
+  };
 }
 
 function send(message: HostMessage): void {

@@ -6,8 +6,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { HostMessage, HostRequest, ProcessStats } from './host.js';
 
-export const SYNC_SERVERS = ['plait', 'hocuspocus', 'y-websocket'] as const;
-export const SERVER_KINDS = ['plait', 'plait-nopersist', 'hocuspocus', 'y-websocket', 'y-websocket-leveldb', 'uws-hello'] as const;
+export const SYNC_SERVERS = ['plait', 'hocuspocus', 'y-websocket', 'floor'] as const;
+export const SERVER_KINDS = ['plait', 'plait-nopersist', 'hocuspocus', 'y-websocket', 'y-websocket-leveldb', 'uws-hello', 'floor'] as const;
 export type ServerKind = (typeof SERVER_KINDS)[number];
 
 export function isServerKind(value: string): value is ServerKind {
@@ -17,7 +17,8 @@ export function isServerKind(value: string): value is ServerKind {
 /** Which wire protocol/client a server speaks. */
 export function protocolOf(kind: ServerKind): 'plait' | 'hocuspocus' | 'y-websocket' | 'http' {
   if (kind === 'plait' || kind === 'plait-nopersist') return 'plait';
-  if (kind === 'y-websocket' || kind === 'y-websocket-leveldb') return 'y-websocket';
+  // The floor speaks y-websocket's wire format on `/<room>`, so the stock provider connects to it.
+  if (kind === 'y-websocket' || kind === 'y-websocket-leveldb' || kind === 'floor') return 'y-websocket';
   return kind === 'hocuspocus' ? 'hocuspocus' : 'http';
 }
 
@@ -66,6 +67,7 @@ function hostEnv(kind: ServerKind, dataDir: string, extra: Readonly<Record<strin
 }
 
 function hostScript(kind: ServerKind): string {
+  if (kind === 'floor') return join(HOST_DIR, 'floor.ts');
   const protocol = protocolOf(kind);
   return join(HOST_DIR, `${protocol === 'http' ? 'uws-hello' : protocol}.ts`);
 }

@@ -27,7 +27,7 @@ export interface Row {
   readonly cells: string[];
 }
 
-export const HEADER = ['benchmark', 'metric', 'unit', 'Plait', 'Hocuspocus', 'P/H', 'y-websocket', 'P/Y', 'reference', 'P/ref', 'target'];
+export const HEADER = ['benchmark', 'metric', 'unit', 'Plait', 'Hocuspocus', 'P/H', 'y-websocket', 'P/Y', 'floor', 'P/F', 'reference', 'P/ref', 'target'];
 
 /** Rows in the order figures first appear. */
 export function rows(figures: readonly Figure[]): Row[] {
@@ -38,6 +38,8 @@ export function rows(figures: readonly Figure[]): Row[] {
     const plait = of('plait')?.value;
     const hocuspocus = of('hocuspocus')?.value;
     const yws = of('y-websocket')?.value;
+    // bench/servers/floor.ts: the least a correct Yjs server on the same stack does.
+    const floor = of('floor')?.value;
     const ref = (['uws-hello', 'plait-nopersist', 'y-websocket-leveldb'] as const).map((kind) => ({ kind, figure: of(kind) })).find((r) => r.figure !== undefined);
     const unit = figures.find((f) => f.bench === bench && f.metric === metric)?.unit ?? '';
     const judged = verdict(figures, bench, metric);
@@ -53,6 +55,8 @@ export function rows(figures: readonly Figure[]): Row[] {
         ratio(plait, hocuspocus),
         show(yws),
         ratio(plait, yws),
+        show(floor),
+        ratio(plait, floor),
         ref === undefined || ref.figure === undefined ? '–' : `${REFERENCE_LABEL[ref.kind] ?? ref.kind} ${formatValue(ref.figure.value)}`,
         ratio(plait, ref?.figure?.value),
         target,
@@ -73,6 +77,6 @@ export function textTable(figures: readonly Figure[]): string {
 export function markdownTable(figures: readonly Figure[]): string {
   const escape = (cell: string): string => cell.replaceAll('|', '\\|');
   const line = (cells: readonly string[]): string => `| ${cells.map(escape).join(' | ')} |`;
-  const align = HEADER.map((_, i) => (i >= 3 && i <= 9 ? '---:' : '---'));
+  const align = HEADER.map((_, i) => (i >= 3 && i <= 11 ? '---:' : '---'));
   return [line(HEADER), line(align), ...rows(figures).map((r) => line(r.cells))].join('\n');
 }

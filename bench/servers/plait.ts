@@ -10,7 +10,10 @@ const { startServer } = (await import(dist('server.js'))) as typeof import('../.
 
 serveHost(async () => {
   // env carries DATA_DIR, PERSISTENCE, DOC_IDLE_UNLOAD_MS, GROUP_COMMIT_MS, LOG_LEVEL… exactly as for src/main.ts
-  const config = loadConfig(process.env, [], { port: 0, host: '127.0.0.1', devBootstrap: false });
+  // The REST benches drive one API key far past the per-key default (60,000 a minute): the limiter stays on the
+  // path, with a limit no run reaches, unless the environment sets one.
+  const keyLimit = process.env['API_KEY_RATE_LIMIT_PER_MINUTE'] === undefined ? { apiKeyRateLimitPerMinute: 1_000_000_000 } : {};
+  const config = loadConfig(process.env, [], { port: 0, host: '127.0.0.1', devBootstrap: false, ...keyLimit });
   const server = await startServer(config, createLogger(config.logLevel));
   return { port: server.port, stop: () => server.stop() };
 });

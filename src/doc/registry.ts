@@ -57,6 +57,8 @@ export class DocumentRegistry {
   private readonly listeners: ConnectionListener[] = [];
   private readonly unloadListeners: Array<(key: DocumentKey) => void> = [];
   private closing = false;
+  /** Documents being re-keyed (exclusively): acquirers wait until the work is done. */
+  private readonly holds = new Map<string, Promise<void>>();
   readonly updateLog: UpdateLog;
   /** One for every actor: a deps object and onIdle closure per document cost ~0.5 KB each. */
   private readonly actorDeps: ActorDeps;
@@ -105,6 +107,11 @@ export class DocumentRegistry {
     for (;;) {
       if (this.closing) throw unavailable('the server is shutting down; reconnect shortly');
       if (!this.owns(key)) throw unavailable('this document is served by another process');
+      const hold = this.holds.get(id);
+      if (hold !== undefined) {
+        await hold;
+        continue;
+      }
       const entry = this.entries.get(id) ?? this.load(id, key);
       if (entry.unloading !== undefined) {
         await entry.unloading;
@@ -210,6 +217,51 @@ export class DocumentRegistry {
       });
     await Promise.all(evictions);
     await this.updateLog.removeAll(prefix);
+  }
+
+  /**
+   * Runs `work` with the documents unloaded and held: their connections are closed with `code`, their mailboxes
+   * drained, final snapshots written and the update log flushed, so everything is in LMDB; no load starts until
+   * `work` is done (callers wait, then load what `work` left). Document migration re-keys data this way.
+   */
+  async exclusively<T>(keys: readonly DocumentKey[], code: number, reason: string, work: () => Promise<T>): Promise<T> {
+    let release = (): void => undefined;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const ids = keys.map(documentKeyString);
+    for (const id of ids) this.holds.set(id, held);
+    try {
+      await Promise.all(ids.map((id) => this.unloadNow(id, code, reason)));
+      await this.updateLog.flush();
+      return await work();
+    } finally {
+      for (const id of ids) if (this.holds.get(id) === held) this.holds.delete(id);
+      release();
+    }
+  }
+
+  private async unloadNow(id: string, code: number, reason: string): Promise<void> {
+    const entry = this.entries.get(id);
+    if (entry === undefined) return;
+    if (entry.unloading !== undefined) {
+      // An idle unload or an eviction is under way; once it is done the document may be loaded again only by us.
+      // Its failure (a failed load) is reported to the callers that started it; here only its end matters.
+      await entry.unloading.catch(() => undefined);
+      return this.unloadNow(id, code, reason);
+    }
+    if (entry.timer !== undefined) clearTimeout(entry.timer);
+    entry.timer = undefined;
+    entry.unloading = (async () => {
+      const actor = entry.actor ?? (await entry.loading);
+      if (actor !== undefined) {
+        actor.closeAll(code, reason);
+        await actor.whenIdle();
+        await actor.finalSnapshot();
+        actor.dispose();
+      }
+      this.entries.delete(id);
+      for (const listener of this.unloadListeners) listener(entry.key);
+    })();
+    await entry.unloading;
   }
 
   /** Graceful stop: close every connection with SERVICE_RESTART, drain mailboxes, final snapshots, flush. */

@@ -20,10 +20,14 @@ export interface RequestContext<L extends AuthLevel = AuthLevel> {
 /** What a handler returns: the envelope's message and data, plus siblings of `data` (pageToken) or a bare `result`. */
 export type Reply =
   | { readonly kind: 'envelope'; readonly message: string; readonly data: unknown; readonly extra?: Readonly<Record<string, unknown>> }
-  | { readonly kind: 'bare'; readonly result: unknown };
+  | { readonly kind: 'bare'; readonly result: unknown }
+  | { readonly kind: 'raw'; readonly httpStatus: number; readonly body: unknown };
 
 export const ok = (message: string, data: unknown = null, extra?: Readonly<Record<string, unknown>>): Reply =>
   extra === undefined ? { kind: 'envelope', message, data } : { kind: 'envelope', message, data, extra };
+
+/** A body outside the envelope with its own HTTP status: GDPR delete answers 202 with a top-level body (upstream 0). */
+export const raw = (httpStatus: number, body: unknown): Reply => ({ kind: 'raw', httpStatus, body });
 
 /** List Alerts answers `result` as a bare array (spec 4.0.3). */
 export const bare = (result: unknown): Reply => ({ kind: 'bare', result });
@@ -35,7 +39,14 @@ export interface Operation {
   readonly schema: object;
   /** Public operations are rate limited per client address. */
   readonly rateLimited: boolean;
+  /** Operations about an email address are also rate limited per address, by the named limiter. */
+  readonly targetEmail?: TargetEmail<unknown>;
   readonly handle: (input: unknown, ctx: RequestContext) => Promise<Reply> | Reply;
+}
+
+export interface TargetEmail<I> {
+  readonly limiter: 'emailSend' | 'emailStatus';
+  readonly of: (input: I) => string;
 }
 
 export interface OperationSpec<I, L extends AuthLevel> {
@@ -43,6 +54,7 @@ export interface OperationSpec<I, L extends AuthLevel> {
   readonly auth: L;
   readonly schema: object;
   readonly rateLimited?: boolean;
+  readonly targetEmail?: TargetEmail<I>;
   readonly handle: (input: I, ctx: RequestContext<L>) => Promise<Reply> | Reply;
 }
 
@@ -56,6 +68,7 @@ export function operation<I, L extends AuthLevel>(spec: OperationSpec<I, L>): Op
     auth: spec.auth,
     schema: spec.schema,
     rateLimited: spec.rateLimited ?? spec.auth === 'public',
+    ...(spec.targetEmail === undefined ? {} : { targetEmail: spec.targetEmail as unknown as TargetEmail<unknown> }),
     handle: spec.handle as unknown as Operation['handle'],
   };
 }

@@ -1,4 +1,4 @@
-// Owns per-client rate limiting of public operations: a token bucket per address, refilled continuously.
+// Owns rate limiting: a token bucket per key (client address, target email, API key), refilled continuously, in bounded memory.
 import { resourceExhausted } from '../errors.js';
 
 interface Bucket {
@@ -6,32 +6,107 @@ interface Bucket {
   updatedAt: number;
 }
 
+export interface RateLimitOptions {
+  /** Requests allowed per window; also the burst size. 0 turns the limiter off. */
+  readonly limit: number;
+  readonly windowMs: number;
+  /** Most keys remembered at once; past it the least recently used key is forgotten. */
+  readonly maxKeys: number;
+  /** What the limit is about, for the error message ("client address", "email address", "API key"). */
+  readonly subject: string;
+  readonly now?: () => number;
+}
+
+/**
+ * Token buckets kept in a Map used as an LRU list (a touched key is moved to the end), so memory never exceeds
+ * `maxKeys` buckets whatever the number of distinct keys. Forgetting the least recently used key is safe: a key
+ * not seen for a while has mostly refilled; a flood of fresh keys only forgets keys that went quiet.
+ */
 export class RateLimiter {
   private readonly buckets = new Map<string, Bucket>();
   private readonly refillPerMs: number;
+  private readonly now: () => number;
 
-  constructor(private readonly perMinute: number, private readonly now: () => number = Date.now) {
-    this.refillPerMs = perMinute / 60_000;
+  constructor(private readonly options: RateLimitOptions) {
+    if (options.maxKeys < 1) throw new Error('RateLimiter needs room for at least one key');
+    this.refillPerMs = options.limit / options.windowMs;
+    this.now = options.now ?? Date.now;
   }
 
-  /** Takes one token for `client` or throws RESOURCE_EXHAUSTED with the seconds until one is free. */
-  take(client: string): void {
+  get enabled(): boolean {
+    return this.options.limit > 0;
+  }
+
+  /** Keys remembered now (bounded by maxKeys). */
+  get size(): number {
+    return this.buckets.size;
+  }
+
+  /** Takes one token for `key` or throws RESOURCE_EXHAUSTED with the seconds until one is free. */
+  take(key: string): void {
+    const { limit } = this.options;
+    if (limit <= 0) return;
     const now = this.now();
-    const bucket = this.buckets.get(client) ?? { tokens: this.perMinute, updatedAt: now };
-    bucket.tokens = Math.min(this.perMinute, bucket.tokens + (now - bucket.updatedAt) * this.refillPerMs);
-    bucket.updatedAt = now;
+    let bucket = this.buckets.get(key);
+    if (bucket === undefined) {
+      bucket = { tokens: limit, updatedAt: now };
+      if (this.buckets.size >= this.options.maxKeys) this.forgetOldest();
+    } else {
+      this.buckets.delete(key);
+      bucket.tokens = Math.min(limit, bucket.tokens + Math.max(0, now - bucket.updatedAt) * this.refillPerMs);
+      bucket.updatedAt = now;
+    }
+    this.buckets.set(key, bucket);
     if (bucket.tokens < 1) {
-      this.buckets.set(client, bucket);
-      throw resourceExhausted('rate limit exceeded for this endpoint; try again later', (1 - bucket.tokens) / this.refillPerMs / 1000);
+      throw resourceExhausted(
+        `rate limit exceeded for this ${this.options.subject} (${limit} requests per ${describeWindow(this.options.windowMs)}); try again later`,
+        // Whole milliseconds first: float noise must not turn 1800 s into a Retry-After of 1801.
+        Math.round((1 - bucket.tokens) / this.refillPerMs) / 1000,
+      );
     }
     bucket.tokens -= 1;
-    this.buckets.set(client, bucket);
-    if (this.buckets.size > 100_000) this.evictFull(now);
   }
 
-  private evictFull(now: number): void {
-    for (const [client, bucket] of this.buckets) {
-      if (bucket.tokens + (now - bucket.updatedAt) * this.refillPerMs >= this.perMinute) this.buckets.delete(client);
+  private forgetOldest(): void {
+    for (const key of this.buckets.keys()) {
+      this.buckets.delete(key);
+      return;
     }
   }
+}
+
+function describeWindow(ms: number): string {
+  if (ms === 3_600_000) return 'hour';
+  if (ms === 60_000) return 'minute';
+  return `${ms / 1000} s`;
+}
+
+/** The limiters of the REST surface, one per kind of key (docs/abuse-protection.md). */
+export interface RateLimits {
+  /** Public operations, per client address (IPv6 per /64). */
+  readonly client: RateLimiter;
+  /** Public operations that send mail to an address (create, send-login-link), per target address. */
+  readonly emailSend: RateLimiter;
+  /** Get Email Verification Status, per target address (consoles poll it). */
+  readonly emailStatus: RateLimiter;
+  /** Every authenticated operation, per API key or per workspace. */
+  readonly credential: RateLimiter;
+}
+
+export interface RateLimitConfig {
+  readonly publicRateLimitPerMinute: number;
+  readonly emailRateLimitPerHour: number;
+  readonly emailStatusRateLimitPerMinute: number;
+  readonly apiKeyRateLimitPerMinute: number;
+  readonly rateLimitMaxKeys: number;
+}
+
+export function rateLimits(config: RateLimitConfig, now: () => number = Date.now): RateLimits {
+  const maxKeys = config.rateLimitMaxKeys;
+  return {
+    client: new RateLimiter({ limit: config.publicRateLimitPerMinute, windowMs: 60_000, maxKeys, subject: 'client address', now }),
+    emailSend: new RateLimiter({ limit: config.emailRateLimitPerHour, windowMs: 3_600_000, maxKeys, subject: 'email address', now }),
+    emailStatus: new RateLimiter({ limit: config.emailStatusRateLimitPerMinute, windowMs: 60_000, maxKeys, subject: 'email address', now }),
+    credential: new RateLimiter({ limit: config.apiKeyRateLimitPerMinute, windowMs: 60_000, maxKeys, subject: 'API key', now }),
+  };
 }

@@ -4,6 +4,7 @@ import type { AppError } from '../errors.js';
 
 const STATUS_LINES: Record<number, string> = {
   200: '200 OK',
+  202: '202 Accepted',
   204: '204 No Content',
   400: '400 Bad Request',
   401: '401 Unauthorized',

@@ -7,7 +7,8 @@ import type { ApiKeyIdentity, WorkspaceIdentity } from '../tenant/workspaces.js'
 import { isJsonContentType, parseEnvelope, readBody } from './body.js';
 import type { RequestGate } from './gate.js';
 import type { Operation, RequestContext } from './operation.js';
-import type { RateLimiter } from './rate-limit.js';
+import { normalizeAddress, rateLimitKey, type ClientAddresses } from './client-address.js';
+import type { RateLimits } from './rate-limit.js';
 import { errorEnvelope, successEnvelope, writeError, writeJson, type ResponseState } from './reply.js';
 import { compileValidator, type Validator } from './validate.js';
 
@@ -22,9 +23,13 @@ export interface RouteDeps {
   readonly log: Logger;
   readonly maxBodyBytes: number;
   readonly corsOrigin: string;
-  readonly publicLimiter: RateLimiter;
+  readonly limits: RateLimits;
+  /** Resolves the client address from the socket and, behind a trusted proxy, X-Forwarded-For. */
+  readonly clientAddresses: ClientAddresses;
   /** Counts requests in flight; closed by a graceful stop, after which requests are answered UNAVAILABLE. */
   readonly gate: RequestGate;
+  /** The API key's allowed web origins (domains operations): `refused` answers PERMISSION_DENIED, `listed` is echoed in CORS. */
+  readonly originPolicy?: (apiKey: string, origin: string) => 'any' | 'listed' | 'refused';
 }
 
 /** UUID-shaped ids: a random per-process prefix and a counter (a random UUID per request costs more than the rest of the id work). */
@@ -45,6 +50,8 @@ const CALLER_ID = /^[\w.:-]{1,128}$/;
  */
 class Exchange implements ResponseState, RequestContext {
   aborted = false;
+  /** The page's Origin header, when the operation checks it against the API key's domains; '' otherwise. */
+  origin = '';
   identity: RequestContext['identity'] = null;
   /** The operation has started: a client leaving now does not finish the request, the operation's end does. */
   handling = false;
@@ -56,7 +63,7 @@ class Exchange implements ResponseState, RequestContext {
     private readonly deps: RouteDeps,
     private readonly path: string,
     readonly requestId: string,
-    readonly corsOrigin: string,
+    public corsOrigin: string,
     private address: string | undefined,
   ) {}
 
@@ -66,7 +73,7 @@ class Exchange implements ResponseState, RequestContext {
 
   /** The client's address; read from the socket on first use (before the reply: afterwards `res` is gone). */
   get ip(): string {
-    this.address ??= this.aborted ? '' : Buffer.from(this.res.getRemoteAddressAsText()).toString();
+    this.address ??= this.aborted ? '' : normalizeAddress(Buffer.from(this.res.getRemoteAddressAsText()).toString());
     return this.address;
   }
 
@@ -90,7 +97,9 @@ export function route(op: Operation, deps: RouteDeps): (path: string) => (res: H
     // Everything needed from `req` is copied now: uWS invalidates it when this function returns.
     const incomingId = req.getHeader('x-request-id');
     const requestId = incomingId !== '' && CALLER_ID.test(incomingId) ? incomingId : nextRequestId();
-    const ip = op.rateLimited ? Buffer.from(res.getRemoteAddressAsText()).toString() : undefined;
+    const ip = op.rateLimited
+      ? deps.clientAddresses.resolve(Buffer.from(res.getRemoteAddressAsText()).toString(), req.getHeader('x-forwarded-for'))
+      : undefined;
     const exchange = new Exchange(res, deps, path, requestId, deps.corsOrigin, ip);
     res.onAborted(() => {
       exchange.aborted = true;
@@ -104,11 +113,23 @@ export function route(op: Operation, deps: RouteDeps): (path: string) => (res: H
     }
     const contentType = req.getHeader('content-type');
     const presented = credentials(op, req);
+    if (op.auth === 'apiKey' && deps.originPolicy !== undefined) exchange.origin = pageOrigin(req);
     readBody(res, deps.maxBodyBytes).then(
       (raw) => serve(op, deps, validate, exchange, contentType, presented, raw),
       (error: unknown) => fail(exchange, toAppError(error), true),
     );
   };
+}
+
+/**
+ * The Origin of a cross-origin page, or '' for a request that is not from another origin's page (no Origin header,
+ * or the server's own pages, whose Origin names the Host they were served from).
+ */
+export function pageOrigin(req: HttpRequest): string {
+  const origin = req.getHeader('origin');
+  if (origin === '' || origin === 'null') return origin === 'null' ? origin : '';
+  const host = req.getHeader('host');
+  return host !== '' && (origin === `http://${host}` || origin === `https://${host}`) ? '' : origin;
 }
 
 /** The credentials the operation's auth level reads (other headers are not copied). */
@@ -136,20 +157,35 @@ async function serve(
   exchange.handling = true;
   try {
     exchange.identity = authenticate(op, deps.auth, presented);
-    if (op.rateLimited) deps.publicLimiter.take(exchange.ip);
+    if (exchange.origin !== '' && exchange.identity?.kind === 'apiKey' && deps.originPolicy !== undefined) {
+      const policy = deps.originPolicy(exchange.identity.apiKey, exchange.origin);
+      if (policy === 'refused') throw permissionDenied(`origin ${exchange.origin} is not among this API key's domains (see /v2/workspace/domains/get)`);
+      if (policy === 'listed') exchange.corsOrigin = exchange.origin;
+    }
+    takeRateLimits(op, deps.limits, exchange);
     if (!isJsonContentType(contentType)) throw unsupportedMediaType(contentType);
     const input = validate(parseEnvelope(raw));
+    if (op.targetEmail !== undefined) deps.limits[op.targetEmail.limiter].take(op.targetEmail.of(input).trim().toLowerCase());
     const reply = await op.handle(input, exchange);
     if (exchange.aborted) {
       exchange.log.debug('client went away before the reply; the operation completed');
       return;
     }
-    writeJson(exchange.res, exchange, 200, reply.kind === 'bare' ? { result: reply.result } : successEnvelope(reply.message, reply.data, reply.extra));
+    if (reply.kind === 'raw') writeJson(exchange.res, exchange, reply.httpStatus, reply.body);
+    else writeJson(exchange.res, exchange, 200, reply.kind === 'bare' ? { result: reply.result } : successEnvelope(reply.message, reply.data, reply.extra));
   } catch (error) {
     fail(exchange, toAppError(error), false);
   } finally {
     exchange.finish();
   }
+}
+
+/** Public operations count per client address; authenticated ones per API key (or workspace). */
+function takeRateLimits(op: Operation, limits: RateLimits, exchange: Exchange): void {
+  if (op.rateLimited) limits.client.take(rateLimitKey(exchange.ip));
+  const identity = exchange.identity;
+  if (identity === null) return;
+  limits.credential.take(identity.kind === 'apiKey' ? identity.apiKey : `workspace:${identity.workspaceId}`);
 }
 
 function fail(exchange: Exchange, error: AppError, closeConnection: boolean): void {

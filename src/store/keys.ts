@@ -11,6 +11,10 @@ export const DB = {
   workspaces: 'workspaces',
   /** [ownerEmailLowercase] -> workspaceId */
   workspaceByEmail: 'workspace-by-email',
+  /** [workspaceId] -> OwnerEmailRecord (verified when, exempt, the current one-time link of each purpose) */
+  ownerEmail: 'owner-email',
+  /** [keyedHash(linkToken)] -> EmailLinkRecord (purpose, workspace, expiry); removed when redeemed or replaced */
+  emailLinks: 'email-links',
   /** [apiKey] -> ApiKeyRecord (auth tokens kept encrypted, indexed by keyed hash below) */
   apiKeys: 'api-keys',
   /** [keyedHash(authToken)] -> apiKey */
@@ -29,6 +33,16 @@ export const DB = {
   annotations: 'annotations',
   /** [apiKey, organizationId, documentId, userId] -> PresenceRecord */
   presence: 'presence',
+  /** [apiKey, organizationId, documentId, liveStateDataId] -> { data, updatedAt } (livestate/broadcast) */
+  liveState: 'live-state',
+  /** [apiKey, organizationId, documentId, annotationId] -> Recording (recorder annotations; attachment URLs, not bytes) */
+  recordings: 'recordings',
+  /** [apiKey] -> permission provider config (URL, sealed auth token, enabled) */
+  permissionProvider: 'permission-provider',
+  /** [apiKey, jobId] -> JobRecord (document migrations, GDPR erasures): status kept, unfinished ones resumed at start */
+  jobs: 'jobs',
+  /** [apiKey] -> string[]: the API key's allowed web origins (normalised domains) */
+  domains: 'domains',
   /** seq (a bare number: lmdb-js reads a one-element array key back as its element) -> OutboxEvent, written in the same transaction as its change */
   outbox: 'outbox',
 } as const;

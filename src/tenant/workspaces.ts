@@ -130,6 +130,18 @@ export class Workspaces {
     return this.view(workspace);
   }
 
+  /** The workspace owned by `email` (case-insensitive), if any. */
+  idForEmail(email: string): string | undefined {
+    return this.byEmail.get(email.trim().toLowerCase());
+  }
+
+  /** Every workspace's id, owner email and creation time (read at start by the owner-email checks). */
+  *owners(): Iterable<{ id: string; ownerEmail: string; ownerName: string; createdAt: number }> {
+    for (const { value } of this.workspaces.getRange()) {
+      yield { id: value.id, ownerEmail: value.ownerEmail, ownerName: value.ownerName, createdAt: value.createdAt };
+    }
+  }
+
   get(identity: WorkspaceIdentity): WorkspaceView {
     return this.view(this.workspaceRecord(identity.workspaceId));
   }

@@ -9,7 +9,7 @@ import type { DocumentRegistry, Lease } from '../doc/registry.js';
 import { AppError, CLOSE, permissionDenied, resourceExhausted, toAppError, unauthenticated } from '../errors.js';
 import { writeError, type ResponseState } from '../http/reply.js';
 import type { Logger } from '../log.js';
-import type { AccessResolver } from '../tenant/access.js';
+import type { AccessResolver, DocumentAccess } from '../tenant/access.js';
 import type { Directory } from '../tenant/directory.js';
 import type { Workspaces } from '../tenant/workspaces.js';
 import { readClientMessage, writeReadOnly } from './protocol.js';
@@ -22,6 +22,10 @@ export interface SyncDeps {
   readonly workspaces: Pick<Workspaces, 'apiKeyRecord'>;
   readonly access: AccessResolver;
   readonly documents: DocumentRegistry;
+  /** The permission provider, asked when stored grants give no access (src/tenant/permission-provider.ts). */
+  readonly providerAccess?: (userId: string, key: DocumentKey) => Promise<DocumentAccess>;
+  /** The API key's allowed web origins (src/tenant/domains.ts); a browser page from another origin is refused 403. */
+  readonly domains?: { allows(apiKey: string, origin: string): boolean };
   /** Directory changes (grants, groups, users, access types, disabled states): open sockets re-check their access. */
   readonly directory?: Pick<Directory, 'onChange'>;
 }
@@ -123,6 +127,8 @@ interface CopiedUpgrade {
   readonly secKey: string;
   readonly secProtocol: string;
   readonly secExtensions: string;
+  /** The page's Origin ('' from non-browser clients, which send none). */
+  readonly origin: string;
 }
 
 export function syncBehavior(deps: SyncDeps): WebSocketBehavior<Session> {
@@ -191,9 +197,13 @@ export function syncBehavior(deps: SyncDeps): WebSocketBehavior<Session> {
     const target = parseSyncTarget(request.url, request.query);
     const claims = await deps.userTokens.verify(target.token);
     if (!apiKeyExists(deps.workspaces, claims.apiKey)) throw unauthenticated('the API key this token was issued for no longer exists');
+    if (deps.domains !== undefined && !deps.domains.allows(claims.apiKey, request.origin)) {
+      throw permissionDenied(`origin ${request.origin} is not among this API key's domains`);
+    }
     const key: DocumentKey = { apiKey: claims.apiKey, organizationId: target.organizationId, documentId: target.documentId };
     const now = Date.now();
-    const access = deps.access.documentAccess(claims, key, now);
+    let access = deps.access.documentAccess(claims, key, now);
+    if (access.role === null && deps.providerAccess !== undefined) access = await deps.providerAccess(claims.userId, key);
     if (access.role === null) throw permissionDenied(`user ${claims.userId} has no access to document ${target.documentId}`);
     const lease = await deps.documents.acquire(key);
     if (lease.actor.connectionCount >= config.maxConnectionsPerDocument) {
@@ -272,6 +282,7 @@ export function syncBehavior(deps: SyncDeps): WebSocketBehavior<Session> {
         secKey: req.getHeader('sec-websocket-key'),
         secProtocol: req.getHeader('sec-websocket-protocol'),
         secExtensions: req.getHeader('sec-websocket-extensions'),
+        origin: req.getHeader('origin'),
       };
       const state: ResponseState = { aborted: false, requestId: randomUUID(), corsOrigin: config.corsOrigin };
       res.onAborted(() => {

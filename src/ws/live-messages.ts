@@ -1,6 +1,7 @@
 // Owns the codec of the live message type (annotation and presence changes) sent on the sync socket next to y-websocket's.
 import * as decoding from 'lib0/decoding';
 import type { LiveMessage } from '../doc/collab-state.js';
+import type { LiveStateValue } from '../doc/live-state.js';
 import { EXTENSION_TYPE_MIN, writeExtension } from './protocol.js';
 
 /**
@@ -21,4 +22,18 @@ export function decodeLiveMessage(bytes: Uint8Array): LiveMessage | undefined {
   const decoder = decoding.createDecoder(bytes);
   if (decoding.readVarUint(decoder) !== LIVE_MESSAGE_TYPE) return undefined;
   return JSON.parse(decoding.readVarString(decoder)) as LiveMessage;
+}
+
+/** Extension frame 101: one live state value (livestate/broadcast), to `ext=1` connections; docs/protocol.md. */
+export const LIVE_STATE_MESSAGE_TYPE = EXTENSION_TYPE_MIN + 1;
+
+export function encodeLiveStateMessage(value: LiveStateValue): Uint8Array {
+  return writeExtension(LIVE_STATE_MESSAGE_TYPE, utf8.encode(JSON.stringify(value)));
+}
+
+/** Reads a live state frame; undefined when the bytes are another message type. */
+export function decodeLiveStateMessage(bytes: Uint8Array): LiveStateValue | undefined {
+  const decoder = decoding.createDecoder(bytes);
+  if (decoding.readVarUint(decoder) !== LIVE_STATE_MESSAGE_TYPE) return undefined;
+  return JSON.parse(decoding.readVarString(decoder)) as LiveStateValue;
 }

@@ -1,7 +1,8 @@
 // Owns the users operations (upstream notes 1.3, 2.11): add, get, update, delete at organization, folder or document level.
 import type { Directory } from '../../tenant/directory.js';
 import { grantRef, type UserInput, type UserScope } from '../../tenant/directory/users.js';
-import { ok, operation, type Operation } from '../operation.js';
+import { invalidArgument } from '../../errors.js';
+import { ok, operation, type Operation, type Reply } from '../operation.js';
 import { DEFAULT_PAGE_SIZE } from '../schemas/directory.js';
 import { addUsersSchema, deleteUsersSchema, getUsersSchema, updateUsersSchema } from '../schemas/users.js';
 import { both } from './organizations.js';
@@ -27,19 +28,11 @@ export function userOperations(directory: Directory): Operation[] {
       handle: async (input, ctx) =>
         ok('Users processed.', await users.add(ctx.identity.apiKey, scopeOf(input), input.users, input.createFolder === undefined ? {} : { createFolder: input.createFolder })),
     }),
-    operation<UserScope & { userIds?: string[]; organizationUserGroupIds?: string[]; pageSize?: number; pageToken?: string }, 'apiKey'>({
+    operation<GetUsersInput, 'apiKey'>({
       paths: both('/users/get'),
       auth: 'apiKey',
       schema: getUsersSchema,
-      handle: (input, ctx) => {
-        const page = users.get(ctx.identity.apiKey, scopeOf(input), {
-          pageSize: input.pageSize ?? DEFAULT_PAGE_SIZE,
-          ...(input.userIds === undefined ? {} : { userIds: input.userIds }),
-          ...(input.organizationUserGroupIds === undefined ? {} : { organizationUserGroupIds: input.organizationUserGroupIds }),
-          ...(input.pageToken === undefined ? {} : { pageToken: input.pageToken }),
-        });
-        return ok('Users retrieved successfully.', page.rows, page.nextPageToken === undefined ? undefined : { nextPageToken: page.nextPageToken });
-      },
+      handle: (input, ctx) => getUsers(directory, ctx.identity.apiKey, input),
     }),
     operation<UserScope & { users: UserInput[] }, 'apiKey'>({
       paths: both('/users/update'),
@@ -54,4 +47,49 @@ export function userOperations(directory: Directory): Operation[] {
       handle: async (input, ctx) => ok('Users processed.', await users.delete(ctx.identity.apiKey, scopeOf(input), input.userIds)),
     }),
   ];
+}
+
+type GetUsersInput = UserScope & {
+  userIds?: string[];
+  organizationUserGroupIds?: string[];
+  allDocuments?: boolean;
+  groupByDocumentId?: boolean;
+  pageSize?: number;
+  pageToken?: string;
+};
+
+/** A page of users: at one level, or (allDocuments) on every document of the organization; grouped by document on request. */
+function getUsers(directory: Directory, apiKey: string, input: GetUsersInput): Reply {
+  const pageSize = input.pageSize ?? DEFAULT_PAGE_SIZE;
+  const next = (token: string | undefined) => (token === undefined ? undefined : { nextPageToken: token });
+  if (input.allDocuments === true) {
+    if (input.documentId !== undefined || input.folderId !== undefined) {
+      throw invalidArgument('data.allDocuments lists the users of every document of the organization; it cannot be combined with data.documentId or data.folderId');
+    }
+    if (input.organizationUserGroupIds !== undefined) throw invalidArgument('data.organizationUserGroupIds cannot be combined with data.allDocuments');
+    const page = directory.users.onDocuments(apiKey, input.organizationId, {
+      pageSize,
+      ...(input.userIds === undefined ? {} : { userIds: input.userIds }),
+      ...(input.pageToken === undefined ? {} : { pageToken: input.pageToken }),
+    });
+    if (input.groupByDocumentId !== true) return ok('Users retrieved successfully.', page.rows, next(page.nextPageToken));
+    const grouped = new Map<string, unknown[]>();
+    for (const { documentId, ...user } of page.rows) {
+      const list = grouped.get(documentId) ?? [];
+      list.push(user);
+      grouped.set(documentId, list);
+    }
+    return ok('Users retrieved successfully.', Object.fromEntries(grouped), next(page.nextPageToken));
+  }
+  if (input.groupByDocumentId === true && input.documentId === undefined) {
+    throw invalidArgument('data.groupByDocumentId needs data.allDocuments or data.documentId: only document-level users have a document to group by');
+  }
+  const page = directory.users.get(apiKey, scopeOf(input), {
+    pageSize,
+    ...(input.userIds === undefined ? {} : { userIds: input.userIds }),
+    ...(input.organizationUserGroupIds === undefined ? {} : { organizationUserGroupIds: input.organizationUserGroupIds }),
+    ...(input.pageToken === undefined ? {} : { pageToken: input.pageToken }),
+  });
+  const data = input.groupByDocumentId === true && input.documentId !== undefined ? { [input.documentId]: page.rows } : page.rows;
+  return ok('Users retrieved successfully.', data, next(page.nextPageToken));
 }

@@ -2,7 +2,9 @@
 import type { Secrets } from '../../auth/secrets.js';
 import { invalidArgument } from '../../errors.js';
 import { applyApiKeyConfigUpdate, viewApiKeyConfig, type ApiKeyConfigUpdate } from '../../tenant/api-key-config.js';
-import type { ApiKeyType, CreateWorkspaceInput, Workspaces } from '../../tenant/workspaces.js';
+import { normalizeDomain, type Domains } from '../../tenant/domains.js';
+import { refuseDisposable } from '../../tenant/email-rules.js';
+import type { ApiKeyType, CreateWorkspaceInput, WorkspaceView, Workspaces } from '../../tenant/workspaces.js';
 import { ok, operation, type Operation } from '../operation.js';
 import { emptyData } from '../schemas/common.js';
 import {
@@ -14,13 +16,25 @@ import {
   updateApiKeyConfigSchema,
 } from '../schemas/workspace.js';
 
-export function workspaceOperations(workspaces: Workspaces, secrets: Secrets): Operation[] {
+/** `created` starts the owner-email verification of a new workspace (its email goes out after the reply). */
+export function workspaceOperations(
+  workspaces: Workspaces,
+  secrets: Secrets,
+  domains: Domains,
+  created: (workspace: WorkspaceView) => void = () => {},
+): Operation[] {
   return [
     operation<CreateWorkspaceInput, 'public'>({
       paths: ['/v2/workspace/create'],
       auth: 'public',
       schema: createWorkspaceSchema,
-      handle: async (input) => ok('Workspace created successfully', await workspaces.create(input)),
+      targetEmail: { limiter: 'emailSend', of: (input) => input.ownerEmail },
+      handle: async (input) => {
+        refuseDisposable(input.ownerEmail, 'data.ownerEmail');
+        const workspace = await workspaces.create(input);
+        created(workspace);
+        return ok('Workspace created successfully', workspace);
+      },
     }),
     operation<Record<string, never>, 'workspace'>({
       paths: ['/v2/workspace/get'],
@@ -37,12 +51,15 @@ export function workspaceOperations(workspaces: Workspaces, secrets: Secrets): O
         if (owner.toLowerCase() !== input.ownerEmail.trim().toLowerCase()) {
           throw invalidArgument('data.ownerEmail must be the email of the workspace owner');
         }
+        // Checked before the key exists, so a bad domain creates nothing.
+        const allowed = (input.allowedDomains ?? []).map((domain, i) => normalizeDomain(domain, `data.allowedDomains[${i}]`));
         const apiKey = await workspaces.createApiKey(ctx.identity, {
           type: input.type,
           ...(input.apiKeyName === undefined ? {} : { apiKeyName: input.apiKeyName }),
           ...(input.createAuthToken === undefined ? {} : { createAuthToken: input.createAuthToken }),
           ...(input.allowedDomains === undefined ? {} : { allowedDomains: input.allowedDomains }),
         });
+        if (allowed.length > 0) await domains.add(apiKey, allowed);
         return ok('API key created successfully.', { apiKey });
       },
     }),

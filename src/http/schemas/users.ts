@@ -18,6 +18,9 @@ export const addUsersSchema = object(
 
 export const updateUsersSchema = object({ ...scope, users: bulkOf(updateItem(user)) }, ['organizationId', 'users']);
 
-export const getUsersSchema = object({ ...scope, userIds: filterIds, organizationUserGroupIds: filterIds, pageSize, pageToken }, ['organizationId']);
+export const getUsersSchema = object(
+  { ...scope, userIds: filterIds, organizationUserGroupIds: filterIds, allDocuments: { type: 'boolean' }, groupByDocumentId: { type: 'boolean' }, pageSize, pageToken },
+  ['organizationId'],
+);
 
 export const deleteUsersSchema = object({ ...scope, userIds: bulkIds }, ['organizationId', 'userIds']);

@@ -50,3 +50,9 @@ export const updateApiKeyConfigSchema = {
   additionalProperties: false,
   minProperties: 1,
 } as const;
+
+/** Spec 4.13; `continueUrl` is checked against CONSOLE_ORIGIN by the handler (the message names the domain). */
+export const sendLoginLinkSchema = object({ email: emailString, continueUrl: { type: 'string', minLength: 1, maxLength: 2048 } }, ['email', 'continueUrl']);
+
+/** Spec 4.16. */
+export const emailStatusSchema = object({ ownerEmail: emailString }, ['ownerEmail']);

@@ -17,7 +17,7 @@ export interface DocumentDataOwner {
 const END = Buffer.from([0xff]);
 
 /** The databases keyed [apiKey, organizationId, documentId, ...] that hold document data. */
-const DOCUMENT_DATABASES = [DB.docUpdates, DB.docSnapshots, DB.docStores, DB.annotations, DB.presence] as const;
+export const DOCUMENT_DATABASES = [DB.docUpdates, DB.docSnapshots, DB.docStores, DB.annotations, DB.presence, DB.liveState, DB.recordings] as const;
 
 /**
  * Removes the LMDB ranges directly. Correct when no actor holds the document in memory; the sync and comment

@@ -1,7 +1,7 @@
 // Owns the low-level writes of one document entry and its two listing indexes; shared by documents and folders.
 import type { DirectoryDb } from './db.js';
 import type { Grants } from './grants.js';
-import { keys, type DocumentRecord } from './records.js';
+import { keys, type DocumentRecord, type GrantRecord } from './records.js';
 
 export type NewDocument = Omit<DocumentRecord, 'seq'>;
 
@@ -50,4 +50,27 @@ export function documentsInFolder(db: DirectoryDb, apiKey: string, organizationI
       const record = db.get<DocumentRecord>(keys.doc(apiKey, organizationId, value));
       return record === undefined ? [] : [record];
     });
+}
+
+/**
+ * Only inside a write. Gives the document a new id in place: same listing position, folder, access and metadata;
+ * the grants on it move along. A name that was only the old id becomes the new id.
+ */
+export function rekeyDocument(db: DirectoryDb, grants: Grants, apiKey: string, organizationId: string, record: DocumentRecord, newId: string, now: number): DocumentRecord {
+  const moved: DocumentRecord = {
+    ...record,
+    documentId: newId,
+    documentName: record.documentName === record.documentId ? newId : record.documentName,
+    lastUpdated: now,
+  };
+  db.remove(keys.doc(apiKey, organizationId, record.documentId));
+  db.put(keys.doc(apiKey, organizationId, newId), moved);
+  db.put(keys.docOrder(apiKey, organizationId, record.seq), newId);
+  if (record.folderId !== undefined) db.put(keys.folderDoc(apiKey, organizationId, record.folderId, record.seq), newId);
+  for (const { key, value } of db.scan<GrantRecord>(keys.resourceGrants(apiKey, organizationId, 'document', record.documentId))) {
+    const [kind, id] = [key[5], key[6]];
+    if ((kind === 'user' || kind === 'group') && typeof id === 'string') grants.put(apiKey, organizationId, { level: 'document', resourceId: newId }, { kind, id }, value);
+  }
+  grants.removeResource(apiKey, organizationId, { level: 'document', resourceId: record.documentId });
+  return moved;
 }

@@ -4,7 +4,7 @@ import type { AccessType } from '../api-key-config.js';
 import { BulkResults, ItemFailure, type BulkMap } from './bulk.js';
 import { deleteDocumentData, type DocumentDataOwner } from './data-owners.js';
 import type { DirectoryDb } from './db.js';
-import { insertDocument, placeDocument, removeDocument } from './document-entries.js';
+import { insertDocument, placeDocument, rekeyDocument, removeDocument } from './document-entries.js';
 import type { Folders } from './folders.js';
 import type { Grants } from './grants.js';
 import type { Organizations } from './organizations.js';
@@ -50,6 +50,14 @@ export class Documents {
 
   find(apiKey: string, organizationId: string, documentId: string): DocumentRecord | undefined {
     return this.db.get<DocumentRecord>(keys.doc(apiKey, organizationId, documentId));
+  }
+
+  /** Only inside a write: re-keys the document (migration); false when the directory does not know it. */
+  rekeyInWrite(apiKey: string, organizationId: string, documentId: string, newDocumentId: string): boolean {
+    const record = this.find(apiKey, organizationId, documentId);
+    if (record === undefined) return false;
+    rekeyDocument(this.db, this.grants, apiKey, organizationId, record, newDocumentId, this.now());
+    return true;
   }
 
   /** Only inside a write: the document, registered with its id as name when missing (grants may name documents first). */

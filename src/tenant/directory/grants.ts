@@ -1,6 +1,6 @@
 // Owns stored grants (a role for a user or group on an organization, folder or document) and their reverse index.
 import type { DirectoryDb } from './db.js';
-import { keys, type GrantRecord, type Level, type Principal } from './records.js';
+import { keys, type DirKey, type GrantRecord, type Level, type Principal } from './records.js';
 
 export interface GrantRef {
   readonly level: Level;
@@ -76,5 +76,29 @@ export class Grants {
         ...(options.limit === undefined ? {} : { limit: options.limit }),
       })
       .map(({ key, value }) => ({ userId: String(key[6]), grant: value }));
+  }
+
+  /**
+   * User grants on every document of the organization, in (document id, user id) order, after `after`, at most
+   * `limit` (group grants are skipped and do not count).
+   */
+  userGrantsOnDocuments(
+    apiKey: string,
+    organizationId: string,
+    options: { after?: readonly [string, string]; limit: number },
+  ): Array<{ documentId: string; userId: string; grant: GrantRecord }> {
+    const prefix = [apiKey, 'grant', organizationId, 'document'];
+    const found: Array<{ documentId: string; userId: string; grant: GrantRecord }> = [];
+    let after: DirKey | undefined = options.after === undefined ? undefined : [...prefix, options.after[0], 'user', options.after[1]];
+    while (found.length < options.limit) {
+      const chunk = this.db.scan<GrantRecord>(prefix, { limit: options.limit, ...(after === undefined ? {} : { after }) });
+      for (const { key, value } of chunk) {
+        if (key[5] === 'user' && found.length < options.limit) found.push({ documentId: String(key[4]), userId: String(key[6]), grant: value });
+      }
+      const last = chunk.at(-1);
+      if (last === undefined || chunk.length < options.limit) break;
+      after = last.key;
+    }
+    return found;
   }
 }

@@ -163,6 +163,52 @@ export class Users {
     return more && lastRow !== undefined ? { rows, nextPageToken: encodePageToken(scopeName, lastRow.userId) } : { rows };
   }
 
+  /**
+   * Users holding a live grant on any document of the organization (`users/get` with `allDocuments`), one row per
+   * (document, user), in document then user id order, optionally only the given users.
+   */
+  onDocuments(apiKey: string, organizationId: string, query: { pageSize: number; pageToken?: string; userIds?: readonly string[] }): Page<UserView & { documentId: string }> {
+    const now = this.now();
+    const scopeName = `users:${organizationId}:all-documents:${(query.userIds ?? []).join(',')}`;
+    let after: [string, string] | undefined;
+    if (query.pageToken !== undefined) {
+      const position: unknown = JSON.parse(String(decodePageToken(query.pageToken, scopeName)));
+      if (!Array.isArray(position) || position.length !== 2) throw invalidArgument('data.pageToken is not a page token of this listing');
+      after = [String(position[0]), String(position[1])];
+    }
+    const wanted = query.userIds === undefined ? undefined : new Set(query.userIds);
+    const rows: Array<UserView & { documentId: string }> = [];
+    for (;;) {
+      const chunk = this.grants.userGrantsOnDocuments(apiKey, organizationId, { limit: SCAN_CHUNK, ...(after === undefined ? {} : { after }) });
+      for (const { documentId, userId, grant } of chunk) {
+        after = [documentId, userId];
+        if (wanted !== undefined && !wanted.has(userId)) continue;
+        if (grant.expiresAt !== undefined && grant.expiresAt <= now) continue;
+        rows.push({ ...this.view(apiKey, organizationId, userId, grant), documentId });
+        if (rows.length === query.pageSize) {
+          const more = this.grants.userGrantsOnDocuments(apiKey, organizationId, { limit: 1, after: [documentId, userId] }).length > 0;
+          return more ? { rows, nextPageToken: encodePageToken(scopeName, JSON.stringify([documentId, userId])) } : { rows };
+        }
+      }
+      if (chunk.length < SCAN_CHUNK) return { rows };
+    }
+  }
+
+  /** Everything the directory holds about one user, organization by organization (GDPR export); organizations without any are left out. */
+  personalData(apiKey: string, userId: string): Array<{ organizationId: string; profile?: Record<string, unknown>; grants: Array<GrantRef & GrantRecord>; groups: string[] }> {
+    const user = { kind: 'user', id: userId } as const;
+    return this.db.lastElements(keys.orgs(apiKey)).flatMap((organizationId) => {
+      const profile = this.profile(apiKey, organizationId, userId);
+      const grants = this.grants.ofPrincipal(apiKey, organizationId, user).flatMap((ref) => {
+        const grant = this.grants.get(apiKey, organizationId, ref, user);
+        return grant === undefined ? [] : [{ ...ref, ...grant }];
+      });
+      const groups = this.groups.groupsOf(apiKey, organizationId, userId);
+      if (profile === undefined && grants.length === 0 && groups.length === 0) return [];
+      return [{ organizationId, ...(profile === undefined ? {} : { profile: { ...profile.profile, createdAt: profile.createdAt, lastUpdated: profile.lastUpdated } }), grants, groups }];
+    });
+  }
+
   profile(apiKey: string, organizationId: string, userId: string): UserProfileRecord | undefined {
     return this.db.get<UserProfileRecord>(keys.user(apiKey, organizationId, userId));
   }

@@ -1,0 +1,85 @@
+// Owns the floor: the least a correct Yjs server on Plait's stack does (uWS, one Y.Doc per room, apply once, relay the frame as sent).
+import type * as Uws from 'uWebSockets.js';
+import * as decoding from 'lib0/decoding';
+import * as encoding from 'lib0/encoding';
+import * as syncProtocol from 'y-protocols/sync';
+import * as Y from 'yjs';
+import { loadUws } from '../../src/http/uws.js';
+import { serveHost } from '../lib/host.js';
+
+/**
+ * What Plait cannot beat on one core (issue 18): no auth, no log, no merging, no awareness state kept. A joiner
+ * gets SyncStep1 and answers the client's SyncStep1 with the room's state; an update is applied to the room's
+ * Y.Doc once and the client's own frame is published to the room's topic unchanged (uWS excludes the sender).
+ * Speaks the y-websocket wire format on `/<room>`, so the stock provider connects as to `@y/websocket-server`.
+ */
+const MESSAGE_SYNC = 0;
+const MESSAGE_AWARENESS = 1;
+
+interface Conn {
+  readonly room: string;
+}
+
+serveHost(async () => {
+  const uws = loadUws();
+  const rooms = new Map<string, { doc: Y.Doc; members: number }>();
+  const app = uws.App();
+  app.ws<Conn>('/*', {
+    maxPayloadLength: 16 * 1024 * 1024,
+    maxBackpressure: 64 * 1024 * 1024,
+    idleTimeout: 120,
+    upgrade: (res, req, context) => {
+      res.upgrade<Conn>({ room: req.getUrl().slice(1) }, req.getHeader('sec-websocket-key'), req.getHeader('sec-websocket-protocol'), req.getHeader('sec-websocket-extensions'), context);
+    },
+    open: (ws) => {
+      const { room } = ws.getUserData();
+      let entry = rooms.get(room);
+      if (entry === undefined) {
+        entry = { doc: new Y.Doc(), members: 0 };
+        rooms.set(room, entry);
+      }
+      entry.members++;
+      ws.subscribe(room);
+      const encoder = encoding.createEncoder();
+      encoding.writeVarUint(encoder, MESSAGE_SYNC);
+      syncProtocol.writeSyncStep1(encoder, entry.doc);
+      ws.send(encoding.toUint8Array(encoder), true);
+    },
+    message: (ws, message) => {
+      const { room } = ws.getUserData();
+      const entry = rooms.get(room);
+      if (entry === undefined) return;
+      const bytes = new Uint8Array(message);
+      const decoder = decoding.createDecoder(bytes);
+      const type = decoding.readVarUint(decoder);
+      if (type === MESSAGE_AWARENESS) {
+        ws.publish(room, bytes, true);
+        return;
+      }
+      if (type !== MESSAGE_SYNC) return;
+      const reply = encoding.createEncoder();
+      encoding.writeVarUint(reply, MESSAGE_SYNC);
+      const subtype = syncProtocol.readSyncMessage(decoder, reply, entry.doc, null);
+      if (subtype === syncProtocol.messageYjsSyncStep1) ws.send(encoding.toUint8Array(reply), true);
+      // The client's own frame, as it sent it (uWS copies it before this callback returns).
+      else ws.publish(room, bytes, true);
+    },
+    close: (ws) => {
+      const { room } = ws.getUserData();
+      const entry = rooms.get(room);
+      if (entry !== undefined && --entry.members === 0) {
+        entry.doc.destroy();
+        rooms.delete(room);
+      }
+    },
+  });
+  const socket = await new Promise<Uws.us_listen_socket>((resolve, reject) => {
+    app.listen('127.0.0.1', 0, (listen) => (listen === false ? reject(new Error('floor could not listen')) : resolve(listen)));
+  });
+  return {
+    port: uws.us_socket_local_port(socket),
+    stop: async () => {
+      uws.us_listen_socket_close(socket);
+    },
+  };
+});

@@ -1,0 +1,179 @@
+// Owns recorder annotations (upstream 2.21 recordings/get, plus Plait's recordings/add and delete): records and their paging.
+import type { Database, Key } from 'lmdb';
+import { randomId } from '../auth/secrets.js';
+import { invalidArgument } from '../errors.js';
+import type { Store } from '../store/env.js';
+import { DB } from '../store/keys.js';
+import type { DocumentKey } from './peer.js';
+
+/** One attachment: Plait stores where the customer keeps the bytes, never the bytes. */
+export interface RecordingAttachment {
+  attachmentId: string;
+  url: string;
+  mimeType: string;
+  name: string;
+  type: string;
+  size: number;
+}
+
+export interface RecordingInput {
+  annotationId?: string;
+  recordingType: string;
+  mode?: string;
+  metadata?: Record<string, unknown>;
+  recordedTime: { duration: number; display?: string };
+  displayName?: string;
+  from?: { userId: string; name?: string; email?: string };
+  attachments: Array<Omit<RecordingAttachment, 'attachmentId' | 'type'> & { attachmentId?: string; type?: string }>;
+}
+
+/** A recording as stored and as returned (upstream 2.21's shape plus its place and times). */
+export interface Recording {
+  annotationId: string;
+  type: 'recorder';
+  organizationId: string;
+  documentId: string;
+  recordingType: string;
+  mode: string;
+  metadata: Record<string, unknown>;
+  recordedTime: { duration: number; display: string };
+  displayName: string;
+  from?: { userId: string; name?: string; email?: string };
+  attachments: RecordingAttachment[];
+  /** Bumped by each add that replaces the recording (same annotationId). */
+  latestVersion: number;
+  createdAt: number;
+  lastUpdated: number;
+}
+
+export interface RecordingQuery {
+  organizationId: string;
+  documentId?: string;
+  recordingIds?: readonly string[];
+  pageSize: number;
+  pageToken?: string;
+}
+
+/** Sorts after every ordered-binary key element. */
+const END = new Uint8Array([0xff]);
+
+/** `m:ss` (or `h:mm:ss`) of a duration in ms, as the recorder shows it. */
+export function displayDuration(ms: number): string {
+  const total = Math.round(ms / 1000);
+  const [h, m, s] = [Math.floor(total / 3600), Math.floor((total % 3600) / 60), total % 60];
+  const pad = (n: number): string => String(n).padStart(2, '0');
+  return h > 0 ? `${h}:${pad(m)}:${pad(s)}` : `${m}:${pad(s)}`;
+}
+
+export class Recordings {
+  private readonly db: Database<Recording, Key>;
+
+  constructor(private readonly store: Store, private readonly now: () => number = Date.now) {
+    this.db = store.records<Recording>(DB.recordings);
+  }
+
+  /** Adds (or replaces, by annotationId) recordings on one document in one transaction; answers each one's id. */
+  async add(key: DocumentKey, inputs: readonly RecordingInput[]): Promise<Record<string, { success: true; id: string; message: string }>> {
+    const now = this.now();
+    const results = new Map<string, { success: true; id: string; message: string }>();
+    await this.store.transaction(() => {
+      for (const input of inputs) {
+        const annotationId = input.annotationId ?? randomId(20);
+        const storeKey = [key.apiKey, key.organizationId, key.documentId, annotationId];
+        const existing = this.db.get(storeKey);
+        const recording: Recording = {
+          annotationId,
+          type: 'recorder',
+          organizationId: key.organizationId,
+          documentId: key.documentId,
+          recordingType: input.recordingType,
+          mode: input.mode ?? 'default',
+          metadata: input.metadata ?? {},
+          recordedTime: { duration: input.recordedTime.duration, display: input.recordedTime.display ?? displayDuration(input.recordedTime.duration) },
+          displayName: input.displayName ?? '',
+          ...(input.from === undefined ? {} : { from: input.from }),
+          attachments: input.attachments.map((a) => ({
+            attachmentId: a.attachmentId ?? randomId(20),
+            url: a.url,
+            mimeType: a.mimeType,
+            name: a.name,
+            type: a.type ?? a.mimeType.split('/', 1)[0] ?? 'file',
+            size: a.size,
+          })),
+          latestVersion: (existing?.latestVersion ?? 0) + 1,
+          createdAt: existing?.createdAt ?? now,
+          lastUpdated: now,
+        };
+        this.db.putSync(storeKey, recording);
+        results.set(annotationId, { success: true, id: annotationId, message: existing === undefined ? 'Recording added.' : 'Recording replaced.' });
+      }
+    });
+    return Object.fromEntries(results);
+  }
+
+  /** Removes recordings of one document; answers per id whether it existed. */
+  async delete(key: DocumentKey, annotationIds: readonly string[]): Promise<Record<string, { success: boolean; message: string }>> {
+    const results = new Map<string, { success: boolean; message: string }>();
+    await this.store.transaction(() => {
+      for (const id of annotationIds) {
+        const removed = this.db.removeSync([key.apiKey, key.organizationId, key.documentId, id]);
+        results.set(id, removed ? { success: true, message: 'Recording deleted.' } : { success: false, message: 'Recording does not exist.' });
+      }
+    });
+    return Object.fromEntries(results);
+  }
+
+  /** A page of recordings of one document or a whole organization, in (document id, annotation id) order. */
+  get(apiKey: string, query: RecordingQuery): { rows: Recording[]; pageToken?: string } {
+    const prefix = query.documentId === undefined ? [apiKey, query.organizationId] : [apiKey, query.organizationId, query.documentId];
+    const wanted = query.recordingIds === undefined ? undefined : new Set(query.recordingIds);
+    const after = query.pageToken === undefined ? undefined : this.position(query.pageToken, apiKey, query.organizationId, prefix);
+    const rows: Recording[] = [];
+    let lastKey: Key | undefined;
+    for (const { key, value } of this.db.getRange({ start: after ?? prefix, end: [...prefix, END], ...(after === undefined ? {} : { exclusiveStart: true }) })) {
+      if (wanted !== undefined && !wanted.has(value.annotationId)) continue;
+      if (rows.length === query.pageSize) return { rows, pageToken: this.token(lastKey) };
+      rows.push(value);
+      lastKey = key;
+    }
+    return { rows };
+  }
+
+  private token(key: Key | undefined): string {
+    const parts = key as unknown[];
+    return Buffer.from(JSON.stringify([parts[2], parts[3]])).toString('base64url');
+  }
+
+  private position(token: string, apiKey: string, organizationId: string, prefix: readonly unknown[]): Key {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(Buffer.from(token, 'base64url').toString('utf8'));
+    } catch (error) {
+      throw invalidArgument('data.pageToken is not a page token of this listing', { cause: error });
+    }
+    if (!Array.isArray(parsed) || parsed.length !== 2 || typeof parsed[0] !== 'string' || typeof parsed[1] !== 'string') {
+      throw invalidArgument('data.pageToken is not a page token of this listing');
+    }
+    if (prefix.length === 3 && parsed[0] !== prefix[2]) throw invalidArgument('data.pageToken belongs to another document');
+    return [apiKey, organizationId, parsed[0], parsed[1]];
+  }
+
+  /** Recordings made by the user, in every organization of the API key (GDPR export). */
+  byUser(apiKey: string, userId: string): Recording[] {
+    return Array.from(this.db.getRange({ start: [apiKey], end: [apiKey, END] }), ({ value }) => value).filter((r) => r.from?.userId === userId);
+  }
+
+  /** Drops the user as the author of their recordings (GDPR erase); the clips stay with the document. Answers how many changed. */
+  async anonymize(apiKey: string, userId: string): Promise<number> {
+    let changed = 0;
+    await this.store.transaction(() => {
+      for (const { key, value } of this.db.getRange({ start: [apiKey], end: [apiKey, END] })) {
+        if (value.from?.userId !== userId) continue;
+        const { from: _from, ...rest } = value;
+        this.db.putSync(key, rest);
+        changed++;
+      }
+    });
+    return changed;
+  }
+}

@@ -1,0 +1,115 @@
+// Owns durable background jobs (document migration, GDPR erase): submitted, run once, resumed after a restart, status kept.
+import type { Database, Key } from 'lmdb';
+import { randomId } from '../auth/secrets.js';
+import { notFound } from '../errors.js';
+import type { Logger } from '../log.js';
+import type { Store } from '../store/env.js';
+import { DB } from '../store/keys.js';
+
+export type JobStatus = 'pending' | 'in_progress' | 'completed' | 'failed';
+
+export interface JobRecord<P = unknown, R = unknown> {
+  readonly jobId: string;
+  readonly apiKey: string;
+  readonly kind: string;
+  readonly params: P;
+  status: JobStatus;
+  readonly createdAt: number;
+  updatedAt: number;
+  /** What the job reports when done (counts, for example). */
+  result?: R;
+  /** Why it failed, for the status answer. */
+  error?: string;
+}
+
+/**
+ * Runs one job. It must be idempotent: after a crash mid-way it runs again from the start on the next start, and
+ * must then finish the work (or notice it is already done).
+ */
+export type JobRunner<P, R> = (job: JobRecord<P, R>) => Promise<R>;
+
+export class Jobs {
+  private readonly db: Database<JobRecord, Key>;
+  private readonly runners = new Map<string, JobRunner<unknown, unknown>>();
+  /** Jobs running in this process, so stop() can wait for them. */
+  private readonly running = new Set<Promise<void>>();
+  private stopped = false;
+
+  constructor(private readonly store: Store, private readonly log: Logger, private readonly now: () => number = Date.now) {
+    this.db = store.records<JobRecord>(DB.jobs);
+  }
+
+  register<P, R>(kind: string, runner: JobRunner<P, R>): void {
+    this.runners.set(kind, runner as JobRunner<unknown, unknown>);
+  }
+
+  /** Records the job (committed before this resolves, so it survives a crash) and starts it. */
+  async submit<P>(apiKey: string, kind: string, params: P, jobId = randomId(24)): Promise<JobRecord<P>> {
+    const now = this.now();
+    const job: JobRecord<P> = { jobId, apiKey, kind, params, status: 'pending', createdAt: now, updatedAt: now };
+    await this.store.transaction(() => this.db.putSync([apiKey, jobId], job));
+    this.start(job);
+    return job;
+  }
+
+  /** A job of this API key; NOT_FOUND naming the field otherwise. */
+  get(apiKey: string, jobId: string, field = 'data.jobId'): JobRecord {
+    const job = this.db.get([apiKey, jobId]);
+    if (job === undefined) throw notFound(`${field}: no job "${jobId}" for this API key`);
+    return job;
+  }
+
+  /** Starts every job a stop or crash left pending or in progress (call once, after every runner is registered). */
+  resume(): number {
+    let resumed = 0;
+    for (const { value } of this.db.getRange()) {
+      if (value.status === 'pending' || value.status === 'in_progress') {
+        this.start(value);
+        resumed++;
+      }
+    }
+    if (resumed > 0) this.log.info('resumed background jobs', { jobs: resumed });
+    return resumed;
+  }
+
+  /** Settles once every job this process started has finished (tests; jobs in flight at a stop resume next start). */
+  async idle(): Promise<void> {
+    while (this.running.size > 0) await Promise.allSettled([...this.running]);
+  }
+
+  /** No new job starts; the ones running finish (graceful stop awaits this before the store closes). */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    await this.idle();
+  }
+
+  private start(job: JobRecord): void {
+    if (this.stopped) return;
+    const runner = this.runners.get(job.kind);
+    if (runner === undefined) {
+      this.log.error('no runner for a stored job; it stays pending', { kind: job.kind, jobId: job.jobId });
+      return;
+    }
+    const run = this.run(job, runner).finally(() => this.running.delete(run));
+    this.running.add(run);
+  }
+
+  private async run(job: JobRecord, runner: JobRunner<unknown, unknown>): Promise<void> {
+    try {
+      await this.save({ ...job, status: 'in_progress', updatedAt: this.now() });
+      const result = await runner(job);
+      await this.save({ ...job, status: 'completed', updatedAt: this.now(), ...(result === undefined ? {} : { result }) });
+    } catch (error) {
+      this.log.warn('background job failed', { kind: job.kind, jobId: job.jobId, error });
+      const message = error instanceof Error ? error.message : String(error);
+      // A failure to record the failure (the store closing) leaves the job in progress: it runs again next start.
+      await this.save({ ...job, status: 'failed', updatedAt: this.now(), error: message }).catch((saveError: unknown) =>
+        this.log.error('could not record a failed job', { jobId: job.jobId, error: saveError }),
+      );
+    }
+  }
+
+  private async save(job: JobRecord): Promise<void> {
+    await this.store.transaction(() => this.db.putSync([job.apiKey, job.jobId], job));
+  }
+}
