@@ -2,12 +2,16 @@
 import { request as httpRequest } from 'node:http';
 import t from 'tap';
 import * as Y from 'yjs';
+import { loadConfig } from '../../src/config.js';
 import { EditorStore, type StoreUpdates } from '../../src/doc/editor-store.js';
+import { DocumentRegistry } from '../../src/doc/registry.js';
+import { CLOSE } from '../../src/errors.js';
 import { MAX_ID_BYTES } from '../../src/limits.js';
 import { createLogger } from '../../src/log.js';
 import { Store } from '../../src/store/env.js';
 import { Snapshots } from '../../src/store/snapshots.js';
 import { UpdateLog } from '../../src/store/update-log.js';
+import { FakePeer } from '../helpers/fake-peer.js';
 import { startTestServer } from '../helpers/server.js';
 import { rawSocket, syncBase, upgradeStatus, userToken } from '../helpers/sync.js';
 
@@ -110,4 +114,33 @@ t.test('a store whose key LMDB refuses fails alone: the others of its commit lan
   const loaded = new Snapshots(store).load('key', 'org', 'doc');
   t.equal(loaded.length, 1);
   t.equal(loaded[0]?.updates.length, 2, 'both later commits of the healthy store landed');
+});
+
+t.test('a document whose key LMDB refuses: its write fails alone, its memory goes back to disk, its sockets close; others commit', async (t) => {
+  const dir = t.testdir();
+  const store = Store.open(dir);
+  const registry = new DocumentRegistry(loadConfig({}, [], { dataDir: dir, groupCommitMs: 50 }), store, createLogger('silent'));
+  t.teardown(async () => {
+    await registry.shutdown();
+    await store.close();
+  });
+  // Past the edge checks, as data from before the limits would be.
+  const poisoned = { apiKey: 'key', organizationId: wide, documentId: wide };
+  const healthy = { apiKey: 'key', organizationId: 'org', documentId: 'doc' };
+  const peer = new FakePeer('s1', 'u1', wide);
+  const lease = await registry.acquire(poisoned);
+  t.teardown(() => lease.release());
+  lease.actor.attach(peer);
+  // Both writes land in the same commit window.
+  const [bad, good] = await Promise.allSettled([
+    lease.actor.add(wide, { type: 'text', data: 'never stored' }),
+    registry.use(healthy, (actor) => actor.add('main', { type: 'text', data: 'stored' })),
+  ]);
+  t.equal(bad.status, 'rejected', 'the write that cannot be stored is refused');
+  t.equal(good.status, 'fulfilled', 'the other document of the same commit is stored');
+  await lease.actor.run(() => undefined);
+  t.same(await lease.actor.records(), [], 'the refused document holds what disk holds: nothing');
+  t.equal(peer.closedWith, CLOSE.INTERNAL, 'its connection is closed so the client resyncs');
+  const again = await registry.use(healthy, (actor) => actor.update('main', { type: 'text', data: 'stored again' }).then(() => actor.records('main')));
+  t.equal(again[0]?.data, 'stored again', 'later commits are not poisoned');
 });
