@@ -10,7 +10,7 @@ import WebSocket from 'ws';
 import { WebsocketProvider } from 'y-websocket';
 import * as Y from 'yjs';
 import { loadConfig } from '../src/config.js';
-import { DocumentRegistry } from '../src/doc/registry.js';
+import { DocumentActors } from '../src/doc/registry.js';
 import { createLogger } from '../src/log.js';
 import { Store } from '../src/store/env.js';
 
@@ -97,7 +97,7 @@ function percentile(sorted: readonly number[], p: number): number {
 async function memoryPerDoc(options: SyncBenchOptions): Promise<number> {
   const dir = mkdtempSync(join(tmpdir(), 'plait-bench-mem-'));
   const store = Store.open(dir);
-  const registry = new DocumentRegistry(loadConfig({}, [], { dataDir: dir, persistence: false, docIdleUnloadMs: 3_600_000 }), store, createLogger('silent'));
+  const registry = new DocumentActors(loadConfig({}, [], { dataDir: dir, persistence: false, docIdleUnloadMs: 3_600_000 }), store, createLogger('silent'), { publish: () => undefined });
   const gc = (globalThis as { gc?: () => void }).gc;
   gc?.();
   const before = process.memoryUsage().heapUsed;

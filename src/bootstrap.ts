@@ -21,7 +21,9 @@ export async function devBootstrap(
   const workspace = await workspaces.create({ ownerEmail: DEV_OWNER_EMAIL, name: 'Dev', workspaceName: 'Dev workspace' });
   // No mail reaches the dev owner's address: its keys must not expire for want of verification.
   await ownerEmails.exempt(workspace.id);
-  await meta.put('devBootstrapDone', true);
+  await store.transaction(() => {
+    void meta.put('devBootstrapDone', true);
+  });
   const apiKey = Object.keys(workspace.apiKeyList)[0];
   if (apiKey === undefined) return undefined;
   const identity = { kind: 'workspace', workspaceId: workspace.id } as const;

@@ -1,7 +1,7 @@
 // Owns the server configuration: one table of options read from env vars and --flags, validated and frozen.
 import { isIP } from 'node:net';
 import { resolve } from 'node:path';
-import { parseAllowedNetworks } from './delivery/outbound/address-policy.js';
+import { parseAllowedNetworks } from './allowed-networks.js';
 
 export interface Config {
   readonly host: string;

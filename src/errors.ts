@@ -1,18 +1,18 @@
 // Owns the error catalog: every failure the server reports, its canonical status, HTTP status and WebSocket close code.
 
-/** Canonical statuses (spec section 7) with their HTTP status and the close code used when a socket must end for that reason. */
+/** Canonical statuses (spec section 7) with their HTTP status. A socket that must end says why with a code from CLOSE below. */
 export const CANONICAL = {
-  INVALID_ARGUMENT: { http: 400, close: 4400 },
-  FAILED_PRECONDITION: { http: 400, close: 4412 },
-  UNAUTHENTICATED: { http: 401, close: 4401 },
-  PERMISSION_DENIED: { http: 403, close: 4403 },
-  NOT_FOUND: { http: 404, close: 4404 },
-  ALREADY_EXISTS: { http: 409, close: 4409 },
-  ABORTED: { http: 409, close: 4409 },
-  RESOURCE_EXHAUSTED: { http: 429, close: 4429 },
-  INTERNAL: { http: 500, close: 1011 },
-  UNAVAILABLE: { http: 503, close: 1012 },
-} as const satisfies Record<string, { http: number; close: number }>;
+  INVALID_ARGUMENT: { http: 400 },
+  FAILED_PRECONDITION: { http: 400 },
+  UNAUTHENTICATED: { http: 401 },
+  PERMISSION_DENIED: { http: 403 },
+  NOT_FOUND: { http: 404 },
+  ALREADY_EXISTS: { http: 409 },
+  ABORTED: { http: 409 },
+  RESOURCE_EXHAUSTED: { http: 429 },
+  INTERNAL: { http: 500 },
+  UNAVAILABLE: { http: 503 },
+} as const satisfies Record<string, { http: number }>;
 
 export type CanonicalStatus = keyof typeof CANONICAL;
 

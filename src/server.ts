@@ -5,7 +5,7 @@ import { UserTokens } from './auth/user-tokens.js';
 import type { Config } from './config.js';
 import type { Logger } from './log.js';
 import { RequestGate } from './http/gate.js';
-import { writeJson } from './http/reply.js';
+import { writeJson } from './edge/reply.js';
 import { fallback, preflight, route, type RouteDeps } from './http/route.js';
 import type { Operation } from './http/operation.js';
 import { rateLimits } from './http/rate-limit.js';
@@ -28,7 +28,8 @@ import { loadUws } from './http/uws.js';
 import { Store } from './store/env.js';
 import { folderDocumentsFrom } from './doc/annotations/listing.js';
 import { CollabDocuments } from './doc/collab-state.js';
-import { DocumentRegistry } from './doc/registry.js';
+import { DocumentActors } from './doc/registry.js';
+import type { TopicPublisher } from './doc/peer.js';
 import { crdtOperations } from './http/routes/crdt.js';
 import { syncBehavior } from './ws/behavior.js';
 import { Outbox } from './events/outbox.js';
@@ -66,7 +67,7 @@ export interface Services {
   /** Comment annotations and presence per document. */
   readonly collab: CollabDocuments;
   /** Document actors (Yjs stores, awareness, sync connections); they also host `collab`. */
-  readonly documents: DocumentRegistry;
+  readonly documentActors: DocumentActors;
   /** Each API key's allowed web origins, checked at the sync upgrade and on cross-origin REST requests. */
   readonly domains: Domains;
   /** Named live values per document (livestate/broadcast), sent to extension-frame connections. */
@@ -102,9 +103,10 @@ export interface RunningServer {
   stop(): Promise<void>;
 }
 
-export async function openServices(config: Config, log: Logger, options: ServerOptions = {}): Promise<Services> {
+/** `publisher` sends server-originated frames to a topic's sockets: the App's publish once the App exists. */
+export async function openServices(config: Config, log: Logger, publisher: TopicPublisher, options: ServerOptions = {}): Promise<Services> {
   const now = clockOf(options);
-  const store = Store.open(config.dataDir, log.child({ component: 'store' }));
+  const store = Store.open(config.dataDir, { log: log.child({ component: 'store' }) });
   const secrets = Secrets.load(config.dataDir, config.secretKey);
   const workspaces = new Workspaces(store, secrets);
   const userTokens = await UserTokens.open(store, secrets);
@@ -114,18 +116,18 @@ export async function openServices(config: Config, log: Logger, options: ServerO
     dataOwners: [new LmdbDocumentData(store)],
   });
   const outbox = new Outbox(store);
-  const documents = new DocumentRegistry(config, store, log.child({ component: 'documents' }));
-  directory.addDataOwner(documents);
+  const documentActors = new DocumentActors(config, store, log.child({ component: 'documents' }), publisher);
+  directory.addDataOwner(documentActors);
   const collab = new CollabDocuments({
     store,
     outbox,
     now: Date.now,
     offlineTtlMs: config.presenceOfflineTtlMs,
-    hosts: documents,
+    actors: documentActors,
     encode: encodeLiveMessage,
     log,
   });
-  documents.onConnection(collab.connectionListener());
+  documentActors.onConnection(collab.connectionListener());
   // After the registry: its eviction drains the actor, whose departing connections write presence.
   directory.addDataOwner(collab);
   const domains = new Domains(store);
@@ -156,7 +158,7 @@ export async function openServices(config: Config, log: Logger, options: ServerO
   });
   const migrations = new DocumentMigrations({
     store,
-    documents,
+    documents: documentActors,
     directory: {
       knows: (apiKey, organizationId, documentId) => directory.documents.find(apiKey, organizationId, documentId) !== undefined,
       rekeyInWrite: (apiKey, organizationId, documentId, newDocumentId) => directory.documents.rekeyInWrite(apiKey, organizationId, documentId, newDocumentId),
@@ -164,8 +166,8 @@ export async function openServices(config: Config, log: Logger, options: ServerO
     jobs,
     databases: DOCUMENT_DATABASES,
   });
-  const liveStates = new LiveStates({ store, hosts: documents, encode: encodeLiveStateMessage, now: Date.now, log });
-  documents.onConnection(liveStates.connectionListener());
+  const liveStates = new LiveStates({ store, actors: documentActors, encode: encodeLiveStateMessage, now: Date.now, log });
+  documentActors.onConnection(liveStates.connectionListener());
   const ownerEmails = new OwnerEmails(store, secrets, workspaces, {
     graceMs: config.emailVerificationGraceMs,
     verificationLinkTtlMs: config.verificationLinkTtlMs,
@@ -184,7 +186,7 @@ export async function openServices(config: Config, log: Logger, options: ServerO
     verificationLinkTtlMs: config.verificationLinkTtlMs,
     loginLinkTtlMs: config.loginLinkTtlMs,
   });
-  return { config, log, store, secrets, workspaces, userTokens, directory, outbox, collab, documents, domains, liveStates, recordings, jobs, migrations, userData, permissionProvider, ownerEmails, accountMail };
+  return { config, log, store, secrets, workspaces, userTokens, directory, outbox, collab, documentActors, domains, liveStates, recordings, jobs, migrations, userData, permissionProvider, ownerEmails, accountMail };
 }
 
 function clockOf(options: ServerOptions): () => number {
@@ -226,7 +228,7 @@ function allOperations(services: Services): Operation[] {
     ...migrationOperations(services.migrations),
     ...userDataOperations(services.userData, services.jobs),
     ...permissionProviderOperations(services.permissionProvider),
-    ...crdtOperations(services.documents),
+    ...crdtOperations(services.documentActors),
   ];
 }
 
@@ -235,8 +237,9 @@ const STOP_DRAIN_MS = 10_000;
 
 export async function startServer(config: Config, log: Logger, options: ServerOptions = {}): Promise<RunningServer> {
   const uws = loadUws();
-  const services = await openServices(config, log, options);
   const app = uws.App();
+  // uWS's app.publish reaches every subscriber of a topic (ws.publish would skip its own socket).
+  const services = await openServices(config, log, { publish: (topic, bytes) => void app.publish(topic, bytes, true) }, options);
   const deps: RouteDeps = {
     auth: {
       workspace: (id, token) => services.workspaces.authenticateWorkspace(id, token),
@@ -326,7 +329,7 @@ export async function startServer(config: Config, log: Logger, options: ServerOp
     await services.accountMail.stop(5000);
     // Jobs in flight finish against open documents and store; one cut short by a crash resumes at the next start.
     await services.jobs.stop();
-    await services.documents.shutdown();
+    await services.documentActors.shutdown();
     services.collab.close();
     await services.store.close();
   };

@@ -74,17 +74,20 @@ export class UserTokens {
 
   private readonly now: () => number;
 
+  private readonly db: Database<SigningKeyRecord, Key>;
+
   private constructor(
-    private readonly db: Database<SigningKeyRecord, Key>,
+    private readonly store: Store,
     private readonly secrets: Secrets,
     options: UserTokensOptions,
   ) {
     this.now = options.now ?? Date.now;
+    this.db = store.records<SigningKeyRecord>(DB.signingKeys);
   }
 
   /** Loads the signing keys, creating the first one on a fresh data directory and rotating one that is too old. */
   static async open(store: Store, secrets: Secrets, options: UserTokensOptions = {}): Promise<UserTokens> {
-    const tokens = new UserTokens(store.records<SigningKeyRecord>(DB.signingKeys), secrets, options);
+    const tokens = new UserTokens(store, secrets, options);
     for (const { value } of tokens.db.getRange()) await tokens.load(value);
     const maxAge = options.maxKeyAgeMs ?? DEFAULT_MAX_KEY_AGE_MS;
     if (tokens.current === undefined || tokens.current.record.createdAt + maxAge < tokens.now()) await tokens.rotate();
@@ -117,7 +120,8 @@ export class UserTokens {
     const lapsed = Array.from(this.db.getRange(), ({ value }) => value)
       .filter((stored) => this.isLapsed(stored, now))
       .map((stored) => stored.kid);
-    await this.db.transaction(() => {
+    // Store.transaction, not the database's own: a throw part-way must not keep the retirement without the new key.
+    await this.store.transaction(() => {
       if (previous !== undefined) this.db.put(previous.record.kid, { ...previous.record, retiredAt: now });
       for (const old of lapsed) this.db.remove(old);
       this.db.put(kid, record);

@@ -15,15 +15,17 @@ import {
   writeSyncStep1,
   writeSyncStep2,
   type ClientMessage,
-} from '../ws/protocol.js';
+} from '../sync/protocol.js';
 import { AwarenessGuard, type AwarenessLimits, type AwarenessRefusal } from './awareness-guard.js';
 import { createAwareness, releaseAwareness } from './awareness-sweep.js';
-import { defineRoot, replaceData, type StoreType } from './crdt.js';
-import { EditorStore, LOADING, type CrdtRecord, type StoreUpdates } from './editor-store.js';
-import { EditorStores } from './editor-stores.js';
-import { publishToAll, topics, UpdateFanout } from './fanout.js';
+import { defineRoot, replaceData } from './crdt.js';
+import type { StoreType } from '../store/snapshots.js';
+import { EditorDoc, LOADING, type CrdtRecord, type EditorDocUpdates } from './editor-doc.js';
+import { EditorDocs } from './editor-docs.js';
+import { topics, UpdateFanout, type FanoutTarget } from './fanout.js';
 import { Mailbox, type TaskFailures } from './mailbox.js';
-import { REST_ORIGIN, type ChangeOrigin, type ConnectionListener, type DocumentActorView, type DocumentKey, type Peer, type PeerInfo } from './peer.js';
+import { REST_ORIGIN, type ChangeOrigin, type ConnectionListener, type DocumentActorView, type Peer, type PeerInfo, type TopicPublisher } from './peer.js';
+import type { DocumentKey } from '../document-key.js';
 
 export interface ActorDeps {
   readonly updateLog: UpdateLog;
@@ -36,6 +38,8 @@ export interface ActorDeps {
   readonly onIdle: (actor: DocumentActor) => void;
   /** Shared with the registry, so listeners registered later are told too. */
   readonly listeners: readonly ConnectionListener[];
+  /** Server-originated frames (awareness, broadcasts, REST updates) go to a topic's subscribers through it. */
+  readonly publisher: TopicPublisher;
 }
 
 export interface StoreWrite {
@@ -50,11 +54,10 @@ export interface RootHint {
 }
 
 const DISCONNECTED = 'disconnect';
-const NO_PEERS: ReadonlySet<Peer> = new Set();
 
-export class DocumentActor implements DocumentActorView, TaskFailures, StoreUpdates {
+export class DocumentActor implements DocumentActorView, TaskFailures, EditorDocUpdates, FanoutTarget {
   /** Each store's `peers` are its connections; together they are the document's (no Set of its own for them). */
-  private readonly stores = new EditorStores();
+  private readonly stores = new EditorDocs();
   /** Connections attached, over all stores. */
   private peerCount = 0;
   // The optional structures below (livePeers, fanoutState, awarenessGuard, deniedOnce) are made on first use: most
@@ -102,7 +105,7 @@ export class DocumentActor implements DocumentActorView, TaskFailures, StoreUpda
   }
 
   private get fanout(): UpdateFanout {
-    return (this.fanoutState ??= new UpdateFanout((error) => this.taskFailed(error)));
+    return (this.fanoutState ??= new UpdateFanout(this));
   }
 
   private awarenessNow(): awarenessProtocol.Awareness {
@@ -216,15 +219,15 @@ export class DocumentActor implements DocumentActorView, TaskFailures, StoreUpda
     }
   }
 
-  /** @internal For the actor's stores (StoreUpdates): a change to one of its docs. */
-  storeUpdated(store: EditorStore, update: Uint8Array, origin: unknown): void {
+  /** @internal For the actor's stores (EditorDocUpdates): a change to one of its docs. */
+  storeUpdated(store: EditorDoc, update: Uint8Array, origin: unknown): void {
     if (origin === LOADING) return;
     store.touch(isChangeOrigin(origin) ? origin : REST_ORIGIN, Date.now());
     const commit = this.deps.updateLog.append(store, update);
     this.commits?.push(commit);
     // Peers get the update at the end of this turn, before the disk: a crash loses at most what clients still hold
     // and resend. Updates of one sender in one turn go out as one merged frame, not back to that sender.
-    this.fanout.queue(topics.store(this.key, store.editorId), store.peers, update, this.isAttached(origin) ? origin : undefined);
+    this.fanout.queue(topics.store(this.key, store.editorId), update, this.isAttached(origin) ? origin : undefined);
   }
 
   private onAwareness(change: { added: number[]; updated: number[]; removed: number[] }, origin: unknown): void {
@@ -234,15 +237,31 @@ export class DocumentActor implements DocumentActorView, TaskFailures, StoreUpda
     // Echoed to the sender too: y-websocket drops a connection that hears nothing for 30 s, and a lone
     // client's own awareness renewals are what it hears. Queued updates go first: cursors refer to them.
     this.fanoutState?.flush();
-    publishToAll(topics.document(this.key), frame, this.peers());
+    if (this.peerCount > 0) this.publish(topics.document(this.key), frame);
   }
 
   private awarenessRefused(peer: Peer, why: AwarenessRefusal): void {
     this.deps.log.debug('awareness entry dropped', { why, sessionId: peer.sessionId, ...this.logFields() });
   }
 
-  private addStore(editorId: string, loaded?: LoadedStore): EditorStore {
-    const store = new EditorStore(this.key, editorId, loaded);
+  /** @internal For the fan-out (FanoutTarget) and the actor's own frames: publishes, then checks every buffer. */
+  publish(topic: string, bytes: Uint8Array): void {
+    this.deps.publisher.publish(topic, bytes);
+    this.checkBackpressure();
+  }
+
+  /** @internal Closes every connection past its backpressure limit with 1013 (uWS itself would cut it without a close frame). */
+  checkBackpressure(): void {
+    for (const peer of this.peers()) peer.checkBackpressure();
+  }
+
+  /** @internal For the fan-out: a scheduled flush failed. */
+  fanoutFailed(error: unknown): void {
+    this.taskFailed(error);
+  }
+
+  private addStore(editorId: string, loaded?: LoadedStore): EditorDoc {
+    const store = new EditorDoc(this.key, editorId, loaded);
     store.listen(this);
     this.stores.add(store);
     return store;
@@ -263,10 +282,12 @@ export class DocumentActor implements DocumentActorView, TaskFailures, StoreUpda
     // Queued updates go first, so a frame about a change never overtakes the change.
     this.fanoutState?.flush();
     if ((messageType(bytes) ?? 0) >= EXTENSION_TYPE_MIN) {
-      const members = this.livePeers ?? NO_PEERS;
-      return publishToAll(topics.live(this.key), bytes, members) ? members.size : 0;
+      const members = this.livePeers?.size ?? 0;
+      if (members > 0) this.publish(topics.live(this.key), bytes);
+      return members;
     }
-    return publishToAll(topics.document(this.key), bytes, this.peers()) ? this.peerCount : 0;
+    if (this.peerCount > 0) this.publish(topics.document(this.key), bytes);
+    return this.peerCount;
   }
 
   /** Sends one frame to one connection; false when it is not connected here. */
@@ -296,7 +317,7 @@ export class DocumentActor implements DocumentActorView, TaskFailures, StoreUpda
   records(editorId?: string): Promise<CrdtRecord[]> {
     return this.mailbox.ask(() => {
       const stores = editorId === undefined ? [...this.stores.values()] : [this.stores.get(editorId)];
-      return stores.filter((store): store is EditorStore => store?.exists === true).map((store) => store.record());
+      return stores.filter((store): store is EditorDoc => store?.exists === true).map((store) => store.record());
     });
   }
 
@@ -332,7 +353,7 @@ export class DocumentActor implements DocumentActorView, TaskFailures, StoreUpda
    * made on a scratch copy first: if it throws half way (data Yjs cannot hold) or does not fit, the store is untouched,
    * since a Yjs transaction that throws still keeps and emits what it did before the throw.
    */
-  private write(store: EditorStore, write: StoreWrite): Array<Promise<void>> {
+  private write(store: EditorDoc, write: StoreWrite): Array<Promise<void>> {
     const contentKey = write.contentKey ?? store.contentKey;
     const scratch = new Y.Doc();
     let problem: string | undefined;
@@ -375,12 +396,12 @@ export class DocumentActor implements DocumentActorView, TaskFailures, StoreUpda
    * @internal For the actor's stores: a store's writes failed on their own and will not be retried (src/store/update-log.ts).
    * Memory goes back to what is on disk, and the store's connections, which hold the refused change, are closed.
    */
-  storeWriteFailed(failed: EditorStore, error: unknown): void {
+  storeWriteFailed(failed: EditorDoc, error: unknown): void {
     this.deps.log.error('a store could not be written; it is reloaded from disk', { error, editorId: failed.editorId, ...this.logFields() });
     this.mailbox.tell(() => {
       if (this.stores.get(failed.editorId) !== failed) return;
       const loaded = this.deps.updateLog.snapshots.load(this.key.apiKey, this.key.organizationId, this.key.documentId).find((record) => record.editorId === failed.editorId);
-      const restored = new EditorStore(this.key, failed.editorId, loaded);
+      const restored = new EditorDoc(this.key, failed.editorId, loaded);
       for (const peer of failed.peers) restored.peers.add(peer);
       this.stores.delete(failed.editorId);
       this.stores.add(restored);

@@ -1,7 +1,7 @@
 // Owns the rules on client awareness: who may change which client id's state, how large a state may be, how often.
 import * as encoding from 'lib0/encoding';
 import { utf8Bytes } from '../limits.js';
-import type { AwarenessEntry } from '../ws/protocol.js';
+import type { AwarenessEntry } from '../sync/protocol.js';
 import type { Peer } from './peer.js';
 
 export interface AwarenessLimits {

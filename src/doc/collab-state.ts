@@ -1,30 +1,14 @@
 // Owns per-document comment and presence state behind a host seam: loaded once per host, run serially, changes published.
 import { unavailable } from '../errors.js';
 import type { Logger } from '../log.js';
-import { atomically, type Outbox } from '../events/outbox.js';
+import type { Outbox } from '../events/outbox.js';
 import type { Store } from '../store/env.js';
-import { DB } from '../store/keys.js';
-import type { DocumentRef } from './annotations/model.js';
-import type { ConnectionListener, DocumentActorView, PeerInfo } from './peer.js';
+import { DB, KEY_END } from '../store/keys.js';
+import { documentKeyString, type DocumentKey } from '../document-key.js';
+import type { ConnectionListener, DocumentActorLoader, DocumentActorView, PeerInfo } from './peer.js';
 import { AnnotationState, type AnnotationDeps, type LiveAnnotationChange, type Mutation } from './annotations/state.js';
 import { DocumentWrites } from './document-writes.js';
 import { PresenceState, type LivePresenceChange, type PresenceDeps } from './presence.js';
-
-/**
- * What the state needs from whoever owns a document (its DocumentActor): serial execution and a way to reach
- * every socket of the document. The state lives as long as its host object.
- */
-export interface DocumentHost {
-  run<T>(task: () => T | Promise<T>): Promise<T>;
-  broadcast(bytes: Uint8Array): unknown;
-}
-
-/** Loads the document's host and keeps it loaded while `use` runs (DocumentRegistry.use). */
-export interface DocumentHosts {
-  use<T>(ref: DocumentRef, use: (host: DocumentHost) => Promise<T>): Promise<T>;
-  /** Tells `listener` after a host was unloaded (DocumentRegistry.onUnloaded), so nothing here keeps it reachable. */
-  onUnloaded?(listener: (ref: DocumentRef) => void): void;
-}
 
 /** The body of the live WebSocket message (docs/comments-and-presence.md). */
 export interface LiveMessage {
@@ -44,7 +28,7 @@ export interface CollabDeps {
   readonly outbox: Outbox;
   readonly now: () => number;
   readonly offlineTtlMs: number;
-  readonly hosts: DocumentHosts;
+  readonly actors: DocumentActorLoader;
   readonly encode: (message: LiveMessage) => Uint8Array;
   readonly log: Logger;
 }
@@ -74,7 +58,7 @@ class Loaded implements CollabDocument, AnnotationDeps, PresenceDeps {
   /** When the armed timer fires (ms since epoch). */
   timerAt?: number | undefined;
 
-  constructor(private readonly owner: CollabDocuments, private readonly host: DocumentHost, private readonly ref: DocumentRef, deps: CollabDeps) {
+  constructor(private readonly owner: CollabDocuments, private readonly host: DocumentActorView, private readonly ref: DocumentKey, deps: CollabDeps) {
     this.store = deps.store;
     this.outbox = deps.outbox;
     this.now = deps.now;
@@ -94,12 +78,8 @@ function isAnnotationChanges(live: readonly LiveAnnotationChange[] | LivePresenc
 }
 
 const NO_PRESENCE: LivePresenceChange = { users: [], removed: [] };
-/** ordered-binary's MAXIMUM_KEY: as the last key element it sorts after every id under the prefix. */
-const KEY_END = new Uint8Array([0xff]);
 /** Times a read or a join snapshot is built again when a change it held failed to commit before it went out. */
 const ATTEMPTS = 3;
-
-const refKey = (ref: DocumentRef): string => JSON.stringify([ref.apiKey, ref.organizationId, ref.documentId]);
 
 /**
  * Changes follow src/doc/document-writes.ts: a task changes memory inside the host's mailbox and submits its writes;
@@ -109,13 +89,13 @@ const refKey = (ref: DocumentRef): string => JSON.stringify([ref.apiKey, ref.org
  */
 export class CollabDocuments {
   /** Each host's state (or its first load); the state goes when its host goes. */
-  private readonly loaded = new WeakMap<DocumentHost, Loaded | Promise<Loaded>>();
+  private readonly loaded = new WeakMap<DocumentActorView, Loaded | Promise<Loaded>>();
   /** Documents with an armed expiry timer: disarmed when the document unloads, is deleted, or the server stops. */
-  private readonly armed = new Map<string, { readonly ref: DocumentRef; readonly doc: Loaded }>();
+  private readonly armed = new Map<string, { readonly ref: DocumentKey; readonly doc: Loaded }>();
 
   constructor(private readonly deps: CollabDeps) {
     // The timer's callback holds the host: left armed, it would keep an unloaded document in memory until it fired.
-    deps.hosts.onUnloaded?.((ref) => this.disarm(refKey(ref)));
+    deps.actors.onUnloaded?.((ref) => this.disarm(documentKeyString(ref)));
   }
 
   /** Documents with an armed presence expiry timer (tests, metrics). */
@@ -124,11 +104,11 @@ export class CollabDocuments {
   }
 
   /** Runs `task` in the document's host with its state loaded; answers once everything `task` saw has committed. */
-  read<T>(ref: DocumentRef, task: (doc: CollabDocument) => T): Promise<T> {
-    return this.deps.hosts.use(ref, (host) => this.readIn(host, ref, task, 1));
+  read<T>(ref: DocumentKey, task: (doc: CollabDocument) => T): Promise<T> {
+    return this.deps.actors.use(ref, (host) => this.readIn(host, ref, task, 1));
   }
 
-  private async readIn<T>(host: DocumentHost, ref: DocumentRef, task: (doc: CollabDocument) => T, attempt: number): Promise<T> {
+  private async readIn<T>(host: DocumentActorView, ref: DocumentKey, task: (doc: CollabDocument) => T, attempt: number): Promise<T> {
     const seen = await host.run(() => this.inState(host, ref, (doc) => ({ value: task(doc), committed: whenCommitted(doc.writes) })));
     if (seen.committed === undefined || (await seen.committed)) return seen.value;
     if (attempt >= ATTEMPTS) throw unavailable('recent changes to this document failed to commit; retry shortly');
@@ -136,8 +116,8 @@ export class CollabDocuments {
   }
 
   /** Runs an annotation change in the document's mailbox; resolves with its answer once it has committed. */
-  annotations<T>(ref: DocumentRef, change: (state: AnnotationState) => Promise<Mutation<T>>): Promise<T> {
-    return this.deps.hosts.use(ref, async (host) => {
+  annotations<T>(ref: DocumentKey, change: (state: AnnotationState) => Promise<Mutation<T>>): Promise<T> {
+    return this.deps.actors.use(ref, async (host) => {
       // The task returns the commit boxed (a bare promise would make the mailbox wait for it): the actor goes on.
       const staged = await host.run(() => this.inState(host, ref, (doc) => ({ result: change(doc.annotations) })));
       return (await staged.result).data;
@@ -148,16 +128,16 @@ export class CollabDocuments {
    * Runs a presence change in the document's mailbox and re-arms the offline expiry; resolves once committed with
    * the change (its `users` views are built only when read).
    */
-  presence(ref: DocumentRef, change: (state: PresenceState) => Promise<LivePresenceChange>): Promise<LivePresenceChange> {
+  presence(ref: DocumentKey, change: (state: PresenceState) => Promise<LivePresenceChange>): Promise<LivePresenceChange> {
     return this.inHost(ref, (host, doc) => this.changePresence(host, ref, doc, change));
   }
 
   /** A sync connection joined / left, for callers outside the mailbox (the server uses `connectionListener`). */
-  connect(ref: DocumentRef, peer: ConnectionPeer): Promise<LivePresenceChange> {
+  connect(ref: DocumentKey, peer: ConnectionPeer): Promise<LivePresenceChange> {
     return this.inHost(ref, (host, doc) => this.joined(host, ref, doc, peer));
   }
 
-  disconnect(ref: DocumentRef, peer: ConnectionPeer): Promise<LivePresenceChange> {
+  disconnect(ref: DocumentKey, peer: ConnectionPeer): Promise<LivePresenceChange> {
     return this.inHost(ref, (host, doc) => this.left(host, ref, doc, peer));
   }
 
@@ -187,7 +167,7 @@ export class CollabDocuments {
    * DocumentDataOwner (register after the document registry): the registry's eviction closes connections, and their
    * presence going offline is written while the actor drains, so the ranges are removed once that is done.
    */
-  deleteDocumentData(ref: DocumentRef): Promise<void> {
+  deleteDocumentData(ref: DocumentKey): Promise<void> {
     return this.removeData([ref.apiKey, ref.organizationId, ref.documentId]);
   }
 
@@ -196,13 +176,13 @@ export class CollabDocuments {
   }
 
   private async removeData(prefix: readonly string[]): Promise<void> {
-    const within = (ref: DocumentRef): boolean => [ref.apiKey, ref.organizationId, ref.documentId].slice(0, prefix.length).every((part, i) => part === prefix[i]);
+    const within = (ref: DocumentKey): boolean => [ref.apiKey, ref.organizationId, ref.documentId].slice(0, prefix.length).every((part, i) => part === prefix[i]);
     for (const [key, { ref }] of [...this.armed]) if (within(ref)) this.disarm(key);
     const { store } = this.deps;
     // Writes of the drained actors may still be in the group commit; removed before they land, they would come back.
     await store.group.barrier();
     const databases = [store.records<unknown>(DB.annotations), store.records<unknown>(DB.presence)];
-    await atomically(store, () => {
+    await store.transaction(() => {
       for (const db of databases) {
         for (const key of Array.from(db.getKeys({ start: [...prefix], end: [...prefix, KEY_END] }))) db.removeSync(key);
       }
@@ -210,20 +190,20 @@ export class CollabDocuments {
   }
 
   /** Runs a presence-changing task in the document's mailbox; resolves with the change once committed. */
-  private inHost(ref: DocumentRef, change: (host: DocumentHost, doc: Loaded) => Promise<LivePresenceChange>): Promise<LivePresenceChange> {
-    return this.deps.hosts.use(ref, async (host) => {
+  private inHost(ref: DocumentKey, change: (host: DocumentActorView, doc: Loaded) => Promise<LivePresenceChange>): Promise<LivePresenceChange> {
+    return this.deps.actors.use(ref, async (host) => {
       const staged = await host.run(() => this.inState(host, ref, (doc) => ({ result: change(host, doc) })));
       return staged.result;
     });
   }
 
-  private changePresence(host: DocumentHost, ref: DocumentRef, doc: Loaded, change: (state: PresenceState) => Promise<LivePresenceChange>): Promise<LivePresenceChange> {
+  private changePresence(host: DocumentActorView, ref: DocumentKey, doc: Loaded, change: (state: PresenceState) => Promise<LivePresenceChange>): Promise<LivePresenceChange> {
     const result = change(doc.presence);
     this.arm(host, ref, doc);
     return result;
   }
 
-  private joined(host: DocumentHost, ref: DocumentRef, doc: Loaded, peer: ConnectionPeer, actor?: DocumentActorView): Promise<LivePresenceChange> {
+  private joined(host: DocumentActorView, ref: DocumentKey, doc: Loaded, peer: ConnectionPeer, actor?: DocumentActorView): Promise<LivePresenceChange> {
     if (peer.extensions) {
       doc.listeners++;
       if (actor !== undefined) this.sendSnapshot(actor, doc, peer.sessionId, 1);
@@ -232,7 +212,7 @@ export class CollabDocuments {
     return this.changePresence(host, ref, doc, (state) => state.connect(peer.sessionId, user));
   }
 
-  private left(host: DocumentHost, ref: DocumentRef, doc: Loaded, peer: ConnectionPeer): Promise<LivePresenceChange> {
+  private left(host: DocumentActorView, ref: DocumentKey, doc: Loaded, peer: ConnectionPeer): Promise<LivePresenceChange> {
     if (peer.extensions) doc.listeners--;
     return this.changePresence(host, ref, doc, (state) => state.disconnect(peer.sessionId));
   }
@@ -255,13 +235,13 @@ export class CollabDocuments {
   }
 
   /** Runs `use` with the host's state: at once when loaded (the mailbox goes straight on), else after the first load. */
-  private inState<R>(host: DocumentHost, ref: DocumentRef, use: (doc: Loaded) => R): R | Promise<R> {
+  private inState<R>(host: DocumentActorView, ref: DocumentKey, use: (doc: Loaded) => R): R | Promise<R> {
     const doc = this.loaded.get(host);
     if (doc !== undefined && !(doc instanceof Promise)) return use(doc);
     return (doc ?? this.load(host, ref)).then(use);
   }
 
-  private load(host: DocumentHost, ref: DocumentRef): Promise<Loaded> {
+  private load(host: DocumentActorView, ref: DocumentKey): Promise<Loaded> {
     const loading = (async (): Promise<Loaded> => {
       // The document may have been unloaded a moment ago with writes still in the group commit: read after they land.
       await this.deps.store.group.barrier();
@@ -280,7 +260,7 @@ export class CollabDocuments {
   }
 
   /** @internal For Loaded: called once a change has committed, in commit order. */
-  publish(host: DocumentHost, ref: DocumentRef, doc: Loaded, annotations: readonly LiveAnnotationChange[], presence: LivePresenceChange): void {
+  publish(host: DocumentActorView, ref: DocumentKey, doc: Loaded, annotations: readonly LiveAnnotationChange[], presence: LivePresenceChange): void {
     // No socket takes live messages: none is built (the REST hot path pays nothing for the feature).
     if (doc.listeners <= 0) return;
     if (annotations.length === 0 && presence.users.length === 0 && presence.removed.length === 0) return;
@@ -290,10 +270,10 @@ export class CollabDocuments {
   }
 
   /** One timer per document, set for the earliest offline user's expiry; it runs the expiry in the host's mailbox. */
-  private arm(host: DocumentHost, ref: DocumentRef, doc: Loaded): void {
+  private arm(host: DocumentActorView, ref: DocumentKey, doc: Loaded): void {
     const at = doc.presence.nextExpiry();
     if (at === doc.timerAt) return;
-    const key = refKey(ref);
+    const key = documentKeyString(ref);
     this.disarm(key);
     if (at === undefined) return;
     doc.timerAt = at;

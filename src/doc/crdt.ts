@@ -2,10 +2,9 @@
 import { isDeepStrictEqual } from 'node:util';
 import * as Y from 'yjs';
 import { dict } from '../dict.js';
-import type { StoreTypeName } from '../store/snapshots.js';
+import type { StoreType } from '../store/snapshots.js';
 import { parseXml, serializeXml, toYXml } from './xml.js';
 
-export type StoreType = StoreTypeName;
 export const STORE_TYPES: readonly StoreType[] = ['text', 'map', 'array', 'xml'];
 export const DEFAULT_CONTENT_KEY = 'content';
 

@@ -1,7 +1,6 @@
 // Owns one document's changes on their way to disk: applied to memory first, committed in order, undone when a commit fails.
 import { AppError } from '../errors.js';
-import { atomicallyGrouped, type AtomicWrite, type WriteTx } from '../events/outbox.js';
-import type { Store } from '../store/env.js';
+import type { GroupedWrite, Store, WriteTx } from '../store/env.js';
 
 /** One change a document's state has already made in memory. Implemented by small classes: no closures per change. */
 export interface DocumentChange {
@@ -38,7 +37,7 @@ export class DocumentWrites {
   submit<C extends DocumentChange>(change: C): Promise<C> {
     const entry = new InFlight(this, change);
     this.inFlight.push(entry);
-    atomicallyGrouped(this.store, entry);
+    this.store.transactionGrouped(entry);
     // The promise resolves with `change` itself, which is a C.
     return entry.promise as Promise<C>;
   }
@@ -74,7 +73,7 @@ export class DocumentWrites {
 }
 
 /** A submitted change as the group commit sees it, and the promise its submitter awaits. */
-class InFlight implements AtomicWrite {
+class InFlight implements GroupedWrite {
   readonly epoch: number;
   readonly single: boolean;
   readonly promise: Promise<DocumentChange>;

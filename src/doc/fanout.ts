@@ -1,7 +1,8 @@
 // Owns how a document's frames reach its connections: the pub/sub topic names and per-turn merged publishing of store updates.
 import * as Y from 'yjs';
-import { writeUpdate } from '../ws/protocol.js';
-import { documentKeyString, type DocumentKey, type Peer } from './peer.js';
+import { writeUpdate } from '../sync/protocol.js';
+import { type Peer, type TopicPublisher } from './peer.js';
+import { documentKeyString, type DocumentKey } from '../document-key.js';
 
 /**
  * The topics of one document, spelled here and nowhere else. Every connection subscribes to `document` (awareness,
@@ -11,34 +12,18 @@ import { documentKeyString, type DocumentKey, type Peer } from './peer.js';
 export const topics = {
   document: (key: DocumentKey): string => `d${documentKeyString(key)}`,
   live: (key: DocumentKey): string => `l${documentKeyString(key)}`,
-  store: (key: DocumentKey, editorId: string): string => `s${JSON.stringify([key.apiKey, key.organizationId, key.documentId, editorId])}`,
+  store: (key: DocumentKey, editorId: string): string => `s${documentKeyString(key, editorId)}`,
 } as const;
 
-/**
- * Sends `bytes` to every subscriber of `topic`, as uWS's app.publish would. The App belongs to src/server.ts, so the
- * frame goes through one live member instead: its publish reaches the other subscribers, a send reaches itself.
- * `members` are the connections subscribed to `topic` (only the first live one is used). False when none is live.
- */
-export function publishToAll(topic: string, bytes: Uint8Array, members: Iterable<Peer>): boolean {
-  const all = [...members];
-  let published = false;
-  for (const peer of all) {
-    if (!peer.publish(topic, bytes)) continue;
-    peer.send(bytes);
-    published = true;
-    break;
-  }
-  checkAll(all);
-  return published;
-}
-
-/** After a publish: every subscriber past its backpressure limit is closed with 1013 (src/ws/behavior.ts). */
-function checkAll(members: Iterable<Peer>): void {
-  for (const peer of members) peer.checkBackpressure();
+/** Where the fan-out publishes: the document's actor, which also closes subscribers past their backpressure limit. */
+export interface FanoutTarget extends TopicPublisher {
+  /** After a flush: every connection past its backpressure limit is closed with 1013 (src/ws/behavior.ts). */
+  checkBackpressure(): void;
+  /** A scheduled flush failed (it runs from a timer, where a throw would end the process). */
+  fanoutFailed(error: unknown): void;
 }
 
 interface PendingTopic {
-  readonly members: ReadonlySet<Peer>;
   /** Updates by the connection they came from (undefined: the server, e.g. a REST write), in arrival order. */
   readonly bySender: Map<Peer | undefined, Uint8Array[]>;
 }
@@ -55,14 +40,13 @@ export class UpdateFanout {
   private pending: Map<string, PendingTopic> | undefined;
   private scheduled: NodeJS.Immediate | undefined;
 
-  /** `onError`: told when a scheduled flush fails (it runs from a timer, where a throw would end the process). */
-  constructor(private readonly onError: (error: unknown) => void) {}
+  constructor(private readonly publisher: FanoutTarget) {}
 
-  /** Queues `update` for the subscribers of `topic` except `sender`; `members` are that topic's connections. */
-  queue(topic: string, members: ReadonlySet<Peer>, update: Uint8Array, sender: Peer | undefined): void {
+  /** Queues `update` for the subscribers of `topic` except `sender`. */
+  queue(topic: string, update: Uint8Array, sender: Peer | undefined): void {
     const pending = (this.pending ??= new Map());
     let entry = pending.get(topic);
-    if (entry === undefined) pending.set(topic, (entry = { members, bySender: new Map() }));
+    if (entry === undefined) pending.set(topic, (entry = { bySender: new Map() }));
     const updates = entry.bySender.get(sender);
     if (updates === undefined) entry.bySender.set(sender, [update]);
     else updates.push(update);
@@ -73,7 +57,7 @@ export class UpdateFanout {
         this.flush();
       } catch (error) {
         this.pending = undefined;
-        this.onError(error);
+        this.publisher.fanoutFailed(error);
       }
     });
   }
@@ -84,15 +68,15 @@ export class UpdateFanout {
     this.scheduled = undefined;
     const pending = this.pending;
     if (pending === undefined) return;
-    for (const [topic, { members, bySender }] of pending) {
+    for (const [topic, { bySender }] of pending) {
       for (const [sender, updates] of bySender) {
         const frame = writeUpdate(updates.length === 1 ? (updates[0] as Uint8Array) : Y.mergeUpdates(updates));
         // A sender that has gone is unsubscribed already, so publishing to all reaches exactly the others.
-        if (sender === undefined || !sender.publish(topic, frame)) publishToAll(topic, frame, members);
+        if (sender === undefined || !sender.publish(topic, frame)) this.publisher.publish(topic, frame);
       }
-      checkAll(members);
     }
     this.pending = undefined;
+    this.publisher.checkBackpressure();
   }
 
   /** Drops what is queued (the actor is being disposed; its connections are gone). */

@@ -3,8 +3,9 @@ import type { Database, Key } from 'lmdb';
 import { invalidArgument } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Store } from '../store/env.js';
-import { DB } from '../store/keys.js';
-import type { ConnectionListener, DocumentActorView, DocumentKey } from './peer.js';
+import { DB, KEY_END } from '../store/keys.js';
+import type { ConnectionListener, DocumentActorLoader } from './peer.js';
+import type { DocumentKey } from '../document-key.js';
 
 /** Most live state ids one document holds; every joiner with extension frames is sent all of them. */
 export const MAX_LIVE_STATES_PER_DOCUMENT = 100;
@@ -24,21 +25,14 @@ interface StoredLiveState {
   readonly updatedAt: number;
 }
 
-/** Runs a task in the document's actor, loading it first (DocumentRegistry.use). */
-export interface LiveStateHosts {
-  use<T>(key: DocumentKey, use: (actor: DocumentActorView) => Promise<T> | T): Promise<T>;
-}
-
 export interface LiveStateDeps {
   readonly store: Store;
-  readonly hosts: LiveStateHosts;
+  /** Runs a task in the document's actor, loading it first. */
+  readonly actors: DocumentActorLoader;
   readonly encode: (value: LiveStateValue) => Uint8Array;
   readonly now: () => number;
   readonly log: Pick<Logger, 'error'>;
 }
-
-/** Sorts after every ordered-binary key element. */
-const END = new Uint8Array([0xff]);
 
 const isPlainObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -70,7 +64,7 @@ export class LiveStates {
    * take extension frames. Runs in the document's mailbox, so broadcasts of one document are applied and sent in order.
    */
   broadcast(key: DocumentKey, liveStateDataId: string, data: unknown, merge: boolean): Promise<LiveStateValue> {
-    return this.deps.hosts.use(key, (actor) =>
+    return this.deps.actors.use(key, (actor) =>
       actor.run(async () => {
         const storeKey = [key.apiKey, key.organizationId, key.documentId, liveStateDataId];
         const existing = this.db.get(storeKey);
@@ -89,7 +83,7 @@ export class LiveStates {
   /** The document's values, in id order. */
   list(key: DocumentKey): LiveStateValue[] {
     const prefix = [key.apiKey, key.organizationId, key.documentId];
-    return Array.from(this.db.getRange({ start: prefix, end: [...prefix, END] }), ({ key: storeKey, value }) => ({
+    return Array.from(this.db.getRange({ start: prefix, end: [...prefix, KEY_END] }), ({ key: storeKey, value }) => ({
       organizationId: key.organizationId,
       documentId: key.documentId,
       liveStateDataId: String((storeKey as unknown[])[3]),
@@ -111,6 +105,6 @@ export class LiveStates {
 
   private count(key: DocumentKey): number {
     const prefix = [key.apiKey, key.organizationId, key.documentId];
-    return this.db.getKeysCount({ start: prefix, end: [...prefix, END], limit: MAX_LIVE_STATES_PER_DOCUMENT });
+    return this.db.getKeysCount({ start: prefix, end: [...prefix, KEY_END], limit: MAX_LIVE_STATES_PER_DOCUMENT });
   }
 }

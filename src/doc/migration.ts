@@ -1,9 +1,9 @@
 // Owns document migration (upstream 2.14 documents/migrate): re-keying a document's data and directory entry as a durable job.
 import { alreadyExists, CLOSE, invalidArgument, notFound } from '../errors.js';
 import type { Store } from '../store/env.js';
-import { DB, type DbName } from '../store/keys.js';
+import { DB, KEY_END, type DbName } from '../store/keys.js';
 import type { JobRecord, Jobs } from '../tenant/jobs.js';
-import type { DocumentKey } from './peer.js';
+import type { DocumentKey } from '../document-key.js';
 
 export const MIGRATION_JOB = 'document-migration';
 
@@ -36,8 +36,6 @@ export interface MigrationDeps {
   readonly databases: readonly DbName[];
 }
 
-/** Sorts after every ordered-binary key element. */
-const END = new Uint8Array([0xff]);
 const BINARY: ReadonlySet<DbName> = new Set([DB.docUpdates, DB.docSnapshots]);
 
 export class DocumentMigrations {
@@ -66,7 +64,7 @@ export class DocumentMigrations {
   private exists(key: DocumentKey): boolean {
     if (this.deps.directory.knows(key.apiKey, key.organizationId, key.documentId)) return true;
     const prefix = [key.apiKey, key.organizationId, key.documentId];
-    return this.deps.databases.some((name) => this.database(name).getKeysCount({ start: prefix, end: [...prefix, END], limit: 1 }) > 0);
+    return this.deps.databases.some((name) => this.database(name).getKeysCount({ start: prefix, end: [...prefix, KEY_END], limit: 1 }) > 0);
   }
 
   /**
@@ -97,7 +95,7 @@ export class DocumentMigrations {
   private moveRange(name: DbName, from: DocumentKey, newDocumentId: string): number {
     const db = this.database(name);
     const prefix = [from.apiKey, from.organizationId, from.documentId];
-    const entries = Array.from(db.getRange({ start: prefix, end: [...prefix, END] }));
+    const entries = Array.from(db.getRange({ start: prefix, end: [...prefix, KEY_END] }));
     for (const { key, value } of entries) {
       const rest = (key as unknown[]).slice(3) as Array<string | number>;
       db.putSync([from.apiKey, from.organizationId, newDocumentId, ...rest], this.retarget(name, value, newDocumentId));

@@ -1,11 +1,5 @@
 // Owns the contract between a document actor and one connection: what the actor may ask of a socket it does not own.
-
-/** (API key, organization, document): the identity of one document actor. */
-export interface DocumentKey {
-  readonly apiKey: string;
-  readonly organizationId: string;
-  readonly documentId: string;
-}
+import type { DocumentKey } from '../document-key.js';
 
 /** Who made a change, recorded as a store's lastUpdatedBy / sessionId. */
 export interface ChangeOrigin {
@@ -39,6 +33,15 @@ export interface Peer extends ChangeOrigin {
   close(code: number, reason: string): void;
 }
 
+/**
+ * Sends server-originated frames to every subscriber of a topic. The edge's composition root implements it with
+ * uWS's app.publish (src/server.ts), so the core never needs a member socket to reach the others.
+ */
+export interface TopicPublisher {
+  /** Queues `bytes` for every subscriber of `topic` (slow ones are closed at their backpressure limit, as for send). */
+  publish(topic: string, bytes: Uint8Array): void;
+}
+
 /** What other features may read about a document's connections. */
 export interface PeerInfo {
   readonly sessionId: string;
@@ -64,7 +67,15 @@ export interface DocumentActorView {
   sendTo(sessionId: string, bytes: Uint8Array): boolean;
 }
 
+/**
+ * Loads a document's actor and keeps it loaded while `use` runs (DocumentActors.use): how comments, presence and live
+ * state reach the actor without importing the registry. They need of it only the DocumentActorView port.
+ */
+export interface DocumentActorLoader {
+  use<T>(key: DocumentKey, use: (actor: DocumentActorView) => Promise<T> | T): Promise<T>;
+  /** Tells `listener` after an actor was unloaded (DocumentActors.onUnloaded), so nothing kept beside it stays reachable. */
+  onUnloaded?(listener: (key: DocumentKey) => void): void;
+}
+
 /** lastUpdatedBy of changes made through the REST CRDT operations, which carry no user. */
 export const REST_ORIGIN: ChangeOrigin = Object.freeze({ userId: 'rest-api', sessionId: null });
-
-export const documentKeyString = (key: DocumentKey): string => JSON.stringify([key.apiKey, key.organizationId, key.documentId]);

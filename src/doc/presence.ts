@@ -1,11 +1,10 @@
 // Owns one document's presence list: users set over REST and users connected for sync, their status and offline expiry.
 import type { Database, Key } from 'lmdb';
 import type { Store } from '../store/env.js';
-import { DB } from '../store/keys.js';
-import type { DocumentRef } from './annotations/model.js';
+import { DB, KEY_END } from '../store/keys.js';
+import type { DocumentKey } from '../document-key.js';
 import { DocumentWrites, superseded, type DocumentChange } from './document-writes.js';
 
-const KEY_END = new Uint8Array([0xff]);
 const NO_CHANGE: LivePresenceChange = Object.freeze({ users: Object.freeze([]), removed: Object.freeze([]) });
 
 /** Presence user input (spec 2.19). */
@@ -62,7 +61,7 @@ export class PresenceState {
   /** connectionId -> userId */
   private readonly connections = new Map<string, string>();
 
-  private constructor(readonly ref: DocumentRef, private readonly deps: PresenceDeps, private readonly users: Map<string, PresenceRecord>) {
+  private constructor(readonly ref: DocumentKey, private readonly deps: PresenceDeps, private readonly users: Map<string, PresenceRecord>) {
     this.db = deps.store.records<PresenceRecord>(DB.presence);
     this.writes = deps.writes ?? new DocumentWrites(deps.store);
   }
@@ -71,7 +70,7 @@ export class PresenceState {
    * Reads the stored list. No sync connection survives a restart, so users whose record came from a connection
    * are offline from now; records already past their offline delay are dropped.
    */
-  static async load(deps: PresenceDeps, ref: DocumentRef): Promise<PresenceState> {
+  static async load(deps: PresenceDeps, ref: DocumentKey): Promise<PresenceState> {
     const db = deps.store.records<PresenceRecord>(DB.presence);
     const prefix = [ref.apiKey, ref.organizationId, ref.documentId];
     const state = new PresenceState(ref, deps, new Map());

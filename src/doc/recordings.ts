@@ -3,8 +3,8 @@ import type { Database, Key } from 'lmdb';
 import { randomId } from '../auth/secrets.js';
 import { invalidArgument } from '../errors.js';
 import type { Store } from '../store/env.js';
-import { DB } from '../store/keys.js';
-import type { DocumentKey } from './peer.js';
+import { DB, KEY_END } from '../store/keys.js';
+import type { DocumentKey } from '../document-key.js';
 
 /** One attachment: Plait stores where the customer keeps the bytes, never the bytes. */
 export interface RecordingAttachment {
@@ -53,9 +53,6 @@ export interface RecordingQuery {
   pageSize: number;
   pageToken?: string;
 }
-
-/** Sorts after every ordered-binary key element. */
-const END = new Uint8Array([0xff]);
 
 /** `m:ss` (or `h:mm:ss`) of a duration in ms, as the recorder shows it. */
 export function displayDuration(ms: number): string {
@@ -130,7 +127,7 @@ export class Recordings {
     const after = query.pageToken === undefined ? undefined : this.position(query.pageToken, apiKey, query.organizationId, prefix);
     const rows: Recording[] = [];
     let lastKey: Key | undefined;
-    for (const { key, value } of this.db.getRange({ start: after ?? prefix, end: [...prefix, END], ...(after === undefined ? {} : { exclusiveStart: true }) })) {
+    for (const { key, value } of this.db.getRange({ start: after ?? prefix, end: [...prefix, KEY_END], ...(after === undefined ? {} : { exclusiveStart: true }) })) {
       if (wanted !== undefined && !wanted.has(value.annotationId)) continue;
       if (rows.length === query.pageSize) return { rows, pageToken: this.token(lastKey) };
       rows.push(value);
@@ -160,14 +157,14 @@ export class Recordings {
 
   /** Recordings made by the user, in every organization of the API key (GDPR export). */
   byUser(apiKey: string, userId: string): Recording[] {
-    return Array.from(this.db.getRange({ start: [apiKey], end: [apiKey, END] }), ({ value }) => value).filter((r) => r.from?.userId === userId);
+    return Array.from(this.db.getRange({ start: [apiKey], end: [apiKey, KEY_END] }), ({ value }) => value).filter((r) => r.from?.userId === userId);
   }
 
   /** Drops the user as the author of their recordings (GDPR erase); the clips stay with the document. Answers how many changed. */
   async anonymize(apiKey: string, userId: string): Promise<number> {
     let changed = 0;
     await this.store.transaction(() => {
-      for (const { key, value } of this.db.getRange({ start: [apiKey], end: [apiKey, END] })) {
+      for (const { key, value } of this.db.getRange({ start: [apiKey], end: [apiKey, KEY_END] })) {
         if (value.from?.userId !== userId) continue;
         const { from: _from, ...rest } = value;
         this.db.putSync(key, rest);

@@ -5,7 +5,8 @@ import type { Logger } from '../log.js';
 import type { Store } from '../store/env.js';
 import { UpdateLog } from '../store/update-log.js';
 import { DocumentActor, type ActorDeps } from './actor.js';
-import { documentKeyString, type ConnectionListener, type DocumentKey } from './peer.js';
+import { type ConnectionListener, type TopicPublisher } from './peer.js';
+import { documentKeyString, type DocumentKey } from '../document-key.js';
 
 export type RegistryConfig = Pick<
   Config,
@@ -52,7 +53,7 @@ interface Entry {
   timer?: NodeJS.Timeout | undefined;
 }
 
-export class DocumentRegistry {
+export class DocumentActors {
   private readonly entries = new Map<string, Entry>();
   private readonly listeners: ConnectionListener[] = [];
   private readonly unloadListeners: Array<(key: DocumentKey) => void> = [];
@@ -63,7 +64,8 @@ export class DocumentRegistry {
   /** One for every actor: a deps object and onIdle closure per document cost ~0.5 KB each. */
   private readonly actorDeps: ActorDeps;
 
-  constructor(private readonly config: RegistryConfig, store: Store, private readonly log: Logger) {
+  /** `publisher` reaches a topic's subscribers (uWS app.publish in src/server.ts). */
+  constructor(private readonly config: RegistryConfig, store: Store, private readonly log: Logger, publisher: TopicPublisher) {
     this.updateLog = new UpdateLog(config.persistence ? store : null, config, log);
     this.actorDeps = {
       updateLog: this.updateLog,
@@ -73,6 +75,7 @@ export class DocumentRegistry {
       maxConnections: config.maxConnectionsPerDocument,
       onIdle: (actor) => this.scheduleUnload(documentKeyString(actor.key)),
       listeners: this.listeners,
+      publisher,
     };
   }
 
@@ -126,7 +129,7 @@ export class DocumentRegistry {
     }
   }
 
-  /** Runs `use` with a leased actor and releases it afterwards (also the `DocumentHosts` seam of src/doc/collab-state.ts). */
+  /** Runs `use` with a leased actor and releases it afterwards (also the `DocumentActorLoader` port of src/doc/peer.ts). */
   async use<T>(key: DocumentKey, use: (actor: DocumentActor) => Promise<T> | T): Promise<T> {
     const lease = await this.acquire(key);
     try {
@@ -227,7 +230,7 @@ export class DocumentRegistry {
   async exclusively<T>(keys: readonly DocumentKey[], code: number, reason: string, work: () => Promise<T>): Promise<T> {
     let release = (): void => undefined;
     const held = new Promise<void>((resolve) => (release = resolve));
-    const ids = keys.map(documentKeyString);
+    const ids = keys.map((key) => documentKeyString(key));
     for (const id of ids) this.holds.set(id, held);
     try {
       await Promise.all(ids.map((id) => this.unloadNow(id, code, reason)));

@@ -1,11 +1,11 @@
 // Owns the GDPR view of one user (upstream 1.3 users/data): what each feature holds about them, and erasing it as a job.
 import type { Database, Key } from 'lmdb';
 import type { Store } from '../store/env.js';
-import { DB } from '../store/keys.js';
+import { DB, KEY_END } from '../store/keys.js';
 import type { JobRecord, Jobs } from '../tenant/jobs.js';
 import type { AnnotationRecord, UserRef } from './annotations/model.js';
 import type { AnnotationState } from './annotations/state.js';
-import type { DocumentKey } from './peer.js';
+import type { DocumentKey } from '../document-key.js';
 import type { PresenceState } from './presence.js';
 
 export const ERASE_JOB = 'user-data-erase';
@@ -28,9 +28,6 @@ export interface UserDataExport {
   readonly features: Record<string, unknown[]>;
   readonly nextPageToken?: string;
 }
-
-/** Sorts after every ordered-binary key element. */
-const END = new Uint8Array([0xff]);
 
 export class UserData {
   private readonly sources: UserDataSource[] = [];
@@ -95,7 +92,7 @@ function involvement(record: AnnotationRecord, userId: string): string[] {
 export function commentSource(store: Store, collab: CollabWriter): UserDataSource {
   const db: Database<AnnotationRecord, Key> = store.records<AnnotationRecord>(DB.annotations);
   const involved = (apiKey: string, userId: string) =>
-    Array.from(db.getRange({ start: [apiKey], end: [apiKey, END] })).flatMap(({ key, value }) => {
+    Array.from(db.getRange({ start: [apiKey], end: [apiKey, KEY_END] })).flatMap(({ key, value }) => {
       const roles = involvement(value, userId);
       const [, organizationId, documentId] = key as [string, string, string];
       return roles.length === 0 ? [] : [{ organizationId, documentId, record: value, roles }];
@@ -135,7 +132,7 @@ export function commentSource(store: Store, collab: CollabWriter): UserDataSourc
 export function presenceSource(store: Store, collab: CollabWriter): UserDataSource {
   const db = store.records<Record<string, unknown>>(DB.presence);
   const records = (apiKey: string, userId: string) =>
-    Array.from(db.getRange({ start: [apiKey], end: [apiKey, END] })).flatMap(({ key, value }) => {
+    Array.from(db.getRange({ start: [apiKey], end: [apiKey, KEY_END] })).flatMap(({ key, value }) => {
       const [, organizationId, documentId, owner] = key as [string, string, string, string];
       return owner === userId ? [{ organizationId, documentId, value }] : [];
     });

@@ -1,68 +1,9 @@
 // Owns DB.outbox: appending domain events inside the caller's transaction, and the read/claim/ack API a dispatcher uses.
 import { randomUUID } from 'node:crypto';
 import type { Database, Key } from 'lmdb';
-import type { Store } from '../store/env.js';
-import type { GroupedChange } from '../store/group-commit.js';
+import type { Store, WriteTx } from '../store/env.js';
 import { DB } from '../store/keys.js';
 import { V1_ACTION, type EventDraft, type OutboxEvent } from './types.js';
-
-/**
- * Proof that code runs inside an all-or-nothing write transaction. Only `atomically` and `atomicallyGrouped` make one, so
- * `Outbox.append` cannot be called where its event could commit apart from the change that raised it.
- */
-export interface WriteTx {
-  readonly brand: 'WriteTx';
-}
-
-const TX: WriteTx = Object.freeze({ brand: 'WriteTx' });
-
-/**
- * Runs `body` in one LMDB write transaction that commits everything it wrote or nothing.
- * Why not Store.transaction: lmdb-js's plain `transaction()` shares a batch with other callbacks and keeps
- * the writes a callback made before throwing; `childTransaction` aborts exactly this callback's writes.
- * `body` must be synchronous: an await inside would let other work interleave with an open write.
- */
-export function atomically<T>(store: Store, body: (tx: WriteTx) => T): Promise<T> {
-  return store.root.childTransaction(() => {
-    const result = body(TX);
-    if (result instanceof Promise) throw new Error('atomically() bodies must be synchronous');
-    return result;
-  }) as Promise<T>;
-}
-
-/** A change for `atomicallyGrouped`. */
-export interface AtomicWrite {
-  /** Synchronous writes, committed all together or not at all; `single`: exactly one put or remove. */
-  write(tx: WriteTx): void;
-  readonly single?: boolean;
-  /** Told once: undefined when committed, else the error (at once, inside the batch, when `write` throws). */
-  settle(error: unknown): void;
-}
-
-/**
- * `atomically` through the store's group commit (src/store/group-commit.ts), for hot paths: `write` runs later, in
- * its own child transaction inside the one LMDB transaction of the turn, and commits all of its writes or none.
- */
-export function atomicallyGrouped(store: Store, change: AtomicWrite): void {
-  store.group.submit(new Grouped(change));
-}
-
-/** The group commit's view of an AtomicWrite: hands it the transaction proof (a class, so no closures per change). */
-class Grouped implements GroupedChange {
-  readonly single: boolean;
-
-  constructor(private readonly change: AtomicWrite) {
-    this.single = change.single === true;
-  }
-
-  write(): void {
-    if ((this.change.write(TX) as unknown) instanceof Promise) throw new Error('atomicallyGrouped() writes must be synchronous');
-  }
-
-  settle(error: unknown): void {
-    this.change.settle(error);
-  }
-}
 
 export interface ClaimOptions {
   readonly limit: number;
@@ -113,7 +54,7 @@ export class Outbox {
 
   /** Takes up to `limit` events no one holds (never claimed, or lease lapsed), leases them and returns them. */
   claim(options: ClaimOptions): Promise<OutboxEvent[]> {
-    return atomically(this.store, () => {
+    return this.store.transaction(() => {
       const claimed: OutboxEvent[] = [];
       for (const { value } of this.db.getRange({ start: 0 })) {
         if (claimed.length >= options.limit) break;
@@ -128,7 +69,7 @@ export class Outbox {
 
   /** Removes delivered events. Acking an unknown seq is a no-op (at-least-once delivery may ack twice). */
   ack(seqs: readonly number[]): Promise<void> {
-    return atomically(this.store, () => {
+    return this.store.transaction(() => {
       for (const seq of seqs) this.db.removeSync(seq);
     });
   }

@@ -1,5 +1,4 @@
 // Owns the domain-event vocabulary: event types, their upstream action names, and the stored outbox event shape.
-import type { AnnotationView, CommentView, Priority, Status, UserRef } from '../doc/annotations/model.js';
 
 /** Event types raised by comment annotations (spec 6, upstream notes 3.2), plus two Plait extensions marked below. */
 export const EVENT_TYPES = [
@@ -44,21 +43,13 @@ export interface EventMetadata {
   readonly organization: { readonly organizationId: string };
 }
 
-/** `data` of a comment event: upstream `CommentPayload` (WebhookV2Payload.data). */
-export interface CommentPayload {
-  /** The thread after the change (for comment_annotation.delete: its last state). */
-  readonly commentAnnotation: AnnotationView;
-  /** The comment the event is about; absent for thread-level events. */
-  readonly targetComment?: CommentView;
-  readonly actionUser?: UserRef;
+/**
+ * What every event's `data` carries. The source that raises an event owns the rest of its payload's shape (comment
+ * events: `CommentPayload` in src/doc/annotations/events.ts), so this module imports nothing from the core that
+ * writes to the outbox; a reader narrows on `type`.
+ */
+export interface EventPayload {
   readonly metadata: EventMetadata;
-  readonly oldStatus?: Status;
-  readonly newStatus?: Status;
-  readonly newPriority?: Priority | null;
-  /** On assign: true when someone is assigned, false when the assignee was cleared. */
-  readonly assigned?: boolean;
-  /** On update: names of the thread fields that changed. */
-  readonly changedFields?: readonly string[];
 }
 
 /** What a change hands to the outbox; the outbox adds id, seq and createdAt. */
@@ -67,7 +58,7 @@ export interface EventDraft {
   readonly apiKey: string;
   readonly organizationId: string;
   readonly documentId: string;
-  readonly data: CommentPayload;
+  readonly data: EventPayload;
 }
 
 /** One row of DB.outbox. */

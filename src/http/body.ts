@@ -1,6 +1,6 @@
 // Owns reading a request body from uWebSockets.js: copied chunks, a byte cap enforced while streaming, JSON envelope checks.
 import type { HttpResponse } from 'uWebSockets.js';
-import { bodyTooLarge, invalidArgument, type AppError } from '../errors.js';
+import { bodyTooLarge, invalidArgument } from '../errors.js';
 import { MAX_JSON_DEPTH, tooDeep } from '../limits.js';
 
 /**
@@ -62,5 +62,3 @@ export function isJsonContentType(contentType: string): boolean {
   const mediaType = contentType.split(';', 1)[0]?.trim().toLowerCase() ?? '';
   return mediaType === 'application/json' || (mediaType.startsWith('application/') && mediaType.endsWith('+json'));
 }
-
-export type BodyError = AppError;

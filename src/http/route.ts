@@ -1,7 +1,7 @@
 // Owns the per-request wrapper: abort tracking, header copy, body cap, auth, envelope, validation, reply and error mapping.
 import { randomUUID } from 'node:crypto';
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
-import { AppError, bodyTooLarge, permissionDenied, toAppError, unavailable, unsupportedMediaType } from '../errors.js';
+import { AppError, bodyTooLarge, methodNotAllowed, permissionDenied, toAppError, unavailable, unsupportedMediaType } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { ApiKeyIdentity, WorkspaceIdentity } from '../tenant/workspaces.js';
 import { isJsonContentType, parseEnvelope, readBody } from './body.js';
@@ -9,7 +9,7 @@ import type { RequestGate } from './gate.js';
 import type { Operation, RequestContext } from './operation.js';
 import { normalizeAddress, rateLimitKey, type ClientAddresses } from './client-address.js';
 import type { RateLimits } from './rate-limit.js';
-import { errorEnvelope, successEnvelope, writeError, writeJson, type ResponseState } from './reply.js';
+import { errorEnvelope, successEnvelope, writeError, writeJson, type ResponseState } from '../edge/reply.js';
 import { compileValidator, type Validator } from './validate.js';
 
 /** The credential checks the edge needs from the core. Each throws an AppError naming what is wrong. */
@@ -44,7 +44,7 @@ export function nextRequestId(): string {
 const CALLER_ID = /^[\w.:-]{1,128}$/;
 
 /**
- * One request from its first byte to its reply: the ResponseState of reply.ts, the RequestContext a handler gets, and
+ * One request from its first byte to its reply: the ResponseState of src/edge/reply.ts, the RequestContext a handler gets, and
  * its place in the gate. One object per request, with what is rarely used (the child logger, the client address)
  * made only when asked for.
  */
@@ -224,7 +224,7 @@ export function fallback(
       state.aborted = true;
     });
     const error = knownPaths.has(path)
-      ? new AppError('INVALID_ARGUMENT', `method ${method} is not allowed on ${path}; every operation is POST`, { httpStatus: 405 })
+      ? methodNotAllowed(method, path)
       : new AppError('NOT_FOUND', `no operation at ${method} ${path}`);
     writeJson(res, state, error.httpStatus, errorEnvelope(error), {
       closeConnection: method !== 'GET' && method !== 'HEAD',

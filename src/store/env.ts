@@ -1,10 +1,36 @@
-// Owns the one LMDB environment: opening it, its named databases, the schema-version stamp, transactions and close.
+// Owns the one LMDB environment: opening it, its named databases, the schema-version stamp, the one way to write, and close.
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { open, type Database, type Key, type RootDatabase } from 'lmdb';
 import type { Logger } from '../log.js';
-import { GroupCommit } from './group-commit.js';
+import { GroupCommit, type GroupedChange, type TransactionRoot } from './group-commit.js';
 import { DB, SCHEMA_VERSION, type DbName } from './keys.js';
+
+/**
+ * Proof that code runs inside an all-or-nothing write transaction. Only `Store.transaction` and
+ * `Store.transactionGrouped` make one, so a function that takes a `WriteTx` (Outbox.append, the snapshot writes)
+ * cannot be called where its writes could commit apart from the change they belong to.
+ */
+export interface WriteTx {
+  readonly brand: 'WriteTx';
+}
+
+const TX: WriteTx = Object.freeze({ brand: 'WriteTx' });
+
+/** A change for `Store.transactionGrouped`. */
+export interface GroupedWrite {
+  /** Synchronous writes, committed all together or not at all; `single`: exactly one put or remove. */
+  write(tx: WriteTx): void;
+  readonly single?: boolean;
+  /** Told once: undefined when committed, else the error (at once, inside the batch, when `write` throws). */
+  settle(error: unknown): void;
+}
+
+export interface StoreOptions {
+  readonly log?: Pick<Logger, 'error'>;
+  /** Tests only: wraps the two lmdb-js transaction calls every write goes through, to make a commit fail. */
+  readonly transactions?: (root: RootDatabase) => TransactionRoot;
+}
 
 export class StoreError extends Error {
   override readonly name = 'StoreError';
@@ -12,19 +38,26 @@ export class StoreError extends Error {
 
 export class Store {
   private readonly opened = new Map<string, Database<unknown, Key>>();
-  /** The group commit of REST writes (src/store/group-commit.ts); reach it through `atomicallyGrouped` (src/events/outbox.ts). */
+  /** Where every write goes: the root itself, or what a test wrapped it in. */
+  private readonly writes: TransactionRoot;
+  /**
+   * The group commit behind `transactionGrouped` (src/store/group-commit.ts). Public for `barrier()` and `settled()`;
+   * changes go in through `transactionGrouped`, which hands them the WriteTx.
+   */
   readonly group: GroupCommit;
 
-  private constructor(readonly root: RootDatabase, readonly path: string, log: Pick<Logger, 'error'> | undefined) {
-    this.group = new GroupCommit(root, (error) => (log === undefined ? process.emitWarning(String(error)) : log.error('group commit bookkeeping failed', { error })));
+  private constructor(private readonly root: RootDatabase, readonly path: string, options: StoreOptions) {
+    const log = options.log;
+    this.writes = options.transactions?.(root) ?? root;
+    this.group = new GroupCommit(this.writes, (error) => (log === undefined ? process.emitWarning(String(error)) : log.error('group commit bookkeeping failed', { error })));
   }
 
   /** Opens (creating if needed) the environment in `path` and checks the schema stamp. */
-  static open(path: string, log?: Pick<Logger, 'error'>): Store {
+  static open(path: string, options: StoreOptions = {}): Store {
     mkdirSync(path, { recursive: true });
     // A subfolder with no extension: lmdb-js treats a path with an extension as a single file.
     const root = open({ path: join(path, 'db'), maxDbs: 64 });
-    const store = new Store(root, path, log);
+    const store = new Store(root, path, options);
     store.checkSchema();
     return store;
   }
@@ -63,20 +96,28 @@ export class Store {
   }
 
   /**
-   * Runs `body` in one write transaction; resolves once committed (visible, and kept across a process crash).
-   * Everything written inside commits together or not at all: if `body` throws, its writes are rolled back.
-   * (lmdb-js's plain async `transaction` keeps writes made before a throw; `childTransaction` is the abortable one.)
+   * The one way to write: runs `body` in one LMDB write transaction and resolves once committed (visible, and kept
+   * across a process crash). Everything `body` writes commits together or not at all: if it throws, its writes are
+   * rolled back and the promise rejects with that error. Reads inside see the transaction's own writes, and write
+   * transactions run one at a time, so check-then-write inside `body` is atomic.
+   * Why `childTransaction`: lmdb-js's plain async `transaction()` shares a batch with other callbacks and keeps the
+   * writes a callback made before it threw; a child transaction aborts exactly this callback's writes.
+   * `body` must be synchronous: an await inside would let other work interleave with an open write.
    */
-  transaction<T>(body: () => T): Promise<T> {
-    return this.root.childTransaction(body);
+  transaction<T>(body: (tx: WriteTx) => T): Promise<T> {
+    return this.writes.childTransaction(() => {
+      const result = body(TX);
+      if (result instanceof Promise) throw new Error('Store.transaction() bodies must be synchronous');
+      return result;
+    });
   }
 
   /**
-   * Batched write with no rollback, for hot paths whose body cannot throw after its first write
-   * (the update log's group commit). Still one LMDB transaction: a crash keeps all of it or none.
+   * `transaction` through the group commit (src/store/group-commit.ts), for hot paths: `write` runs later, in its own
+   * child transaction inside the one LMDB transaction of the turn, and commits all of its writes or none.
    */
-  batch<T>(body: () => T): Promise<T> {
-    return this.root.transaction(body);
+  transactionGrouped(change: GroupedWrite): void {
+    this.group.submit(new Grouped(change));
   }
 
   /** Resolves when every commit so far is fsynced to disk (survives power loss). */
@@ -90,5 +131,22 @@ export class Store {
     await this.group.settled();
     await this.root.flushed;
     await this.root.close();
+  }
+}
+
+/** The group commit's view of a GroupedWrite: hands it the transaction proof (a class, so no closures per change). */
+class Grouped implements GroupedChange {
+  readonly single: boolean;
+
+  constructor(private readonly change: GroupedWrite) {
+    this.single = change.single === true;
+  }
+
+  write(): void {
+    if ((this.change.write(TX) as unknown) instanceof Promise) throw new Error('Store.transactionGrouped() writes must be synchronous');
+  }
+
+  settle(error: unknown): void {
+    this.change.settle(error);
   }
 }

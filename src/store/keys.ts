@@ -27,8 +27,11 @@ export const DB = {
   docUpdates: 'doc-updates',
   /** binary. [apiKey, organizationId, documentId, editorId] -> Yjs state snapshot (encodeStateAsUpdate) */
   docSnapshots: 'doc-snapshots',
-  /** [apiKey, organizationId, documentId, editorId] -> StoreMeta (type, contentKey, lastUpdate, lastUpdatedBy, sessionId, nextSeq) */
-  docStores: 'doc-stores',
+  /**
+   * [apiKey, organizationId, documentId, editorId] -> StoreMeta (type, contentKey, lastUpdate, lastUpdatedBy, sessionId,
+   * nextSeq) of one editor doc. Named 'doc-stores' on disk: renaming a named database would need a migration.
+   */
+  editorDocMeta: 'doc-stores',
   /** [apiKey, organizationId, documentId, annotationId] -> AnnotationRecord */
   annotations: 'annotations',
   /** [apiKey, organizationId, documentId, userId] -> PresenceRecord */
@@ -48,6 +51,12 @@ export const DB = {
 } as const;
 
 export type DbName = (typeof DB)[keyof typeof DB];
+
+/**
+ * Upper bound for a key prefix: ordered-binary sorts the single byte 0xff above every string and number, so
+ * `{ start: prefix, end: [...prefix, KEY_END] }` is the range of every longer key starting with prefix.
+ */
+export const KEY_END = new Uint8Array([0xff]);
 
 /** Bumped when a stored shape changes incompatibly; checked at start. */
 export const SCHEMA_VERSION = 1;

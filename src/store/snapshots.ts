@@ -1,13 +1,14 @@
 // Owns document snapshots: loading a document (snapshot + log tail per store) and folding a log into a snapshot.
 import type { Database, Key } from 'lmdb';
 import type { Store } from './env.js';
-import { DB } from './keys.js';
+import { DB, KEY_END } from './keys.js';
 
-export type StoreTypeName = 'text' | 'map' | 'array' | 'xml';
+/** The root type of an editor doc's content (the REST CRDT `type`), stored with its meta. */
+export type StoreType = 'text' | 'map' | 'array' | 'xml';
 
-/** One store's record in DB.docStores, written in the same transaction as its log entries. */
+/** One editor doc's record in DB.editorDocMeta, written in the same transaction as its log entries. */
 export interface StoreMeta {
-  type: StoreTypeName | null;
+  type: StoreType | null;
   contentKey: string;
   /** Milliseconds since epoch of the latest change. */
   lastUpdate: number;
@@ -30,11 +31,6 @@ export interface LoadedStore {
   readonly logBytes: number;
 }
 
-/**
- * Upper bound for a key prefix: ordered-binary sorts the single byte 0xff above every string and number, so
- * [...prefix, MAX] ends a range that holds every longer key starting with prefix.
- */
-const MAX = new Uint8Array([0xff]);
 
 /** lmdb-js may hand out buffers it reuses; Yjs keeps subarrays of what it decodes, so load copies. */
 const copy = (bytes: Uint8Array): Uint8Array => new Uint8Array(bytes);
@@ -48,7 +44,7 @@ export class Snapshots {
   constructor(store: Store | null) {
     this.updates = store?.binary(DB.docUpdates);
     this.snapshots = store?.binary(DB.docSnapshots);
-    this.stores = store?.records<StoreMeta>(DB.docStores);
+    this.stores = store?.records<StoreMeta>(DB.editorDocMeta);
   }
 
   /** Every store of a document: its meta, snapshot and the log entries not folded into it. */
@@ -56,7 +52,7 @@ export class Snapshots {
     if (this.stores === undefined || this.updates === undefined || this.snapshots === undefined) return [];
     const loaded: LoadedStore[] = [];
     const prefix = [apiKey, organizationId, documentId];
-    for (const { key, value: meta } of this.stores.getRange({ start: prefix, end: [...prefix, MAX] })) {
+    for (const { key, value: meta } of this.stores.getRange({ start: prefix, end: [...prefix, KEY_END] })) {
       const editorId = (key as Key[])[3];
       if (typeof editorId !== 'string') continue;
       const id: StoreId = [apiKey, organizationId, documentId, editorId];
@@ -64,7 +60,7 @@ export class Snapshots {
       const updates: Uint8Array[] = [];
       let nextSeq = meta.foldedSeq;
       let logBytes = 0;
-      for (const entry of this.updates.getRange({ start: [...id, meta.foldedSeq], end: [...id, MAX] })) {
+      for (const entry of this.updates.getRange({ start: [...id, meta.foldedSeq], end: [...id, KEY_END] })) {
         const seq = (entry.key as Key[])[4];
         if (typeof seq !== 'number') continue;
         updates.push(copy(entry.value));
@@ -90,7 +86,7 @@ export class Snapshots {
   removeAll(prefix: readonly string[]): void {
     for (const db of [this.updates, this.snapshots, this.stores]) {
       if (db === undefined) continue;
-      const keys = [...db.getKeys({ start: [...prefix], end: [...prefix, MAX] })];
+      const keys = [...db.getKeys({ start: [...prefix], end: [...prefix, KEY_END] })];
       for (const key of keys) void db.remove(key);
     }
   }

@@ -132,50 +132,40 @@ export class UpdateLog {
     if (store === null || this.pending.size === 0) return;
     const batch = this.pending;
     this.pending = new Map();
-    const failed = new Map<LogStream, unknown>();
-    const writes: Array<{ stream: LogStream; write: () => void }> = [];
+    const commits: Array<Promise<void>> = [];
     for (const [stream, pending] of batch) {
+      let write: () => void;
       try {
-        writes.push({ stream, write: this.prepare(stream, pending.entries) });
+        write = this.prepare(stream, pending.entries);
       } catch (error) {
-        failed.set(stream, error);
+        this.refuse(stream, pending, error);
+        continue;
       }
-    }
-    let done: Promise<unknown>;
-    try {
-      done = store.batch(() => {
-        for (const { stream, write } of writes) {
-          try {
-            store.root.childTransaction(write);
-          } catch (error) {
-            failed.set(stream, error);
-          }
+      // One transaction per stream: lmdb-js runs the callbacks of one turn in one LMDB transaction, each in its own
+      // child transaction, so a stream whose write throws aborts alone. `own` tells its failure from the commit's.
+      let own: { error: unknown } | undefined;
+      const committed = store.transaction(() => {
+        try {
+          write();
+        } catch (error) {
+          own = { error };
+          throw error;
         }
       });
-    } catch (error) {
-      done = Promise.reject(error);
+      commits.push(
+        committed.then(
+          () => pending.resolve(),
+          (error: unknown) => {
+            if (own !== undefined) return this.refuse(stream, pending, own.error);
+            // The commit itself failed: what it held is still in memory, so the next commit writes a full snapshot.
+            stream.needsSnapshot = true;
+            this.enlist(stream, false);
+            pending.reject(error);
+          },
+        ),
+      );
     }
-    this.lastCommit = done.then(
-      () => {
-        for (const [stream, pending] of batch) {
-          const error = failed.get(stream);
-          if (error === undefined) pending.resolve();
-          else this.refuse(stream, pending, error);
-        }
-      },
-      (error: unknown) => {
-        // What this batch held is still in memory: the next commit of these stores writes a full snapshot.
-        for (const [stream, pending] of batch) {
-          if (failed.has(stream)) {
-            this.refuse(stream, pending, failed.get(stream));
-            continue;
-          }
-          stream.needsSnapshot = true;
-          this.enlist(stream, false);
-          pending.reject(error);
-        }
-      },
-    );
+    this.lastCommit = Promise.all(commits).then(() => undefined);
   }
 
   /**

@@ -1,13 +1,8 @@
 // Owns the answer to "what may this user do on this document": the effective role, and when that access lapses.
 import type { AccessRole, TokenResource, UserClaims } from '../auth/user-tokens.js';
+import type { DocumentKey } from '../document-key.js';
 import type { AccessType } from './api-key-config.js';
 import type { GrantRecord, Level, Principal } from './directory/records.js';
-
-export interface DocumentRef {
-  readonly apiKey: string;
-  readonly organizationId: string;
-  readonly documentId: string;
-}
 
 export interface DocumentAccess {
   /** null = no access. */
@@ -18,7 +13,7 @@ export interface DocumentAccess {
 
 /** The seam the WebSocket upgrade and REST checks use; the identity work extends the implementation behind it. */
 export interface AccessResolver {
-  documentAccess(claims: UserClaims, document: DocumentRef, now: number): DocumentAccess;
+  documentAccess(claims: UserClaims, document: DocumentKey, now: number): DocumentAccess;
 }
 
 /** Token `expiresAt` may be sent in seconds (upstream add-permissions) or milliseconds; values below 1e12 are seconds. */
@@ -31,7 +26,7 @@ export function expiryMs(expiresAt: number | undefined): number | undefined {
  * Access from the permissions carried in the user's token alone: a document grant overrides an organization
  * grant; expired grants count as absent. (Folder grants and directory grants need the directory.)
  */
-export function tokenDocumentAccess(claims: UserClaims, document: DocumentRef, now: number): DocumentAccess {
+export function tokenDocumentAccess(claims: UserClaims, document: DocumentKey, now: number): DocumentAccess {
   if (claims.apiKey !== document.apiKey) return { role: null };
   const live = (resource: TokenResource): boolean => {
     const expires = expiryMs(resource.expiresAt);
@@ -92,7 +87,7 @@ interface Candidate {
 export class DirectoryAccessResolver implements AccessResolver {
   constructor(private readonly directory: DirectoryView) {}
 
-  documentAccess(claims: UserClaims, document: DocumentRef, now: number): DocumentAccess {
+  documentAccess(claims: UserClaims, document: DocumentKey, now: number): DocumentAccess {
     const { role, expiresAt } = this.resolve(claims, document, now);
     return expiresAt === undefined ? { role } : { role, expiresAt };
   }

@@ -6,7 +6,8 @@ import { invalidArgument } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Store } from '../store/env.js';
 import { DB } from '../store/keys.js';
-import type { DocumentAccess, DocumentRef } from './access.js';
+import type { DocumentAccess } from './access.js';
+import type { DocumentKey } from '../document-key.js';
 import { maskSecret } from './api-key-config.js';
 
 /** One answer of the provider (upstream 2.12's Generate Signature input). `expiresAt` in ms. */
@@ -130,7 +131,7 @@ export class PermissionProvider {
    * counts; a timeout, an error status, a malformed or unsigned answer denies (never grants). Answers are cached
    * until their expiresAt (at most a day); an answer without one is not cached.
    */
-  async documentAccess(userId: string, document: DocumentRef): Promise<DocumentAccess> {
+  async documentAccess(userId: string, document: DocumentKey): Promise<DocumentAccess> {
     const stored = this.db.get([document.apiKey]);
     if (stored === undefined || !stored.usePermissionProvider || stored.permissionProviderUrl === '') return DENIED;
     const cacheKey = JSON.stringify([document.apiKey, userId, document.organizationId, document.documentId]);
@@ -145,7 +146,7 @@ export class PermissionProvider {
     return answer.access;
   }
 
-  private async ask(stored: StoredConfig, userId: string, document: DocumentRef): Promise<{ access: DocumentAccess; until?: number }> {
+  private async ask(stored: StoredConfig, userId: string, document: DocumentKey): Promise<{ access: DocumentAccess; until?: number }> {
     const headers: Record<string, string> = { 'content-type': 'application/json' };
     if (stored.sealedAuthToken !== undefined) headers['authorization'] = `Bearer ${this.deps.secrets.decrypt(stored.sealedAuthToken)}`;
     const body = JSON.stringify({ userId, organizationId: document.organizationId, resources: [{ type: 'document', resourceId: document.documentId, organizationId: document.organizationId }] });

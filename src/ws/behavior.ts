@@ -4,15 +4,16 @@ import type { HttpRequest, HttpResponse, WebSocket, WebSocketBehavior, us_socket
 import type { UserClaims, UserTokens } from '../auth/user-tokens.js';
 import type { Config } from '../config.js';
 import type { RootHint } from '../doc/actor.js';
-import type { DocumentKey, Peer } from '../doc/peer.js';
-import type { DocumentRegistry, Lease } from '../doc/registry.js';
+import type { Peer } from '../doc/peer.js';
+import type { DocumentKey } from '../document-key.js';
+import type { DocumentActors, Lease } from '../doc/registry.js';
 import { AppError, CLOSE, permissionDenied, resourceExhausted, toAppError, unauthenticated } from '../errors.js';
-import { writeError, type ResponseState } from '../http/reply.js';
+import { writeError, type ResponseState } from '../edge/reply.js';
 import type { Logger } from '../log.js';
 import type { AccessResolver, DocumentAccess } from '../tenant/access.js';
 import type { Directory } from '../tenant/directory.js';
 import type { Workspaces } from '../tenant/workspaces.js';
-import { readClientMessage, writeReadOnly } from './protocol.js';
+import { readClientMessage, writeReadOnly } from '../sync/protocol.js';
 import { parseSyncTarget } from './target.js';
 
 export interface SyncDeps {
@@ -21,7 +22,7 @@ export interface SyncDeps {
   readonly userTokens: Pick<UserTokens, 'verify'>;
   readonly workspaces: Pick<Workspaces, 'apiKeyRecord'>;
   readonly access: AccessResolver;
-  readonly documents: DocumentRegistry;
+  readonly documentActors: DocumentActors;
   /** The permission provider, asked when stored grants give no access (src/tenant/permission-provider.ts). */
   readonly providerAccess?: (userId: string, key: DocumentKey) => Promise<DocumentAccess>;
   /** The API key's allowed web origins (src/tenant/domains.ts); a browser page from another origin is refused 403. */
@@ -205,7 +206,7 @@ export function syncBehavior(deps: SyncDeps): WebSocketBehavior<Session> {
     let access = deps.access.documentAccess(claims, key, now);
     if (access.role === null && deps.providerAccess !== undefined) access = await deps.providerAccess(claims.userId, key);
     if (access.role === null) throw permissionDenied(`user ${claims.userId} has no access to document ${target.documentId}`);
-    const lease = await deps.documents.acquire(key);
+    const lease = await deps.documentActors.acquire(key);
     if (lease.actor.connectionCount >= config.maxConnectionsPerDocument) {
       lease.release();
       throw resourceExhausted(`the document has reached its limit of ${config.maxConnectionsPerDocument} connections`, 5);

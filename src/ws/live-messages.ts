@@ -2,7 +2,7 @@
 import * as decoding from 'lib0/decoding';
 import type { LiveMessage } from '../doc/collab-state.js';
 import type { LiveStateValue } from '../doc/live-state.js';
-import { EXTENSION_TYPE_MIN, writeExtension } from './protocol.js';
+import { EXTENSION_TYPE_MIN, writeExtension } from '../sync/protocol.js';
 
 /**
  * The first Plait extension type (protocol.ts: types >= 100 go only to connections that opened with `?ext=1`).

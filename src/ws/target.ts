@@ -1,5 +1,6 @@
 // Owns reading the sync URL: /sync/{organizationId}/{documentId}/{editorId}?token=&type=&contentKey=&ext=
-import { STORE_TYPES, type StoreType } from '../doc/crdt.js';
+import { STORE_TYPES } from '../doc/crdt.js';
+import type { StoreType } from '../store/snapshots.js';
 import { AppError, invalidArgument, unauthenticated } from '../errors.js';
 import { MAX_ID_BYTES, MAX_ID_CHARS, utf8Bytes } from '../limits.js';
 

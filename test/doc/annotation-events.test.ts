@@ -2,8 +2,10 @@
 import t, { type Test } from 'tap';
 import { AnnotationState } from '../../src/doc/annotations/state.js';
 import type { AnnotationInput, Status } from '../../src/doc/annotations/model.js';
-import { Outbox, type WriteTx } from '../../src/events/outbox.js';
-import type { EventDraft } from '../../src/events/types.js';
+import { Outbox } from '../../src/events/outbox.js';
+import type { WriteTx } from '../../src/store/env.js';
+import type { EventDraft, EventPayload } from '../../src/events/types.js';
+import { isCommentPayload } from '../../src/doc/annotations/events.js';
 import { Store } from '../../src/store/env.js';
 import { DB } from '../../src/store/keys.js';
 
@@ -126,12 +128,14 @@ t.test('a write that fails mid-batch (key too large for LMDB) leaves the earlier
   t.same(outbox.read(), []);
 });
 
+const annotationIdOf = (data: EventPayload): string | undefined => (isCommentPayload(data) ? data.commentAnnotation.annotationId : undefined);
+
 /** Fails the append of events about one thread only. */
 class SelectiveOutbox extends Outbox {
   failFor: string | undefined;
   override append(tx: WriteTx, draft: EventDraft, now: number) {
     const event = super.append(tx, draft, now);
-    if (draft.data.commentAnnotation.annotationId === this.failFor) throw new Error('disk said no');
+    if (annotationIdOf(draft.data) === this.failFor) throw new Error('disk said no');
     return event;
   }
 }
@@ -155,7 +159,7 @@ t.test('changes made without waiting for commits: one that fails takes the later
   t.same([...state.all()].map((r) => r.annotationId), ['a1'], 'memory holds only what committed');
   const reloaded = AnnotationState.load({ store, outbox, now: Date.now }, ref);
   t.same([...reloaded.all()], [...state.all()], 'what is stored equals what is in memory');
-  t.same(outbox.read().map((e) => [e.seq, e.type, e.data.commentAnnotation.annotationId]), [[1, 'comment_annotation.add', 'a1']]);
+  t.same(outbox.read().map((e) => [e.seq, e.type, annotationIdOf(e.data)]), [[1, 'comment_annotation.add', 'a1']]);
   outbox.failFor = undefined;
   await state.add([thread('a4')]);
   t.equal(state.find('a4')?.annotationNumber, 2, 'the annotation number taken by the failed adds is given back');

@@ -4,10 +4,11 @@ import { runInNewContext } from 'node:vm';
 import t, { type Test } from 'tap';
 import { loadConfig } from '../../src/config.js';
 import { CollabDocuments, type LiveMessage } from '../../src/doc/collab-state.js';
-import { DocumentRegistry } from '../../src/doc/registry.js';
+import { DocumentActors } from '../../src/doc/registry.js';
 import { Outbox } from '../../src/events/outbox.js';
 import { createLogger } from '../../src/log.js';
 import { Store } from '../../src/store/env.js';
+import { FakeHub } from '../helpers/fake-peer.js';
 
 const ref = { apiKey: 'k1', organizationId: 'org', documentId: 'doc' };
 
@@ -15,14 +16,14 @@ function open(t: Test, options: { docIdleUnloadMs?: number } = {}) {
   const dir = t.testdir();
   const store = Store.open(dir);
   const config = loadConfig({}, [], { dataDir: dir, docIdleUnloadMs: options.docIdleUnloadMs ?? 60_000, groupCommitMs: 0 });
-  const registry = new DocumentRegistry(config, store, createLogger('silent'));
+  const registry = new DocumentActors(config, store, createLogger('silent'), new FakeHub());
   const encoded: LiveMessage[] = [];
   const docs = new CollabDocuments({
     store,
     outbox: new Outbox(store),
     now: Date.now,
     offlineTtlMs: 60_000,
-    hosts: registry,
+    actors: registry,
     encode: (message) => {
       encoded.push(message);
       return new Uint8Array([100]);

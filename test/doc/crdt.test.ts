@@ -1,7 +1,8 @@
 // Tests store type conversions (src/doc/crdt.ts, src/doc/xml.ts): minimal replacements, XML, type inference.
 import t from 'tap';
 import * as Y from 'yjs';
-import { inferType, readData, replaceData as replaceOutside, type StoreType } from '../../src/doc/crdt.js';
+import { inferType, readData, replaceData as replaceOutside } from '../../src/doc/crdt.js';
+import type { StoreType } from '../../src/store/snapshots.js';
 import { parseXml, serializeXml, toYXml } from '../../src/doc/xml.js';
 
 /** As the actor calls it: inside one transaction, so observers see one event per replacement. */

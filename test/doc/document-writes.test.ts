@@ -4,6 +4,7 @@ import { DocumentWrites, type DocumentChange } from '../../src/doc/document-writ
 import { Store } from '../../src/store/env.js';
 import { GroupCommit, type TransactionRoot } from '../../src/store/group-commit.js';
 import { DB } from '../../src/store/keys.js';
+import { openStore, rootOf } from '../helpers/store.js';
 
 /** A document whose memory is one map; each change sets one key there and in LMDB. */
 class Doc {
@@ -32,7 +33,7 @@ class Doc {
 }
 
 t.test('memory changes at once; the change resolves after its commit, and commits are told in order', async (t) => {
-  const store = Store.open(t.testdir());
+  const store = openStore(t.testdir());
   t.teardown(() => store.close());
   const doc = new Doc(store);
   const first = doc.set('a', '1');
@@ -51,7 +52,7 @@ t.test('memory changes at once; the change resolves after its commit, and commit
 });
 
 t.test('a change that fails takes every later change of the document with it; memory is undone newest first', async (t) => {
-  const store = Store.open(t.testdir());
+  const store = openStore(t.testdir());
   t.teardown(() => store.close());
   const doc = new Doc(store);
   const other = new Doc(store);
@@ -76,17 +77,17 @@ t.test('a change that fails takes every later change of the document with it; me
 });
 
 t.test('a commit that fails after later changes were submitted fails them too, even in the next batch', async (t) => {
-  const store = Store.open(t.testdir());
+  const store = openStore(t.testdir());
   t.teardown(() => store.close());
   let failNext = true;
   const root: TransactionRoot = {
     transaction: (body) => {
-      const result = store.root.transaction(body);
+      const result = rootOf(store).transaction(body);
       if (!failNext) return result;
       failNext = false;
       return result.then(() => Promise.reject(new Error('commit failed: I/O error')));
     },
-    childTransaction: (body) => store.root.childTransaction(body),
+    childTransaction: (body) => rootOf(store).childTransaction(body),
   };
   // The same store with a group commit whose first commit fails.
   const failing = Object.create(store, { group: { value: new GroupCommit(root, (error) => t.fail(String(error))) } }) as Store;

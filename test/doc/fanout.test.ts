@@ -6,18 +6,18 @@ import * as Y from 'yjs';
 import { sweep } from '../../src/doc/awareness-sweep.js';
 import type { DocumentActor } from '../../src/doc/actor.js';
 import { loadConfig } from '../../src/config.js';
-import { DocumentRegistry } from '../../src/doc/registry.js';
+import { DocumentActors } from '../../src/doc/registry.js';
 import { createLogger } from '../../src/log.js';
 import { Store } from '../../src/store/env.js';
-import { readClientMessage, writeExtension } from '../../src/ws/protocol.js';
+import { readClientMessage, writeExtension } from '../../src/sync/protocol.js';
 import { FakeHub, FakePeer } from '../helpers/fake-peer.js';
 
 const key = { apiKey: 'key', organizationId: 'org', documentId: 'doc' };
 
-async function actorOf(t: Test): Promise<DocumentActor> {
+async function actorOf(t: Test, hub: FakeHub): Promise<DocumentActor> {
   const dir = t.testdir();
   const store = Store.open(dir);
-  const registry = new DocumentRegistry(loadConfig({}, [], { dataDir: dir, groupCommitMs: 0 }), store, createLogger('silent'));
+  const registry = new DocumentActors(loadConfig({}, [], { dataDir: dir, groupCommitMs: 0 }), store, createLogger('silent'), hub);
   t.teardown(async () => {
     await registry.shutdown();
     await store.close();
@@ -56,8 +56,8 @@ function edit(doc: Y.Doc, text: string): Uint8Array {
 }
 
 t.test("one sender's updates of one turn reach the others as one merged frame, never the sender", async (t) => {
-  const actor = await actorOf(t);
   const hub = new FakeHub();
+  const actor = await actorOf(t, hub);
   const [writer, reader, viewer] = ['w', 'r', 'v'].map((id) => new FakePeer(id, 'u1', 'main', hub)) as [FakePeer, FakePeer, FakePeer];
   viewer.readOnly = true;
   await join(actor, writer, reader, viewer);
@@ -75,8 +75,8 @@ t.test("one sender's updates of one turn reach the others as one merged frame, n
 });
 
 t.test('two senders in one turn: each hears the other, a third hears both, all converge', async (t) => {
-  const actor = await actorOf(t);
   const hub = new FakeHub();
+  const actor = await actorOf(t, hub);
   const [a, b, c] = ['a', 'b', 'c'].map((id) => new FakePeer(id, 'u1', 'main', hub)) as [FakePeer, FakePeer, FakePeer];
   await join(actor, a, b, c);
   const docs = new Map([a, b, c].map((peer) => [peer, new Y.Doc()]));
@@ -100,8 +100,8 @@ t.test('two senders in one turn: each hears the other, a third hears both, all c
 });
 
 t.test('a REST write reaches every connection; live frames reach only ext=1 connections', async (t) => {
-  const actor = await actorOf(t);
   const hub = new FakeHub();
+  const actor = await actorOf(t, hub);
   const [plain, ext] = ['p', 'e'].map((id) => new FakePeer(id, 'u1', 'main', hub)) as [FakePeer, FakePeer];
   ext.extensions = true;
   await join(actor, plain, ext);
@@ -121,8 +121,8 @@ t.test('a REST write reaches every connection; live frames reach only ext=1 conn
 });
 
 t.test('awareness is echoed to everyone and a silent state expires in the shared sweep', async (t) => {
-  const actor = await actorOf(t);
   const hub = new FakeHub();
+  const actor = await actorOf(t, hub);
   const [a, b] = ['a', 'b'].map((id) => new FakePeer(id, 'u1', 'main', hub)) as [FakePeer, FakePeer];
   await join(actor, a, b);
   const client = new awarenessProtocol.Awareness(new Y.Doc());

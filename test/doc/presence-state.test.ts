@@ -1,7 +1,8 @@
 // Tests src/doc/presence.ts and the expiry timer of src/doc/collab-state.ts: REST and sync presence, offline, expiry.
 import { once, EventEmitter } from 'node:events';
 import t from 'tap';
-import { CollabDocuments, type DocumentHost, type LiveMessage } from '../../src/doc/collab-state.js';
+import { CollabDocuments, type LiveMessage } from '../../src/doc/collab-state.js';
+import type { DocumentActorView } from '../../src/doc/peer.js';
 import { DocumentWrites } from '../../src/doc/document-writes.js';
 import { PresenceState, type LivePresenceChange } from '../../src/doc/presence.js';
 import { Outbox } from '../../src/events/outbox.js';
@@ -111,15 +112,20 @@ t.test('after a restart, users known only from sync connections are offline, the
 });
 
 /** A host that runs tasks in order and emits every broadcast, so a test can await the next one. */
-class RecordingHost extends EventEmitter implements DocumentHost {
+class RecordingHost extends EventEmitter implements DocumentActorView {
+  readonly key = ref;
   private tail: Promise<unknown> = Promise.resolve();
   run<T>(task: () => T | Promise<T>): Promise<T> {
     const result = this.tail.then(task);
     this.tail = result.catch((error: unknown) => this.emit('failed', error));
     return result;
   }
-  broadcast(bytes: Uint8Array): void {
+  broadcast(bytes: Uint8Array): number {
     this.emit('message', decodeLiveMessage(bytes));
+    return 1;
+  }
+  sendTo(): boolean {
+    return false;
   }
 }
 
@@ -132,7 +138,7 @@ t.test('the expiry timer removes an offline user and tells the document sockets'
     outbox: new Outbox(store),
     now: Date.now,
     offlineTtlMs: 20,
-    hosts: { use: (_ref, use) => use(host) },
+    actors: { use: async (_ref, use) => use(host) },
     encode: encodeLiveMessage,
     log: createLogger('silent'),
   });

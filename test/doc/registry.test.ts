@@ -3,18 +3,22 @@ import t from 'tap';
 import * as Y from 'yjs';
 import type { Test } from 'tap';
 import { loadConfig } from '../../src/config.js';
-import { DocumentRegistry } from '../../src/doc/registry.js';
+import { DocumentActors } from '../../src/doc/registry.js';
 import { CLOSE } from '../../src/errors.js';
 import { createLogger } from '../../src/log.js';
 import { Store } from '../../src/store/env.js';
-import { FakePeer } from '../helpers/fake-peer.js';
+import { FakeHub, FakePeer } from '../helpers/fake-peer.js';
 
 const key = { apiKey: 'key', organizationId: 'org', documentId: 'doc' };
 
-function open(t: Test, dir: string, docIdleUnloadMs = 60_000): { store: Store; registry: DocumentRegistry } {
+/** Server frames reach the peers made with `hubPeer()` through one hub, as the App's publish reaches its sockets. */
+const hub = new FakeHub();
+const hubPeer = (sessionId: string): FakePeer => new FakePeer(sessionId, 'u1', 'main', hub);
+
+function open(t: Test, dir: string, docIdleUnloadMs = 60_000): { store: Store; registry: DocumentActors } {
   const store = Store.open(dir);
   const config = loadConfig({}, [], { dataDir: dir, docIdleUnloadMs, groupCommitMs: 0 });
-  const registry = new DocumentRegistry(config, store, createLogger('silent'));
+  const registry = new DocumentActors(config, store, createLogger('silent'), hub);
   t.teardown(async () => {
     await registry.shutdown();
     await store.close();
@@ -47,7 +51,7 @@ t.test('an idle actor writes a final snapshot, unloads, and reloads with its con
   const { store, registry } = open(t, t.testdir(), 0);
   const unloaded = new Promise<void>((resolve) => registry.onUnloaded(() => resolve()));
   const lease = await registry.acquire(key);
-  const peer = new FakePeer('s1');
+  const peer = hubPeer('s1');
   lease.actor.attach(peer, { type: 'text' });
   t.ok(lease.actor.receive(peer, { kind: 'update', update: textUpdate('kept') }));
   lease.actor.detach(peer);
@@ -66,7 +70,7 @@ t.test('shutdown closes connections with SERVICE_RESTART and keeps every change'
   const dir = t.testdir();
   const first = open(t, dir);
   const lease = await first.registry.acquire(key);
-  const peer = new FakePeer('s2');
+  const peer = hubPeer('s2');
   lease.actor.attach(peer);
   lease.actor.receive(peer, { kind: 'update', update: textUpdate('survives') });
   await first.registry.shutdown();
@@ -81,7 +85,7 @@ t.test('shutdown closes connections with SERVICE_RESTART and keeps every change'
 t.test('deleting the document evicts its actor without writing it back', async (t) => {
   const { registry } = open(t, t.testdir());
   const lease = await registry.acquire(key);
-  const peer = new FakePeer('s3');
+  const peer = hubPeer('s3');
   lease.actor.attach(peer);
   lease.actor.receive(peer, { kind: 'update', update: textUpdate('doomed') });
   lease.release();
@@ -94,7 +98,7 @@ t.test('deleting the document evicts its actor without writing it back', async (
 t.test('a viewer gets the read-only notice and its update is not applied', async (t) => {
   const { registry } = open(t, t.testdir());
   const lease = await registry.acquire(key);
-  const viewer = new FakePeer('s4');
+  const viewer = hubPeer('s4');
   viewer.readOnly = true;
   lease.actor.attach(viewer);
   lease.actor.receive(viewer, { kind: 'update', update: textUpdate('nope') });

@@ -1,6 +1,7 @@
 // Tests src/events/outbox.ts: seq order, all-or-nothing transactions, claim leases and ack.
 import t from 'tap';
-import { Outbox, atomically } from '../../src/events/outbox.js';
+import { Outbox } from '../../src/events/outbox.js';
+import type { CommentPayload } from '../../src/doc/annotations/events.js';
 import type { EventDraft } from '../../src/events/types.js';
 import type { AnnotationView } from '../../src/doc/annotations/model.js';
 import { Store } from '../../src/store/env.js';
@@ -8,18 +9,19 @@ import { DB } from '../../src/store/keys.js';
 
 function draft(type: EventDraft['type'], documentId = 'd1'): EventDraft {
   const metadata = { apiKey: 'k', organizationId: 'o', documentId, document: { documentId }, organization: { organizationId: 'o' } };
-  return { type, apiKey: 'k', organizationId: 'o', documentId, data: { commentAnnotation: { annotationId: 'a' } as AnnotationView, metadata } };
+  const data: CommentPayload = { commentAnnotation: { annotationId: 'a' } as AnnotationView, metadata };
+  return { type, apiKey: 'k', organizationId: 'o', documentId, data };
 }
 
 t.test('appends get strictly increasing seqs across transactions and within one', async (t) => {
   const store = Store.open(t.testdir());
   t.teardown(() => store.close());
   const outbox = new Outbox(store);
-  await atomically(store, (tx) => {
+  await store.transaction((tx) => {
     outbox.append(tx, draft('comment.add'), 1);
     outbox.append(tx, draft('comment.update'), 2);
   });
-  await atomically(store, (tx) => outbox.append(tx, draft('comment.delete'), 3));
+  await store.transaction((tx) => outbox.append(tx, draft('comment.delete'), 3));
   const events = outbox.read();
   t.same(events.map((e) => [e.seq, e.type, e.actionType]), [
     [1, 'comment.add', 'added'],
@@ -36,7 +38,7 @@ t.test('a transaction that throws after writing leaves neither its change nor it
   const outbox = new Outbox(store);
   const records = store.records<string>(DB.annotations);
   await t.rejects(
-    atomically(store, (tx) => {
+    store.transaction((tx) => {
       records.putSync(['k', 'o', 'd1', 'a1'], 'change');
       outbox.append(tx, draft('comment_annotation.add'), 1);
       throw new Error('commit refused');
@@ -45,7 +47,7 @@ t.test('a transaction that throws after writing leaves neither its change nor it
   );
   t.equal(records.get(['k', 'o', 'd1', 'a1']), undefined, 'the change did not land');
   t.same(outbox.read(), [], 'the event did not land');
-  await atomically(store, (tx) => outbox.append(tx, draft('comment_annotation.add'), 2));
+  await store.transaction((tx) => outbox.append(tx, draft('comment_annotation.add'), 2));
   t.same(outbox.read().map((e) => e.seq), [1], 'the next event takes the first seq: the aborted one left no gap');
 });
 
@@ -53,7 +55,7 @@ t.test('claim leases events until the lease lapses; ack removes them', async (t)
   const store = Store.open(t.testdir());
   t.teardown(() => store.close());
   const outbox = new Outbox(store);
-  await atomically(store, (tx) => {
+  await store.transaction((tx) => {
     for (let i = 0; i < 3; i++) outbox.append(tx, draft('comment.add'), i);
   });
   const first = await outbox.claim({ limit: 2, leaseMs: 1000, now: 10_000 });
@@ -69,8 +71,8 @@ t.test('claim leases events until the lease lapses; ack removes them', async (t)
   t.same(outbox.read().map((e) => e.seq), [2]);
 });
 
-t.test('atomically refuses an asynchronous body', async (t) => {
+t.test('Store.transaction refuses an asynchronous body', async (t) => {
   const store = Store.open(t.testdir());
   t.teardown(() => store.close());
-  await t.rejects(atomically(store, async () => 1), /must be synchronous/);
+  await t.rejects(store.transaction(async () => 1), /must be synchronous/);
 });

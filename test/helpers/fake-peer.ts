@@ -1,8 +1,11 @@
 // Owns an in-memory stand-in for sync sockets: a Peer that records frames and a pub/sub hub with uWS's publish semantics.
-import type { Peer } from '../../src/doc/peer.js';
+import type { Peer, TopicPublisher } from '../../src/doc/peer.js';
 
-/** Topics to subscribers, like uWS's topic tree: publish skips the publisher, a closed socket leaves every topic. */
-export class FakeHub {
+/**
+ * Topics to subscribers, like uWS's topic tree: a socket's publish skips that socket, the App's (no `from`) reaches
+ * every subscriber, a closed socket leaves every topic.
+ */
+export class FakeHub implements TopicPublisher {
   private readonly topics = new Map<string, Set<FakePeer>>();
 
   subscribe(topic: string, peer: FakePeer): void {
@@ -11,7 +14,7 @@ export class FakeHub {
     members.add(peer);
   }
 
-  publish(topic: string, bytes: Uint8Array, from: FakePeer): void {
+  publish(topic: string, bytes: Uint8Array, from?: FakePeer): void {
     for (const peer of this.topics.get(topic) ?? []) if (peer !== from) peer.frames.push(bytes);
   }
 

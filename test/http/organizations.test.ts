@@ -80,7 +80,7 @@ t.test('deleting an organization leaves nothing of it behind, and leaves other o
       for (const doc of ['d1', 'never-registered']) {
         void store.binary(DB.docUpdates).put([apiKey, org, doc, 'editor', 1], new Uint8Array([1, 2]));
         void store.binary(DB.docSnapshots).put([apiKey, org, doc, 'editor'], new Uint8Array([3]));
-        void store.records(DB.docStores).put([apiKey, org, doc, 'editor'], { type: 'text' });
+        void store.records(DB.editorDocMeta).put([apiKey, org, doc, 'editor'], { type: 'text' });
         void store.records(DB.annotations).put([apiKey, org, doc, 'a1'], { annotationId: 'a1' });
         void store.records(DB.presence).put([apiKey, org, doc, 'u1'], { userId: 'u1' });
       }
@@ -88,7 +88,7 @@ t.test('deleting an organization leaves nothing of it behind, and leaves other o
   }
   const mentions = (org: string): string[] => {
     const found: string[] = [];
-    for (const name of [DB.directory, DB.docStores, DB.annotations, DB.presence]) {
+    for (const name of [DB.directory, DB.editorDocMeta, DB.annotations, DB.presence]) {
       for (const key of store.records<unknown>(name).getKeys()) {
         if (Array.isArray(key) && key[0] === apiKey && (key[1] === org || key[2] === org)) found.push(`${name} ${JSON.stringify(key)}`);
       }

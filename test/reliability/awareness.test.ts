@@ -2,7 +2,7 @@
 import * as encoding from 'lib0/encoding';
 import t from 'tap';
 import { AwarenessGuard, MAX_AWARENESS_CLIENTS_PER_CONNECTION, type AwarenessRefusal } from '../../src/doc/awareness-guard.js';
-import { writeAwareness, type AwarenessEntry } from '../../src/ws/protocol.js';
+import { writeAwareness, type AwarenessEntry } from '../../src/sync/protocol.js';
 import { FakePeer } from '../helpers/fake-peer.js';
 import { startTestServer } from '../helpers/server.js';
 import { connect, editorOf, rawSocket, roomName, syncBase, synced, userToken, viewerOf, type Client, type Room } from '../helpers/sync.js';

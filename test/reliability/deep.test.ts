@@ -23,7 +23,7 @@ const store = { organizationId: 'org-deep', documentId: 'doc-deep', editorId: 'm
 t.test('100k nested arrays in CRDT map data: 400 naming the field; the store, its unload and the process carry on', async (t) => {
   const { api, server } = await startTestServer(t, { docIdleUnloadMs: 0 });
   const credentials = await api.createWorkspace();
-  const unloaded = new Promise<void>((resolve) => server.services.documents.onUnloaded((key) => key.apiKey === credentials.apiKey && resolve()));
+  const unloaded = new Promise<void>((resolve) => server.services.documentActors.onUnloaded((key) => key.apiKey === credentials.apiKey && resolve()));
   // Sent as text: JSON.stringify itself overflows the stack on 100k levels.
   const body = `{"data":${JSON.stringify({ ...store, type: 'map' }).slice(0, -1)},"data":{"k":${'['.repeat(100_000)}${']'.repeat(100_000)}}}}`;
   const deep = await api.send('/v2/crdt/add', body, apiKeyHeaders(credentials));
@@ -46,7 +46,7 @@ t.test('a REST write Yjs cannot hold rolls back completely: stored content and n
   t.equal((await api.call(credentials, '/v2/crdt/add', { ...store, type: 'map', data: { kept: 1 } })).status, 200);
   const key = { apiKey: credentials.apiKey, organizationId: store.organizationId, documentId: store.documentId };
   // Past the REST depth check, straight to the actor: the write itself must fail whole.
-  const failed = server.services.documents.use(key, (actor) => actor.update('main', { type: 'map', data: { kept: 2, deep: nestedArrays(200_000) } }));
+  const failed = server.services.documentActors.use(key, (actor) => actor.update('main', { type: 'map', data: { kept: 2, deep: nestedArrays(200_000) } }));
   const error = await failed.then(
     () => undefined,
     (reason: unknown) => reason as { status?: string },

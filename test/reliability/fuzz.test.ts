@@ -2,7 +2,7 @@
 import fc from 'fast-check';
 import t from 'tap';
 import * as Y from 'yjs';
-import { readClientMessage, writeAwareness, writeSyncStep1, writeSyncStep2, writeUpdate } from '../../src/ws/protocol.js';
+import { readClientMessage, writeAwareness, writeSyncStep1, writeSyncStep2, writeUpdate } from '../../src/sync/protocol.js';
 import { apiKeyHeaders } from '../helpers/api.js';
 import { startTestServer } from '../helpers/server.js';
 

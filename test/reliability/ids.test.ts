@@ -3,15 +3,15 @@ import { request as httpRequest } from 'node:http';
 import t from 'tap';
 import * as Y from 'yjs';
 import { loadConfig } from '../../src/config.js';
-import { EditorStore, type StoreUpdates } from '../../src/doc/editor-store.js';
-import { DocumentRegistry } from '../../src/doc/registry.js';
+import { EditorDoc, type EditorDocUpdates } from '../../src/doc/editor-doc.js';
+import { DocumentActors } from '../../src/doc/registry.js';
 import { CLOSE } from '../../src/errors.js';
 import { MAX_ID_BYTES } from '../../src/limits.js';
 import { createLogger } from '../../src/log.js';
 import { Store } from '../../src/store/env.js';
 import { Snapshots } from '../../src/store/snapshots.js';
 import { UpdateLog } from '../../src/store/update-log.js';
-import { FakePeer } from '../helpers/fake-peer.js';
+import { FakeHub, FakePeer } from '../helpers/fake-peer.js';
 import { startTestServer } from '../helpers/server.js';
 import { rawSocket, syncBase, upgradeStatus, userToken } from '../helpers/sync.js';
 
@@ -44,7 +44,7 @@ t.test('a sync upgrade whose ids exceed the byte limit is refused with 400 befor
   const body = JSON.parse(await refusedUpgradeBody(`${url}/sync/${path}?token=${token}`)) as { error: { status: string; message: string } };
   t.equal(body.error.status, 'INVALID_ARGUMENT');
   t.match(body.error.message, /organizationId path segment must be at most 512 bytes/);
-  t.equal(server.services.documents.peek({ apiKey: credentials.apiKey, organizationId: wide, documentId: wide }), undefined, 'nothing loaded');
+  t.equal(server.services.documentActors.peek({ apiKey: credentials.apiKey, organizationId: wide, documentId: wide }), undefined, 'nothing loaded');
   // At the limit exactly (170 x 3 bytes = 510) it opens.
   const fits = '中'.repeat(170);
   const open = await rawSocket(`${syncBase(url)}/${[fits, fits, fits].map(encodeURIComponent).join('/')}?token=${token}`);
@@ -77,12 +77,12 @@ t.test('REST ids over the byte limit: INVALID_ARGUMENT naming the field, on ever
 });
 
 /** Records what the update log tells a store's owner. */
-class Owner implements StoreUpdates {
+class Owner implements EditorDocUpdates {
   readonly failures: unknown[] = [];
   storeUpdated(): void {
     // The test appends by hand.
   }
-  storeWriteFailed(_store: EditorStore, error: unknown): void {
+  storeWriteFailed(_store: EditorDoc, error: unknown): void {
     this.failures.push(error);
   }
 }
@@ -93,10 +93,10 @@ t.test('a store whose key LMDB refuses fails alone: the others of its commit lan
   const log = new UpdateLog(store, { groupCommitMs: 0, compactAfterUpdates: 1000, compactAfterBytes: 1 << 20 }, createLogger('silent'));
   const owner = new Owner();
   // Built directly, past the edge checks: an id written before the limits existed, or a future bug.
-  const poisoned = new EditorStore({ apiKey: 'key', organizationId: wide, documentId: wide }, wide);
-  const healthy = new EditorStore({ apiKey: 'key', organizationId: 'org', documentId: 'doc' }, 'main');
+  const poisoned = new EditorDoc({ apiKey: 'key', organizationId: wide, documentId: wide }, wide);
+  const healthy = new EditorDoc({ apiKey: 'key', organizationId: 'org', documentId: 'doc' }, 'main');
   for (const each of [poisoned, healthy]) each.listen(owner);
-  const edit = (target: EditorStore, text: string): Promise<void> => {
+  const edit = (target: EditorDoc, text: string): Promise<void> => {
     const doc = new Y.Doc();
     doc.getText('content').insert(0, text);
     const update = Y.encodeStateAsUpdate(doc);
@@ -119,7 +119,8 @@ t.test('a store whose key LMDB refuses fails alone: the others of its commit lan
 t.test('a document whose key LMDB refuses: its write fails alone, its memory goes back to disk, its sockets close; others commit', async (t) => {
   const dir = t.testdir();
   const store = Store.open(dir);
-  const registry = new DocumentRegistry(loadConfig({}, [], { dataDir: dir, groupCommitMs: 50 }), store, createLogger('silent'));
+  const hub = new FakeHub();
+  const registry = new DocumentActors(loadConfig({}, [], { dataDir: dir, groupCommitMs: 50 }), store, createLogger('silent'), hub);
   t.teardown(async () => {
     await registry.shutdown();
     await store.close();
@@ -127,7 +128,7 @@ t.test('a document whose key LMDB refuses: its write fails alone, its memory goe
   // Past the edge checks, as data from before the limits would be.
   const poisoned = { apiKey: 'key', organizationId: wide, documentId: wide };
   const healthy = { apiKey: 'key', organizationId: 'org', documentId: 'doc' };
-  const peer = new FakePeer('s1', 'u1', wide);
+  const peer = new FakePeer('s1', 'u1', wide, hub);
   const lease = await registry.acquire(poisoned);
   t.teardown(() => lease.release());
   lease.actor.attach(peer);

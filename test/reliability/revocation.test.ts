@@ -2,7 +2,7 @@
 import t, { type Test } from 'tap';
 import * as Y from 'yjs';
 import { CLOSE } from '../../src/errors.js';
-import { writeReadOnly, writeUpdate } from '../../src/ws/protocol.js';
+import { writeReadOnly, writeUpdate } from '../../src/sync/protocol.js';
 import type { ApiClient, Credentials } from '../helpers/api.js';
 import { startTestServer } from '../helpers/server.js';
 import { rawSocket, roomName, syncBase, userToken, type Room } from '../helpers/sync.js';

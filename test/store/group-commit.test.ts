@@ -3,6 +3,7 @@ import t from 'tap';
 import { Store } from '../../src/store/env.js';
 import { GroupCommit, type GroupedChange, type TransactionRoot } from '../../src/store/group-commit.js';
 import { DB } from '../../src/store/keys.js';
+import { openStore, rootOf } from '../helpers/store.js';
 
 /** A change that writes `key` (optionally then throws) and records when it ran and how it settled. */
 function change(
@@ -18,7 +19,7 @@ function change(
     single: options.single ?? false,
     settled,
     write: () => {
-      log.push(`write ${key} txn ${store.root.getWriteTxnId()}`);
+      log.push(`write ${key} txn ${rootOf(store).getWriteTxnId()}`);
       db.putSync(key, key);
       options.onWrite?.();
       if (options.throws === true) throw new Error(`${key} refused`);
@@ -31,7 +32,7 @@ function change(
 }
 
 t.test('changes of one turn share one transaction; a change that throws loses only its own writes', async (t) => {
-  const store = Store.open(t.testdir());
+  const store = openStore(t.testdir());
   t.teardown(() => store.close());
   const log: string[] = [];
   const a = change(store, 'a', log);
@@ -49,7 +50,7 @@ t.test('changes of one turn share one transaction; a change that throws loses on
 });
 
 t.test('a change marked single runs without a child transaction and still commits', async (t) => {
-  const store = Store.open(t.testdir());
+  const store = openStore(t.testdir());
   t.teardown(() => store.close());
   const log: string[] = [];
   const one = change(store, 'one', log, { single: true });
@@ -59,19 +60,19 @@ t.test('a change marked single runs without a child transaction and still commit
 });
 
 t.test('a failed commit fails every change of the batch; the next batch runs only after it settled', async (t) => {
-  const store = Store.open(t.testdir());
+  const store = openStore(t.testdir());
   t.teardown(() => store.close());
   const log: string[] = [];
   let failNext = true;
   const root: TransactionRoot = {
     transaction: (body) => {
-      const result = store.root.transaction(body);
+      const result = rootOf(store).transaction(body);
       if (!failNext) return result;
       failNext = false;
       // The transaction ran, then its commit failed (disk full, I/O error).
       return result.then(() => Promise.reject(new Error('commit failed: disk full')));
     },
-    childTransaction: (body) => store.root.childTransaction(body),
+    childTransaction: (body) => rootOf(store).childTransaction(body),
   };
   const group = new GroupCommit(root, (error) => t.fail(String(error)));
   const second = change(store, 'second', log);
@@ -87,7 +88,7 @@ t.test('a failed commit fails every change of the batch; the next batch runs onl
 });
 
 t.test('barrier waits for the changes submitted before it; a closed group refuses new changes', async (t) => {
-  const store = Store.open(t.testdir());
+  const store = openStore(t.testdir());
   const log: string[] = [];
   const a = change(store, 'a', log);
   store.group.submit(a);

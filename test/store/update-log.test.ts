@@ -2,9 +2,9 @@
 import fc from 'fast-check';
 import t from 'tap';
 import * as Y from 'yjs';
-import { EditorStore } from '../../src/doc/editor-store.js';
+import { EditorDoc } from '../../src/doc/editor-doc.js';
 import { createLogger } from '../../src/log.js';
-import { Store } from '../../src/store/env.js';
+import { Store, type WriteTx } from '../../src/store/env.js';
 import { Snapshots } from '../../src/store/snapshots.js';
 import { UpdateLog, type DurabilityOptions } from '../../src/store/update-log.js';
 
@@ -12,9 +12,9 @@ const silent = createLogger('silent');
 const KEY = { apiKey: 'key', organizationId: 'org', documentId: 'doc' };
 const options: DurabilityOptions = { groupCommitMs: 0, compactAfterUpdates: 1000, compactAfterBytes: 1 << 20 };
 
-/** An EditorStore whose Y.Doc appends every update to `log`, as the actor wires it. */
-function logged(log: UpdateLog, editorId: string): { store: EditorStore; commits: Array<Promise<void>> } {
-  const store = new EditorStore(KEY, editorId);
+/** An EditorDoc whose Y.Doc appends every update to `log`, as the actor wires it. */
+function logged(log: UpdateLog, editorId: string): { store: EditorDoc; commits: Array<Promise<void>> } {
+  const store = new EditorDoc(KEY, editorId);
   const commits: Array<Promise<void>> = [];
   store.doc.on('update', (update: Uint8Array) => {
     store.touch({ userId: 'u', sessionId: 's' }, Date.now());
@@ -26,17 +26,17 @@ function logged(log: UpdateLog, editorId: string): { store: EditorStore; commits
 function rebuild(snapshots: Snapshots, editorId: string): Y.Doc | undefined {
   const loaded = snapshots.load('key', 'org', 'doc').find((s) => s.editorId === editorId);
   if (loaded === undefined) return undefined;
-  return new EditorStore(KEY, editorId, loaded).doc;
+  return new EditorDoc(KEY, editorId, loaded).doc;
 }
 
 t.test('appends of one event-loop turn commit in one transaction', async (t) => {
   const store = Store.open(t.testdir());
   t.teardown(() => store.close());
   let transactions = 0;
-  const batch = store.batch.bind(store);
-  store.batch = <T>(body: () => T): Promise<T> => {
+  const transaction = store.transaction.bind(store);
+  store.transaction = <T>(body: (tx: WriteTx) => T): Promise<T> => {
     transactions++;
-    return batch(body);
+    return transaction(body);
   };
   const log = new UpdateLog(store, options, silent);
   const a = logged(log, 'a');
@@ -58,10 +58,10 @@ t.test('a commit window gathers appends from several turns', async (t) => {
   const store = Store.open(t.testdir());
   t.teardown(() => store.close());
   let transactions = 0;
-  const batch = store.batch.bind(store);
-  store.batch = <T>(body: () => T): Promise<T> => {
+  const transaction = store.transaction.bind(store);
+  store.transaction = <T>(body: (tx: WriteTx) => T): Promise<T> => {
     transactions++;
-    return batch(body);
+    return transaction(body);
   };
   const log = new UpdateLog(store, { ...options, groupCommitMs: 200 }, silent);
   const { store: editor, commits } = logged(log, 'w');

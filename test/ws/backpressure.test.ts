@@ -18,7 +18,7 @@ t.test('a socket that stops reading is closed at the backpressure limit; the oth
   await Promise.all([synced(writer), synced(reader)]);
   const chunk = 'x'.repeat(64 * 1024);
   const connections = (): number =>
-    server.services.documents.peek({ apiKey: credentials.apiKey, organizationId: room.organizationId, documentId: room.documentId })?.connectionCount ?? 0;
+    server.services.documentActors.peek({ apiKey: credentials.apiKey, organizationId: room.organizationId, documentId: room.documentId })?.connectionCount ?? 0;
   t.equal(connections(), 3);
   // Until the server drops the slow socket (the paused client cannot see the close until it reads again).
   for (let i = 0; i < 1000 && connections() === 3; i++) {

@@ -3,7 +3,7 @@ import fc from 'fast-check';
 import t from 'tap';
 import * as Y from 'yjs';
 import { CLOSE } from '../../src/errors.js';
-import { readClientMessage, writeUpdate } from '../../src/ws/protocol.js';
+import { readClientMessage, writeUpdate } from '../../src/sync/protocol.js';
 import { startTestServer } from '../helpers/server.js';
 import { connect, editorOf, rawSocket, roomName, syncBase, synced, userToken, whenDocs, type Room } from '../helpers/sync.js';
 

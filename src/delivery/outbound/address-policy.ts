@@ -1,5 +1,6 @@
 // Owns the outbound address policy: which resolved IP addresses Plait may connect to (SSRF guard), and the allow-list.
 import { BlockList, isIP } from 'node:net';
+import { parseAllowedNetworks } from '../../allowed-networks.js';
 
 /**
  * Ranges never reached from a server that fetches user-supplied URLs, unless allow-listed: loopback, private,
@@ -38,9 +39,7 @@ const blocked = new BlockList();
 for (const [net, prefix] of BLOCKED_V4) blocked.addSubnet(net, prefix, 'ipv4');
 for (const [net, prefix] of BLOCKED_V6) blocked.addSubnet(net, prefix, 'ipv6');
 
-export class AllowListError extends Error {
-  override readonly name = 'AllowListError';
-}
+export { AllowListError, parseAllowedNetworks } from '../../allowed-networks.js';
 
 /**
  * An IPv6 address that carries an IPv4 one (mapped ::ffff:a.b.c.d, NAT64 64:ff9b::/96, 6to4 2002::/16,
@@ -83,26 +82,6 @@ function expandV6(address: string): number[] | undefined {
   const groups = [...head, ...new Array<number>(halves.length === 2 ? missing : 0).fill(0), ...rest];
   if (groups.length !== 8 || groups.some((g) => !Number.isInteger(g) || g < 0 || g > 0xffff)) return undefined;
   return groups;
-}
-
-/** Parses `OUTBOUND_ALLOWED_NETWORKS` entries: CIDRs (`127.0.0.0/8`, `::1/128`) or bare addresses. */
-export function parseAllowedNetworks(entries: readonly string[]): BlockList {
-  const list = new BlockList();
-  for (const raw of entries) {
-    const entry = raw.trim();
-    if (entry === '') continue;
-    const slash = entry.indexOf('/');
-    const address = slash === -1 ? entry : entry.slice(0, slash);
-    const family = isIP(address);
-    if (family === 0) throw new AllowListError(`"${entry}" is not an IP address or CIDR network`);
-    const max = family === 4 ? 32 : 128;
-    const prefix = slash === -1 ? max : Number(entry.slice(slash + 1));
-    if (!Number.isInteger(prefix) || prefix < 0 || prefix > max) {
-      throw new AllowListError(`"${entry}" has a prefix length outside 0-${max}`);
-    }
-    list.addSubnet(address, prefix, family === 4 ? 'ipv4' : 'ipv6');
-  }
-  return list;
 }
 
 /** Decides per resolved address; immutable once built. */

@@ -2,7 +2,8 @@
 import { dict } from '../../dict.js';
 import type { Store } from '../../store/env.js';
 import type { CollabDocuments } from '../collab-state.js';
-import { annotationView, type AnnotationView, type DocumentRef } from './model.js';
+import { annotationView, type AnnotationView } from './model.js';
+import type { DocumentKey } from '../../document-key.js';
 import { countFor, matches, page, type AnnotationFilter, type Order, type Row } from './query.js';
 import { AnnotationState } from './state.js';
 
@@ -66,7 +67,7 @@ function documentsOf(source: DocumentSource, apiKey: string, input: ListInput): 
 }
 
 export async function listAnnotations(docs: CollabDocuments, source: DocumentSource, apiKey: string, input: ListInput): Promise<Listing> {
-  const refOf = (documentId: string): DocumentRef => ({ apiKey, organizationId: input.organizationId, documentId });
+  const refOf = (documentId: string): DocumentKey => ({ apiKey, organizationId: input.organizationId, documentId });
   const rows: Row[] = [];
   for (const documentId of documentsOf(source, apiKey, input)) {
     const records = await docs.read(refOf(documentId), (doc) => [...doc.annotations.all()].filter((record) => matches(record, input)));

@@ -1,5 +1,5 @@
 // Owns the shapes of comment annotations: request inputs (spec 2.4-2.7), stored records, and read views (spec 2.5, 4.10).
-import type { DocumentKey } from '../peer.js';
+import type { DocumentKey } from '../../document-key.js';
 
 /** A user reference (spec 2.1). Extra fields the customer sends (photoUrl, color...) are kept as given. */
 export interface UserRef {
@@ -148,8 +148,6 @@ export interface AnnotationView extends Omit<AnnotationRecord, 'comments' | 'nex
   readonly comments: readonly CommentView[];
 }
 
-/** The document a thread belongs to: the same identity as a document actor's key. */
-export type DocumentRef = DocumentKey;
 
 /** Used when a thread is added without a status (upstream sample: id OPEN, type default). */
 export const DEFAULT_STATUS: Status = { id: 'OPEN', name: 'Open', type: 'default', color: '#625DF5', lightColor: '#E7E8FA' };
@@ -170,7 +168,7 @@ export function commentView(comment: CommentRecord): CommentView {
   };
 }
 
-export function annotationView(ref: DocumentRef, record: AnnotationRecord): AnnotationView {
+export function annotationView(ref: DocumentKey, record: AnnotationRecord): AnnotationView {
   const { comments, nextCommentId: _next, ...rest } = record;
   return {
     ...rest,

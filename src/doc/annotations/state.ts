@@ -4,16 +4,15 @@ import { dict } from '../../dict.js';
 import { invalidArgument, notFound } from '../../errors.js';
 import type { Outbox } from '../../events/outbox.js';
 import type { Store } from '../../store/env.js';
-import { DB } from '../../store/keys.js';
+import { DB, KEY_END } from '../../store/keys.js';
 import { DocumentWrites } from '../document-writes.js';
 import { deleteComments, updateComments, type CommentChange, type CommentUpdate } from './comment-mutations.js';
-import { annotationView, commentView, type AnnotationInput, type AnnotationRecord, type AnnotationView, type CommentInput, type CommentRecord, type CommentView, type DocumentRef } from './model.js';
+import { annotationView, commentView, type AnnotationInput, type AnnotationRecord, type AnnotationView, type CommentInput, type CommentRecord, type CommentView } from './model.js';
+import type { DocumentKey } from '../../document-key.js';
 import { appendComments, applyUpdate, buildAnnotation, swapUsers, type AnnotationUpdate, type RaisedEvent, type UserSwap } from './mutations.js';
 import { matches } from './query.js';
 import { ThreadChanges, type Change, type LiveAnnotationChange } from './thread-changes.js';
 
-/** ordered-binary's MAXIMUM_KEY: as the last key element it sorts after every annotationId of the document. */
-const KEY_END = new Uint8Array([0xff]);
 
 export type { LiveAnnotationChange };
 
@@ -62,7 +61,7 @@ export class AnnotationState {
   private readonly writes: DocumentWrites;
 
   private constructor(
-    readonly ref: DocumentRef,
+    readonly ref: DocumentKey,
     private readonly deps: AnnotationDeps,
     /** The threads by id; made by the first change when the document had none. */
     private stored: Map<string, AnnotationRecord> | undefined,
@@ -77,7 +76,7 @@ export class AnnotationState {
   }
 
   /** Reads every thread of the document (one range scan). */
-  static load(deps: AnnotationDeps, ref: DocumentRef): AnnotationState {
+  static load(deps: AnnotationDeps, ref: DocumentKey): AnnotationState {
     const db = deps.store.records<AnnotationRecord>(DB.annotations);
     const prefix = [ref.apiKey, ref.organizationId, ref.documentId];
     let records: Map<string, AnnotationRecord> | undefined;

@@ -1,9 +1,11 @@
 // Owns one set of thread changes on its way to disk: memory changed when made, rows and outbox events written together, undone on failure.
 import type { Database, Key } from 'lmdb';
-import type { Outbox, WriteTx } from '../../events/outbox.js';
+import type { Outbox } from '../../events/outbox.js';
+import type { WriteTx } from '../../store/env.js';
 import type { DocumentChange } from '../document-writes.js';
 import { eventDraft } from './events.js';
-import type { AnnotationRecord, AnnotationView, DocumentRef } from './model.js';
+import type { AnnotationRecord, AnnotationView } from './model.js';
+import type { DocumentKey } from '../../document-key.js';
 import type { RaisedEvent } from './mutations.js';
 
 /** One thread's change, with the events it raises. */
@@ -17,7 +19,7 @@ export interface Change {
 export type LiveAnnotationChange = { readonly op: 'upsert'; readonly annotation: AnnotationView } | { readonly op: 'delete'; readonly annotationId: string };
 
 export interface ThreadChangeDeps {
-  readonly ref: DocumentRef;
+  readonly ref: DocumentKey;
   readonly db: Database<AnnotationRecord, Key>;
   readonly outbox: Outbox;
   /** The document's threads in memory. */

@@ -2,12 +2,12 @@
 import type { CollabDocuments } from '../../doc/collab-state.js';
 import type { CommentUpdate } from '../../doc/annotations/comment-mutations.js';
 import { countAnnotations, listAnnotations, type CountInput, type DocumentSource, type ListInput } from '../../doc/annotations/listing.js';
-import type { AnnotationInput, CommentInput, DocumentRef, Status } from '../../doc/annotations/model.js';
+import type { AnnotationInput, CommentInput, Status } from '../../doc/annotations/model.js';
 import type { AnnotationUpdate, UserSwap } from '../../doc/annotations/mutations.js';
 import type { Selector } from '../../doc/annotations/state.js';
 import { invalidArgument } from '../../errors.js';
-import type { ApiKeyIdentity } from '../../tenant/workspaces.js';
 import { ok, operation, type Operation } from '../operation.js';
+import { refOf, type DocumentScope } from './document-scope.js';
 import {
   addAnnotationsSchema,
   addCommentsSchema,
@@ -20,20 +20,11 @@ import {
   updateCommentsSchema,
 } from '../schemas/comments.js';
 
-interface DocumentScope {
-  organizationId: string;
-  documentId: string;
-}
 interface ThreadScope extends DocumentScope {
   annotationId: string;
 }
 
 const both = (path: string): string[] => [`/v1/commentannotations${path}`, `/v2/commentannotations${path}`];
-const refOf = (identity: ApiKeyIdentity, scope: DocumentScope): DocumentRef => ({
-  apiKey: identity.apiKey,
-  organizationId: scope.organizationId,
-  documentId: scope.documentId,
-});
 
 /** Spec 2.6: a status carries its icon as svg or iconUrl; JSON schema cannot name the field, so it is checked here. */
 function checkStatus(status: Status | undefined, at: string): void {

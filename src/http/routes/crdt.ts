@@ -1,10 +1,11 @@
 // Owns the CRDT operations: Get CRDT Data (spec 4.19), Add and Update CRDT Data (upstream notes 2.20).
 import type { StoreWrite } from '../../doc/actor.js';
-import { dataMismatch, type StoreType } from '../../doc/crdt.js';
-import type { DocumentKey } from '../../doc/peer.js';
-import type { DocumentRegistry } from '../../doc/registry.js';
+import { dataMismatch } from '../../doc/crdt.js';
+import type { StoreType } from '../../store/snapshots.js';
+import type { DocumentActors } from '../../doc/registry.js';
 import { invalidArgument } from '../../errors.js';
 import { ok, operation, type Operation } from '../operation.js';
+import { refOf } from './document-scope.js';
 import { getCrdtSchema, writeCrdtSchema } from '../schemas/crdt.js';
 
 interface GetCrdtInput {
@@ -28,18 +29,14 @@ function storeWrite(input: WriteCrdtInput): StoreWrite {
   return { type: input.type, data: input.data, ...(input.contentKey === undefined ? {} : { contentKey: input.contentKey }) };
 }
 
-function documentKey(apiKey: string, input: { organizationId: string; documentId: string }): DocumentKey {
-  return { apiKey, organizationId: input.organizationId, documentId: input.documentId };
-}
-
-export function crdtOperations(documents: DocumentRegistry): Operation[] {
+export function crdtOperations(documentActors: DocumentActors): Operation[] {
   return [
     operation<GetCrdtInput, 'apiKey'>({
       paths: ['/v2/crdt/get'],
       auth: 'apiKey',
       schema: getCrdtSchema,
       handle: async (input, ctx) => {
-        const records = await documents.use(documentKey(ctx.identity.apiKey, input), (actor) => actor.records(input.editorId));
+        const records = await documentActors.use(refOf(ctx.identity, input), (actor) => actor.records(input.editorId));
         return ok('CRDT data retrieved successfully.', records);
       },
     }),
@@ -49,7 +46,7 @@ export function crdtOperations(documents: DocumentRegistry): Operation[] {
       schema: writeCrdtSchema,
       handle: async (input, ctx) => {
         const write = storeWrite(input);
-        await documents.use(documentKey(ctx.identity.apiKey, input), (actor) => actor.add(input.editorId, write));
+        await documentActors.use(refOf(ctx.identity, input), (actor) => actor.add(input.editorId, write));
         return ok('CRDT data added successfully.');
       },
     }),
@@ -59,7 +56,7 @@ export function crdtOperations(documents: DocumentRegistry): Operation[] {
       schema: writeCrdtSchema,
       handle: async (input, ctx) => {
         const write = storeWrite(input);
-        await documents.use(documentKey(ctx.identity.apiKey, input), (actor) => actor.update(input.editorId, write));
+        await documentActors.use(refOf(ctx.identity, input), (actor) => actor.update(input.editorId, write));
         return ok('CRDT data updated successfully.');
       },
     }),

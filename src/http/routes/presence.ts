@@ -1,21 +1,10 @@
 // Owns the presence operations: update (spec 4.11), add, delete (upstream notes 2.21) and get (Plait's own shape).
 import type { CollabDocuments } from '../../doc/collab-state.js';
 import type { PresenceInput } from '../../doc/presence.js';
-import type { DocumentRef } from '../../doc/annotations/model.js';
-import type { ApiKeyIdentity } from '../../tenant/workspaces.js';
 import { ok, operation, type Operation } from '../operation.js';
+import { refOf, type DocumentScope } from './document-scope.js';
 import { deletePresenceSchema, getPresenceSchema, setPresenceSchema } from '../schemas/presence.js';
 
-interface DocumentScope {
-  organizationId: string;
-  documentId: string;
-}
-
-const refOf = (identity: ApiKeyIdentity, scope: DocumentScope): DocumentRef => ({
-  apiKey: identity.apiKey,
-  organizationId: scope.organizationId,
-  documentId: scope.documentId,
-});
 
 export function presenceOperations(docs: CollabDocuments): Operation[] {
   return [

@@ -1,23 +1,20 @@
 // Owns the seam through which deleting directory entries also deletes the document data other modules hold.
 import type { Store } from '../../store/env.js';
-import { DB } from '../../store/keys.js';
-import type { DocumentRef } from '../access.js';
+import { DB, KEY_END } from '../../store/keys.js';
+import type { DocumentKey } from '../../document-key.js';
 
 /**
  * A module that keeps data per document (CRDT stores, comment annotations, presence). The directory calls it
  * before removing a document or organization, so a retried delete still finds the entry and finishes the job.
  */
 export interface DocumentDataOwner {
-  deleteDocumentData(ref: DocumentRef): Promise<void>;
+  deleteDocumentData(ref: DocumentKey): Promise<void>;
   /** Everything of the organization, including documents the directory never registered (opened by the sync endpoint only). */
   deleteOrganizationData(apiKey: string, organizationId: string): Promise<void>;
 }
 
-/** Sorts after every ordered-binary key element. */
-const END = Buffer.from([0xff]);
-
 /** The databases keyed [apiKey, organizationId, documentId, ...] that hold document data. */
-export const DOCUMENT_DATABASES = [DB.docUpdates, DB.docSnapshots, DB.docStores, DB.annotations, DB.presence, DB.liveState, DB.recordings] as const;
+export const DOCUMENT_DATABASES = [DB.docUpdates, DB.docSnapshots, DB.editorDocMeta, DB.annotations, DB.presence, DB.liveState, DB.recordings] as const;
 
 /**
  * Removes the LMDB ranges directly. Correct when no actor holds the document in memory; the sync and comment
@@ -26,7 +23,7 @@ export const DOCUMENT_DATABASES = [DB.docUpdates, DB.docSnapshots, DB.docStores,
 export class LmdbDocumentData implements DocumentDataOwner {
   constructor(private readonly store: Store) {}
 
-  deleteDocumentData(ref: DocumentRef): Promise<void> {
+  deleteDocumentData(ref: DocumentKey): Promise<void> {
     return this.removeRanges([ref.apiKey, ref.organizationId, ref.documentId]);
   }
 
@@ -38,14 +35,14 @@ export class LmdbDocumentData implements DocumentDataOwner {
     await this.store.transaction(() => {
       for (const name of DOCUMENT_DATABASES) {
         const db = name === DB.docUpdates || name === DB.docSnapshots ? this.store.binary(name) : this.store.records<unknown>(name);
-        for (const key of Array.from(db.getKeys({ start: prefix, end: [...prefix, END] }))) void db.remove(key);
+        for (const key of Array.from(db.getKeys({ start: prefix, end: [...prefix, KEY_END] }))) void db.remove(key);
       }
     });
   }
 }
 
 /** Runs every owner for each document, one after another. */
-export async function deleteDocumentData(owners: readonly DocumentDataOwner[], refs: readonly DocumentRef[]): Promise<void> {
+export async function deleteDocumentData(owners: readonly DocumentDataOwner[], refs: readonly DocumentKey[]): Promise<void> {
   for (const owner of owners) {
     for (const ref of refs) await owner.deleteDocumentData(ref);
   }

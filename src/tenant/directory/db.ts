@@ -1,11 +1,9 @@
 // Owns access to the DB.directory database: typed point reads, prefix scans, prefix removal and write transactions.
 import type { Database, Key } from 'lmdb';
-import type { Store } from '../../store/env.js';
-import { DB } from '../../store/keys.js';
+import type { Store, WriteTx } from '../../store/env.js';
+import { DB, KEY_END } from '../../store/keys.js';
 import type { DirKey } from './records.js';
 
-/** Sorts after every ordered-binary key element, so [...prefix, END] bounds a prefix scan. */
-const END = Buffer.from([0xff]);
 
 export interface ScanOptions {
   /** Start strictly after this full key (a page cursor). */
@@ -32,21 +30,19 @@ export class DirectoryDb {
   }
 
   /**
-   * Runs `body` in one LMDB write transaction and resolves after commit. Reads inside see the transaction's
-   * own writes, and transactions run one at a time, so check-then-write inside `body` is atomic.
-   * A child transaction, because lmdb-js rolls back a throwing callback only in a child transaction: with
-   * `Store.transaction` the writes made before the throw would still commit.
+   * `Store.transaction`: all of `body`'s writes commit or none; check-then-write inside it is atomic. Once it has
+   * committed, the change listeners are told which organizations it touched.
    */
-  write<T>(body: () => T): Promise<T> {
+  write<T>(body: (tx: WriteTx) => T): Promise<T> {
     const touched = new Map<string, Set<string | undefined>>();
-    const committed = this.store.root.childTransaction(() => {
+    const committed = this.store.transaction((tx) => {
       this.touched = touched;
       try {
-        return body();
+        return body(tx);
       } finally {
         this.touched = undefined;
       }
-    }) as Promise<T>;
+    });
     return committed.then((result) => {
       this.tell(touched);
       return result;
@@ -99,7 +95,7 @@ export class DirectoryDb {
   scan<T>(prefix: DirKey, options: ScanOptions = {}): Array<{ key: DirKey; value: T }> {
     const range = this.db.getRange({
       start: options.after ?? prefix,
-      end: [...prefix, END],
+      end: [...prefix, KEY_END],
       ...(options.after === undefined ? {} : { exclusiveStart: true }),
       ...(options.limit === undefined ? {} : { limit: options.limit }),
     });
@@ -115,7 +111,7 @@ export class DirectoryDb {
   removePrefix(prefix: DirKey): number {
     this.touch(prefix);
     // Collected first: removing while a cursor walks the same range would skip entries.
-    const found = Array.from(this.db.getKeys({ start: prefix, end: [...prefix, END] }));
+    const found = Array.from(this.db.getKeys({ start: prefix, end: [...prefix, KEY_END] }));
     for (const key of found) void this.db.remove(key);
     return found.length;
   }

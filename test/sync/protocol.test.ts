@@ -1,4 +1,4 @@
-// Tests the sync codec (src/ws/protocol.ts): round trips, and malformed frames reported, never thrown.
+// Tests the sync codec (src/sync/protocol.ts): round trips, and malformed frames reported, never thrown.
 import fc from 'fast-check';
 import t from 'tap';
 import * as awarenessProtocol from 'y-protocols/awareness';
@@ -11,7 +11,7 @@ import {
   writeSyncStep1,
   writeSyncStep2,
   writeUpdate,
-} from '../../src/ws/protocol.js';
+} from '../../src/sync/protocol.js';
 
 function sampleUpdate(): Uint8Array {
   const doc = new Y.Doc();

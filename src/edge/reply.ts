@@ -1,4 +1,4 @@
-// Owns writing HTTP responses from uWebSockets.js: status lines, common headers, the success and error envelopes.
+// Owns writing HTTP responses from uWebSockets.js (status line, common headers, envelopes), shared by src/http and the src/ws upgrade.
 import type { HttpResponse } from 'uWebSockets.js';
 import type { AppError } from '../errors.js';
 

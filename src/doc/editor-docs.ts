@@ -1,22 +1,22 @@
-// Owns the set of a document's editor stores by editor id, sized for the usual case of one.
-import type { EditorStore } from './editor-store.js';
+// Owns the set of a document's editor docs by editor id, sized for the usual case of one.
+import type { EditorDoc } from './editor-doc.js';
 
 /**
  * A Map of editor id to store that keeps its first store in a field: most documents have one editor id, and a Map
  * for it costs ~180 bytes per loaded document. Iteration is in insertion order, as a Map's (Get CRDT Data lists it).
  */
-export class EditorStores {
+export class EditorDocs {
   /** Undefined only when the table is empty. */
-  private first: EditorStore | undefined;
+  private first: EditorDoc | undefined;
   /** The stores added after `first`, made with the second one. */
-  private others: Map<string, EditorStore> | undefined;
+  private others: Map<string, EditorDoc> | undefined;
 
-  get(editorId: string): EditorStore | undefined {
+  get(editorId: string): EditorDoc | undefined {
     return this.first?.editorId === editorId ? this.first : this.others?.get(editorId);
   }
 
   /** Adds `store` under its editor id; there must not be one already. */
-  add(store: EditorStore): void {
+  add(store: EditorDoc): void {
     if (this.get(store.editorId) !== undefined) throw new Error(`a store for editor id ${store.editorId} is already loaded`);
     if (this.first === undefined) this.first = store;
     else (this.others ??= new Map()).set(store.editorId, store);
@@ -34,7 +34,7 @@ export class EditorStores {
     if (this.others?.size === 0) this.others = undefined;
   }
 
-  *values(): IterableIterator<EditorStore> {
+  *values(): IterableIterator<EditorDoc> {
     if (this.first !== undefined) yield this.first;
     if (this.others !== undefined) yield* this.others.values();
   }

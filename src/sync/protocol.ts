@@ -1,4 +1,4 @@
-// Owns the sync wire format: pure read/write functions for the y-websocket message types and Plait's additions.
+// Owns the sync wire format (core-owned, used by src/doc and the src/ws edge): pure read/write functions for the y-websocket message types and Plait's additions.
 import * as encoding from 'lib0/encoding';
 import * as Y from 'yjs';
 
@@ -195,8 +195,6 @@ export const writeAwareness = (update: Uint8Array): Uint8Array =>
     encoding.writeVarUint(e, MESSAGE.AWARENESS);
     encoding.writeVarUint8Array(e, update);
   });
-
-export const writeQueryAwareness = (): Uint8Array => frame((e) => encoding.writeVarUint(e, MESSAGE.QUERY_AWARENESS));
 
 export const writePermissionDenied = (reason: string): Uint8Array =>
   frame((e) => {

@@ -1,9 +1,11 @@
-// Owns one editor store of a document: its Y.Doc, its persisted meta and its position in the update log.
+// Owns one editor doc of a document (the CRDT data of one editor id): its Y.Doc, its persisted meta and its position in the update log.
 import * as Y from 'yjs';
 import type { LoadedStore, StoreId, StoreMeta } from '../store/snapshots.js';
 import type { LogStream } from '../store/update-log.js';
-import { DEFAULT_CONTENT_KEY, readData, type StoreType } from './crdt.js';
-import type { ChangeOrigin, DocumentKey, Peer } from './peer.js';
+import { DEFAULT_CONTENT_KEY, readData } from './crdt.js';
+import type { StoreType } from '../store/snapshots.js';
+import type { ChangeOrigin, Peer } from './peer.js';
+import type { DocumentKey } from '../document-key.js';
 
 /** One record of Get CRDT Data (spec 2.16). */
 export interface CrdtRecord {
@@ -26,30 +28,30 @@ const COLLECT_ALL = (): boolean => true;
 const SERVER_GUID = 'plait-store';
 
 /** Told every change to a store's doc made after it started listening (the document's actor). */
-export interface StoreUpdates {
-  storeUpdated(store: EditorStore, update: Uint8Array, origin: unknown): void;
+export interface EditorDocUpdates {
+  storeUpdated(store: EditorDoc, update: Uint8Array, origin: unknown): void;
   /** The store's writes failed on their own and are not retried: memory must go back to what is on disk. */
-  storeWriteFailed(store: EditorStore, error: unknown): void;
+  storeWriteFailed(store: EditorDoc, error: unknown): void;
 }
 
 /**
- * A Y.Doc for the server side, which knows its store: one shared `update` handler (EditorStore.forward) serves every store instead
+ * A Y.Doc for the server side, which knows its store: one shared `update` handler (EditorDoc.forward) serves every store instead
  * of a closure per document. Nothing emits `load` or `sync` on a doc the server owns (providers do, on theirs) and
  * nothing here awaits whenLoaded/whenSynced, so the handlers Y.Doc's constructor registers for those events (two
  * Sets, three closures, their contexts: ~0.8 KB a document) are dropped.
  */
 class StoreDoc extends Y.Doc {
-  constructor(readonly editorStore: EditorStore) {
+  constructor(readonly editorStore: EditorDoc) {
     super({ guid: SERVER_GUID, gcFilter: COLLECT_ALL });
     this._observers.delete('load');
     this._observers.delete('sync');
   }
 }
 
-export class EditorStore implements LogStream {
+export class EditorDoc implements LogStream {
   readonly doc: Y.Doc = new StoreDoc(this);
   /** Set by `listen`; updates replayed by the constructor come before it, so they are never reported. */
-  private listener: StoreUpdates | undefined;
+  private listener: EditorDocUpdates | undefined;
   /** The connections of this editor id: the subscribers of its store topic (src/doc/fanout.ts names it). */
   readonly peers = new Set<Peer>();
   nextSeq = 0;
@@ -83,8 +85,8 @@ export class EditorStore implements LogStream {
   }
 
   /** Reports every later change to the doc to `listener` (one listener: the actor that owns the store). */
-  listen(listener: StoreUpdates): void {
-    if (this.listener === undefined) this.doc.on('update', EditorStore.forward);
+  listen(listener: EditorDocUpdates): void {
+    if (this.listener === undefined) this.doc.on('update', EditorDoc.forward);
     this.listener = listener;
   }
 
