@@ -141,28 +141,33 @@ export class UpdateLog {
         this.refuse(stream, pending, error);
         continue;
       }
-      // One transaction per stream: lmdb-js runs the callbacks of one turn in one LMDB transaction, each in its own
-      // child transaction, so a stream whose write throws aborts alone. `own` tells its failure from the commit's.
+      // Through the group commit: one LMDB transaction for the whole batch, each stream in its own child transaction,
+      // so a stream whose write throws aborts alone. `own` tells its failure from a failure of the whole commit.
       let own: { error: unknown } | undefined;
-      const committed = store.transaction(() => {
-        try {
-          write();
-        } catch (error) {
-          own = { error };
-          throw error;
-        }
-      });
       commits.push(
-        committed.then(
-          () => pending.resolve(),
-          (error: unknown) => {
-            if (own !== undefined) return this.refuse(stream, pending, own.error);
-            // The commit itself failed: what it held is still in memory, so the next commit writes a full snapshot.
-            stream.needsSnapshot = true;
-            this.enlist(stream, false);
-            pending.reject(error);
-          },
-        ),
+        new Promise<void>((settled) => {
+          store.transactionGrouped({
+            write: () => {
+              try {
+                write();
+              } catch (error) {
+                own = { error };
+                throw error;
+              }
+            },
+            settle: (error: unknown) => {
+              if (error === undefined) pending.resolve();
+              else if (own !== undefined) this.refuse(stream, pending, own.error);
+              else {
+                // The commit itself failed: what it held is still in memory, so the next commit writes a full snapshot.
+                stream.needsSnapshot = true;
+                this.enlist(stream, false);
+                pending.reject(error);
+              }
+              settled();
+            },
+          });
+        }),
       );
     }
     this.lastCommit = Promise.all(commits).then(() => undefined);
