@@ -28,6 +28,18 @@ export interface Config {
   readonly smtpUrl: string | undefined;
   readonly emailFrom: string;
   readonly sendgridBaseUrl: string;
+  readonly agentPoolSize: number;
+  readonly agentQueueLimit: number;
+  readonly agentRunTimeoutMs: number;
+  readonly agentFetchTimeoutMs: number;
+  readonly agentFetchMaxBytes: number;
+  readonly chromiumPath: string | undefined;
+  readonly llmABaseUrl: string | undefined;
+  readonly llmAModel: string | undefined;
+  readonly llmAApiKey: string | undefined;
+  readonly llmBBaseUrl: string | undefined;
+  readonly llmBModel: string | undefined;
+  readonly llmBApiKey: string | undefined;
   readonly emailRateLimitPerHour: number;
   readonly emailStatusRateLimitPerMinute: number;
   readonly apiKeyRateLimitPerMinute: number;
@@ -180,6 +192,18 @@ const OPTIONS: readonly OptionSpec<keyof Config>[] = [
   { key: 'smtpUrl', env: 'SMTP_URL', fallback: undefined, parse: smtpUrl, doc: 'SMTP server for `default` email, e.g. `smtp://user:pass@host:587` (`smtps://` for implicit TLS); unset: each email is logged as one JSON line instead.' },
   { key: 'emailFrom', env: 'EMAIL_FROM', fallback: 'Plait <no-reply@plait.localhost>', parse: text, doc: 'Sender of `default` email when the workspace sets no `fromEmail`.' },
   { key: 'sendgridBaseUrl', env: 'SENDGRID_BASE_URL', fallback: 'https://api.sendgrid.com', parse: httpUrl, doc: 'Base URL of the SendGrid v3 API used by `sendgrid` email (tests point it at a local fake).' },
+  { key: 'agentPoolSize', env: 'AGENT_POOL_SIZE', fallback: 2, parse: integer(1, 64), doc: 'Worker threads that run agents, prompt validation and ask-ai (piscina).' },
+  { key: 'agentQueueLimit', env: 'AGENT_QUEUE_LIMIT', fallback: 100, parse: integer(1, 100_000), doc: 'Agent tasks waiting for a worker before new ones get RESOURCE_EXHAUSTED.' },
+  { key: 'agentRunTimeoutMs', env: 'AGENT_RUN_TIMEOUT_MS', fallback: 120_000, parse: integer(1000, 3_600_000), doc: 'Time limit of one agent task; past it the worker thread is ended and the run fails with TIMEOUT.' },
+  { key: 'agentFetchTimeoutMs', env: 'AGENT_FETCH_TIMEOUT_MS', fallback: 10_000, parse: integer(100, 600_000), doc: 'Time limit of each page, link or API fetch an agent makes.' },
+  { key: 'agentFetchMaxBytes', env: 'AGENT_FETCH_MAX_BYTES', fallback: 5 * MiB, parse: integer(1024, 256 * MiB), doc: 'Largest response body an agent fetch reads; a larger page fails the run with TOO_LARGE.' },
+  { key: 'chromiumPath', env: 'CHROMIUM_PATH', fallback: '/usr/bin/chromium', parse: optionalText, doc: 'Chromium for browser strategies (screenshot, computed styles, site audit, browser-agent); when missing those runs fail with FAILED_PRECONDITION.' },
+  { key: 'llmABaseUrl', env: 'LLM_A_BASE_URL', fallback: undefined, parse: optionalText, doc: 'Provider `llm_a`: base URL of an OpenAI-compatible chat completions API (e.g. `http://127.0.0.1:8000/v1` for llama.cpp, vLLM, Ollama).' },
+  { key: 'llmAModel', env: 'LLM_A_MODEL', fallback: undefined, parse: optionalText, doc: 'Model name sent to `llm_a`; with LLM_A_BASE_URL it enables the provider.' },
+  { key: 'llmAApiKey', env: 'LLM_A_API_KEY', fallback: undefined, parse: optionalText, doc: 'API key for `llm_a` (sent as a bearer token; never logged).' },
+  { key: 'llmBBaseUrl', env: 'LLM_B_BASE_URL', fallback: undefined, parse: optionalText, doc: 'Provider `llm_b`: base URL of an Anthropic-style messages API.' },
+  { key: 'llmBModel', env: 'LLM_B_MODEL', fallback: undefined, parse: optionalText, doc: 'Model name sent to `llm_b`; with LLM_B_BASE_URL it enables the provider.' },
+  { key: 'llmBApiKey', env: 'LLM_B_API_KEY', fallback: undefined, parse: optionalText, doc: 'API key for `llm_b` (sent the way `@anthropic-ai/sdk` sends it; never logged).' },
   { key: 'awarenessMaxStateBytes', env: 'AWARENESS_MAX_STATE_BYTES', fallback: 16 * 1024, parse: integer(256, MiB), doc: 'Largest awareness state (as JSON) one client id may announce; larger entries are dropped (docs/limits.md).' },
   { key: 'awarenessUpdatesPerSecond', env: 'AWARENESS_UPDATES_PER_SECOND', fallback: 30, parse: integer(1, 10_000), doc: 'Awareness frames one sync connection may send per second (a burst of as many); the excess is dropped.' },
 ];

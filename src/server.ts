@@ -52,6 +52,11 @@ import { PermissionProvider } from './tenant/permission-provider.js';
 import { permissionProviderOperations } from './http/routes/permission-provider.js';
 import { OutboundHttp } from './delivery/outbound/http.js';
 import { DOCUMENT_DATABASES } from './tenant/directory/data-owners.js';
+import { openAgents, type AgentServices } from './agents/services.js';
+import { agentOperations } from './http/routes/agents.js';
+import { agentRunOperations } from './http/routes/agent-runs.js';
+import { agentAssistOperations } from './http/routes/agent-assist.js';
+import { memoryOperations } from './http/routes/memory.js';
 import { Workspaces } from './tenant/workspaces.js';
 
 export interface Services {
@@ -85,6 +90,8 @@ export interface Services {
   readonly ownerEmails: OwnerEmails;
   /** Verification and sign-in emails, sent after the reply. */
   readonly accountMail: AccountMail;
+  /** Agent definitions, groups, runs and Memory (src/agents/). */
+  readonly agents: AgentServices;
 }
 
 /** Test seams: a manual clock, the account-email transport. */
@@ -186,7 +193,8 @@ export async function openServices(config: Config, log: Logger, publisher: Topic
     verificationLinkTtlMs: config.verificationLinkTtlMs,
     loginLinkTtlMs: config.loginLinkTtlMs,
   });
-  return { config, log, store, secrets, workspaces, userTokens, directory, outbox, collab, documentActors, domains, liveStates, recordings, jobs, migrations, userData, permissionProvider, ownerEmails, accountMail };
+  const agents = await openAgents({ store, secrets, config, collab, log });
+  return { config, log, store, secrets, workspaces, userTokens, directory, outbox, collab, documentActors, domains, liveStates, recordings, jobs, migrations, userData, permissionProvider, ownerEmails, accountMail, agents };
 }
 
 function clockOf(options: ServerOptions): () => number {
@@ -229,6 +237,10 @@ function allOperations(services: Services): Operation[] {
     ...userDataOperations(services.userData, services.jobs),
     ...permissionProviderOperations(services.permissionProvider),
     ...crdtOperations(services.documentActors),
+    ...agentOperations(services.agents.definitions, services.agents.groups),
+    ...agentRunOperations(services.agents),
+    ...agentAssistOperations(services.agents),
+    ...memoryOperations(services.agents.memory),
   ];
 }
 
@@ -329,6 +341,7 @@ export async function startServer(config: Config, log: Logger, options: ServerOp
     await services.accountMail.stop(5000);
     // Jobs in flight finish against open documents and store; one cut short by a crash resumes at the next start.
     await services.jobs.stop();
+    await services.agents.close();
     await services.documentActors.shutdown();
     services.collab.close();
     await services.store.close();

@@ -92,6 +92,8 @@ export class CollabDocuments {
   private readonly loaded = new WeakMap<DocumentActorView, Loaded | Promise<Loaded>>();
   /** Documents with an armed expiry timer: disarmed when the document unloads, is deleted, or the server stops. */
   private readonly armed = new Map<string, { readonly ref: DocumentKey; readonly doc: Loaded }>();
+  /** Told every committed annotation change, whether or not a socket listens (Memory records suggestion decisions). */
+  private readonly committedListeners: Array<(ref: DocumentKey, changes: readonly LiveAnnotationChange[]) => void> = [];
 
   constructor(private readonly deps: CollabDeps) {
     // The timer's callback holds the host: left armed, it would keep an unloaded document in memory until it fired.
@@ -259,8 +261,14 @@ export class CollabDocuments {
     return loading;
   }
 
+  /** Adds a listener for committed annotation changes, in commit order; it must not throw or block. */
+  onAnnotationsCommitted(listener: (ref: DocumentKey, changes: readonly LiveAnnotationChange[]) => void): void {
+    this.committedListeners.push(listener);
+  }
+
   /** @internal For Loaded: called once a change has committed, in commit order. */
   publish(host: DocumentActorView, ref: DocumentKey, doc: Loaded, annotations: readonly LiveAnnotationChange[], presence: LivePresenceChange): void {
+    if (annotations.length > 0) for (const listener of this.committedListeners) listener(ref, annotations);
     // No socket takes live messages: none is built (the REST hot path pays nothing for the feature).
     if (doc.listeners <= 0) return;
     if (annotations.length === 0 && presence.users.length === 0 && presence.removed.length === 0) return;

@@ -48,6 +48,22 @@ export const DB = {
   domains: 'domains',
   /** seq (a bare number: lmdb-js reads a one-element array key back as its element) -> OutboxEvent, written in the same transaction as its change */
   outbox: 'outbox',
+  /** [apiKey, agentId] -> AgentRecord (custom agents; src/agents/definitions.ts) */
+  agents: 'agents',
+  /** [apiKey, agentId, version] -> VersionRecord (behaviour with secrets sealed) */
+  agentVersions: 'agent-versions',
+  /** [apiKey, groupId] -> AgentGroup */
+  agentGroups: 'agent-groups',
+  /** [apiKey, agentId] -> AgentStats (execution count, last run, tokens) */
+  agentStats: 'agent-stats',
+  /** [apiKey, executionId] -> ExecutionRecord; [apiKey, '~time', startedAt, executionId] -> null (newest-first index) */
+  agentExecutions: 'agent-executions',
+  /** [apiKey, agentId, decidedAt, annotationId] -> Decision (Memory: suggestion accept/reject per agent) */
+  memoryDecisions: 'memory-decisions',
+  /** [apiKey, alertId] -> Alert; [apiKey, '~dedup', dedupKey] -> alertId */
+  memoryAlerts: 'memory-alerts',
+  /** [apiKey] -> AlertConfig */
+  memoryConfig: 'memory-config',
 } as const;
 
 export type DbName = (typeof DB)[keyof typeof DB];

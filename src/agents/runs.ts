@@ -1,0 +1,253 @@
+// Owns agent executions: start (async, in the pool), record, cancel, get, list newest first, count; post-processing on completion.
+import type { Database, Key } from 'lmdb';
+import { randomId } from '../auth/secrets.js';
+import type { CollabDocuments } from '../doc/collab-state.js';
+import { AppError, failedPrecondition, invalidArgument, notFound } from '../errors.js';
+import type { Logger } from '../log.js';
+import type { Store } from '../store/env.js';
+import { DB } from '../store/keys.js';
+import type { AgentDefinitions } from './definitions.js';
+import { stageOn } from './model.js';
+import type { AgentPool } from './pool.js';
+import { applyToDocument, guardrails } from './postprocess.js';
+import { RunError, type Finding, type RunResult, type WorkerEnv } from './tasks.js';
+
+export type ExecutionStatus = 'running' | 'completed' | 'failed' | 'cancelled';
+
+export interface ExecutionRecord {
+  readonly executionId: string;
+  readonly agentId: string;
+  readonly agentName: string;
+  readonly agentVersion: number | null;
+  readonly url: string;
+  readonly organizationId: string;
+  readonly documentId: string;
+  readonly status: ExecutionStatus;
+  readonly createdAt: number;
+  readonly completedAt: number | null;
+  readonly error: { readonly code: string; readonly message: string } | null;
+  readonly summary: {
+    readonly findings: number;
+    readonly annotationsCreated: number;
+    readonly annotationsDeleted: number;
+    readonly promptTokens: number;
+    readonly completionTokens: number;
+    readonly provider: string | null;
+    readonly context: Readonly<Record<string, unknown>>;
+  } | null;
+  readonly results?: readonly Finding[];
+  readonly annotationIds?: readonly string[];
+}
+
+export interface RunInput {
+  readonly agentId: string;
+  readonly url: string;
+  readonly organizationId: string;
+  readonly documentId: string;
+  readonly userContext?: Readonly<Record<string, unknown>>;
+}
+
+/** [apiKey, createdAt, executionId] rows sort by time; the id lookup is a second key per run. */
+const byTime = (apiKey: string, createdAt: number, id: string): Key => [apiKey, createdAt, id];
+const byId = (apiKey: string, id: string): Key => [apiKey, '#', id];
+
+export class AgentRuns {
+  private readonly db: Database<ExecutionRecord | number, Key>;
+  private readonly active = new Map<string, { controller: AbortController; done: Promise<void> }>();
+
+  constructor(
+    private readonly deps: {
+      readonly store: Store;
+      readonly definitions: AgentDefinitions;
+      readonly pool: AgentPool;
+      readonly collab: CollabDocuments;
+      readonly env: WorkerEnv;
+      readonly log: Logger;
+      readonly now?: () => number;
+    },
+  ) {
+    this.db = deps.store.records<ExecutionRecord | number>(DB.agentExecutions);
+  }
+
+  private now(): number {
+    return (this.deps.now ?? Date.now)();
+  }
+
+  /** Runs that were running when the process stopped can never finish: mark them failed at start. */
+  async recover(): Promise<number> {
+    let count = 0;
+    await this.deps.store.transaction(() => {
+      for (const { key, value } of this.db.getRange({})) {
+        if (typeof value === 'number' || value.status !== 'running') continue;
+        this.db.putSync(key, { ...value, status: 'failed', completedAt: this.now(), error: { code: 'INTERRUPTED', message: 'the server stopped during the run' } });
+        count++;
+      }
+    });
+    return count;
+  }
+
+  /** Starts a run: checks, records it (committed before answering), queues it in the pool; the work goes on after. */
+  async start(apiKey: string, input: RunInput): Promise<{ executionId: string }> {
+    const agent = this.deps.definitions.runnable(apiKey, input.agentId);
+    if (!agent.identity.enabled) throw failedPrecondition(`agent ${input.agentId} is disabled`);
+    if (!URL.canParse(input.url) || !/^https?:$/.test(new URL(input.url).protocol)) throw invalidArgument('data.url must be an http(s) URL');
+    this.deps.pool.admit();
+    const executionId = randomId(24);
+    const createdAt = this.now();
+    const record: ExecutionRecord = {
+      executionId,
+      agentId: input.agentId,
+      agentName: agent.identity.name,
+      agentVersion: agent.identity.version ?? null,
+      url: input.url,
+      organizationId: input.organizationId,
+      documentId: input.documentId,
+      status: 'running',
+      createdAt,
+      completedAt: null,
+      error: null,
+      summary: null,
+    };
+    await this.deps.store.transaction(() => {
+      this.db.putSync(byTime(apiKey, createdAt, executionId), record);
+      this.db.putSync(byId(apiKey, executionId), createdAt);
+    });
+    await this.deps.definitions.countRun(apiKey, input.agentId, createdAt);
+    const controller = new AbortController();
+    const done = this.execute(apiKey, record, agent.behaviour, input.userContext ?? {}, controller.signal)
+      .catch((error: unknown) => this.deps.log.error('agent run bookkeeping failed', { executionId, error }))
+      .finally(() => this.active.delete(executionId));
+    this.active.set(executionId, { controller, done });
+    return { executionId };
+  }
+
+  private async execute(apiKey: string, record: ExecutionRecord, behaviour: ReturnType<AgentDefinitions['runnable']>['behaviour'], userContext: Readonly<Record<string, unknown>>, signal: AbortSignal): Promise<void> {
+    const ref = { apiKey, organizationId: record.organizationId, documentId: record.documentId };
+    try {
+      const result = await this.deps.pool.run<RunResult>({ kind: 'run', env: this.deps.env, url: record.url, agentId: record.agentId, behaviour, userContext }, signal);
+      const findings = stageOn(behaviour.postProcess?.guardrails) ? guardrails(result.findings) : [...result.findings];
+      const applied = await applyToDocument(this.deps.collab, ref, { agentId: record.agentId, agentName: record.agentName, executionId: record.executionId, url: record.url }, findings, behaviour.postProcess);
+      if (stageOn(behaviour.postProcess?.analytics)) {
+        await this.deps.definitions.countRun(apiKey, record.agentId, record.createdAt, { prompt: result.usage.promptTokens, completion: result.usage.completionTokens });
+      }
+      await this.finish(apiKey, record, {
+        status: 'completed',
+        error: null,
+        results: findings,
+        annotationIds: applied.created,
+        summary: {
+          findings: findings.length,
+          annotationsCreated: applied.created.length,
+          annotationsDeleted: applied.deleted,
+          promptTokens: result.usage.promptTokens,
+          completionTokens: result.usage.completionTokens,
+          provider: result.provider ?? null,
+          context: result.context,
+        },
+      });
+    } catch (error) {
+      const code = error instanceof RunError ? error.code : error instanceof AppError ? error.status : 'INTERNAL';
+      const message = error instanceof Error && (error instanceof RunError || error instanceof AppError) ? error.message : 'internal error';
+      if (!(error instanceof RunError)) this.deps.log.error('agent run failed', { executionId: record.executionId, error });
+      await this.finish(apiKey, record, { status: code === 'CANCELLED' ? 'cancelled' : 'failed', error: { code, message }, summary: null });
+    }
+  }
+
+  private async finish(apiKey: string, record: ExecutionRecord, outcome: Pick<ExecutionRecord, 'status' | 'error' | 'summary'> & Partial<ExecutionRecord>): Promise<void> {
+    await this.deps.store.transaction(() => this.db.putSync(byTime(apiKey, record.createdAt, record.executionId), { ...record, ...outcome, completedAt: this.now() }));
+  }
+
+  private record(apiKey: string, executionId: string): ExecutionRecord {
+    const createdAt = this.db.get(byId(apiKey, executionId));
+    const record = typeof createdAt === 'number' ? this.db.get(byTime(apiKey, createdAt, executionId)) : undefined;
+    if (record === undefined || typeof record === 'number') throw notFound(`execution ${executionId} not found`);
+    return record;
+  }
+
+  get(apiKey: string, executionId: string, includeResults: boolean): ExecutionRecord {
+    const record = this.record(apiKey, executionId);
+    if (includeResults) return record;
+    const { results: _results, ...rest } = record;
+    return rest;
+  }
+
+  /** Cancels a running execution (its worker thread is ended); a finished one answers FAILED_PRECONDITION. */
+  async cancel(apiKey: string, executionId: string): Promise<ExecutionRecord> {
+    const record = this.record(apiKey, executionId);
+    const active = this.active.get(executionId);
+    if (record.status !== 'running' || active === undefined) throw failedPrecondition(`execution ${executionId} is ${record.status}, not running`);
+    active.controller.abort();
+    await active.done;
+    return this.get(apiKey, executionId, false);
+  }
+
+  /** Newest first; `pageToken` is the last row's (createdAt, id) of the previous page. */
+  list(apiKey: string, options: { pageSize: number; pageToken?: string; agentId?: string; status?: ExecutionStatus }): { executions: ExecutionRecord[]; pageToken?: string } {
+    let start: Key = [apiKey, Number.MAX_SAFE_INTEGER];
+    let after: string | undefined;
+    if (options.pageToken !== undefined) {
+      const decoded = decodeToken(options.pageToken);
+      start = byTime(apiKey, decoded.createdAt, decoded.id);
+      after = decoded.id;
+    }
+    const executions: ExecutionRecord[] = [];
+    let more = false;
+    for (const { value } of this.db.getRange({ start, end: [apiKey, 0], reverse: true })) {
+      if (typeof value === 'number') continue;
+      if (after !== undefined && value.executionId === after) continue;
+      if (options.agentId !== undefined && value.agentId !== options.agentId) continue;
+      if (options.status !== undefined && value.status !== options.status) continue;
+      if (executions.length === options.pageSize) {
+        more = true;
+        break;
+      }
+      const { results: _results, ...row } = value;
+      executions.push(row);
+    }
+    const last = executions.at(-1);
+    return more && last !== undefined ? { executions, pageToken: encodeToken(last.createdAt, last.executionId) } : { executions };
+  }
+
+  count(apiKey: string, agentId: string | undefined): { total: number; byStatus: Record<string, number>; byAgent: Record<string, number> } {
+    const byStatus: Record<string, number> = { running: 0, completed: 0, failed: 0, cancelled: 0 };
+    const byAgent: Record<string, number> = {};
+    let total = 0;
+    for (const { value } of this.db.getRange({ start: [apiKey, 0], end: [apiKey, Number.MAX_SAFE_INTEGER] })) {
+      if (typeof value === 'number' || (agentId !== undefined && value.agentId !== agentId)) continue;
+      total++;
+      byStatus[value.status] = (byStatus[value.status] ?? 0) + 1;
+      byAgent[value.agentId] = (byAgent[value.agentId] ?? 0) + 1;
+    }
+    return { total, byStatus, byAgent };
+  }
+
+  /** Cancels what is running and waits for it to be recorded (server stop). */
+  async close(): Promise<void> {
+    for (const { controller } of this.active.values()) controller.abort();
+    await Promise.allSettled([...this.active.values()].map((a) => a.done));
+  }
+
+  /** Resolves when every run started so far has been recorded (tests). */
+  async settled(): Promise<void> {
+    await Promise.allSettled([...this.active.values()].map((a) => a.done));
+  }
+
+  /** Resolves when `executionId` has finished and been recorded. */
+  async finished(executionId: string): Promise<void> {
+    await this.active.get(executionId)?.done;
+  }
+}
+
+function encodeToken(createdAt: number, id: string): string {
+  return Buffer.from(JSON.stringify([createdAt, id])).toString('base64url');
+}
+
+function decodeToken(token: string): { createdAt: number; id: string } {
+  try {
+    const [createdAt, id] = JSON.parse(Buffer.from(token, 'base64url').toString('utf8')) as [unknown, unknown];
+    if (typeof createdAt === 'number' && typeof id === 'string') return { createdAt, id };
+  } catch (error) {
+    throw invalidArgument(`data.pageToken is not a token this server issued (${(error as Error).message})`);
+  }
+  throw invalidArgument('data.pageToken is not a token this server issued');
+}

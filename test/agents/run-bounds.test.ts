@@ -1,0 +1,41 @@
+// Tests the bounds of agent runs: SSRF refusals, the queue limit and cancellation.
+import t from 'tap';
+import { dataOf, expectError } from '../helpers/directory.js';
+import { pageServer } from '../helpers/pages.js';
+import { directoryFixtureWith, PAGE, runToEnd, scope, setup } from './run-env.js';
+
+t.test('SSRF: private, link-local and loopback targets are refused without the allow-list, and so is a redirect to one', async (t) => {
+  const pages = await pageServer(t, { '/page': { body: PAGE } });
+  const f = await directoryFixtureWith(t, { outboundAllowedNetworks: [], agentPoolSize: 1 });
+  for (const url of [`${pages.url}/page`, 'http://10.1.2.3/x', 'http://169.254.169.254/latest/meta-data/', `http://[::1]:${pages.port}/page`, `http://localhost:${pages.port}/page`]) {
+    const run = await runToEnd(t, f, { agentId: 'readability', url });
+    t.equal(run.status, 'failed', url);
+    t.equal(run.error?.code, 'BLOCKED_ADDRESS', url);
+  }
+  t.same(pages.requests, [], 'no request reached the loopback server');
+
+  const redirecting = await pageServer(t, { '/go': { status: 302, headers: { location: `http://127.0.0.2:${pages.port}/page` } } });
+  const g = await directoryFixtureWith(t, { outboundAllowedNetworks: ['127.0.0.1/32'], agentPoolSize: 1 });
+  const run = await runToEnd(t, g, { agentId: 'readability', url: `${redirecting.url}/go` });
+  t.equal(run.error?.code, 'BLOCKED_ADDRESS', 'the redirect target is checked too');
+});
+
+t.test('bounded: queue limit answers RESOURCE_EXHAUSTED, cancellation ends a run, the time limit fails one', async (t) => {
+  const { f, pages } = await setup(t, { agentPoolSize: 1, agentQueueLimit: 1, agentRunTimeoutMs: 20_000 });
+  const held = pages.hold('/slow');
+  const first = dataOf(t, await f.call<{ executionId: string }>('/v2/agents/execution/run', { ...scope, agentId: 'readability', url: `${pages.url}/slow` }));
+  await held.arrived;
+  const second = dataOf(t, await f.call<{ executionId: string }>('/v2/agents/execution/run', { ...scope, agentId: 'readability', url: `${pages.url}/page` }));
+  const third = await f.call('/v2/agents/execution/run', { ...scope, agentId: 'readability', url: `${pages.url}/page` });
+  t.equal(third.status, 429);
+  expectError(t, third, 'RESOURCE_EXHAUSTED', /agent queue is full/);
+
+  const cancelled = dataOf(t, await f.call<{ execution: { status: string; error: { code: string } } }>('/v2/agents/execution/cancel', { executionId: first.executionId }));
+  t.match(cancelled.execution, { status: 'cancelled', error: { code: 'CANCELLED' } });
+  held.release();
+  await f.server.services.agents.runs.finished(second.executionId);
+  const secondRun = dataOf(t, await f.call<{ execution: { error: unknown } }>('/v2/agents/execution/get', { executionId: second.executionId })).execution;
+  t.match(secondRun, { status: "completed" }, JSON.stringify([secondRun.error, pages.requests]));
+  expectError(t, await f.call('/v2/agents/execution/cancel', { executionId: second.executionId }), 'FAILED_PRECONDITION', /completed, not running/);
+});
+
