@@ -114,6 +114,9 @@ class RemotePeer implements Peer {
     this.out = deps.outSubject(request.from);
   }
 
+  /** The socket and its send buffer are on the relaying node, which applies the 1013 limit to it there. */
+  checkBackpressure(): void {}
+
   send(bytes: Uint8Array): boolean {
     if (this.closed) return false;
     this.deps.nc.publish(this.out, bytes, { headers: hdrs({ s: this.sessionId, k: 'send' }) });

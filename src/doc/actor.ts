@@ -16,12 +16,13 @@ import {
   writeSyncStep2,
   type ClientMessage,
 } from '../sync/protocol.js';
+import { AwarenessGuard, type AwarenessLimits, type AwarenessRefusal } from './awareness-guard.js';
 import { createAwareness, releaseAwareness } from './awareness-sweep.js';
 import { defineRoot, replaceData } from './crdt.js';
 import type { StoreType } from '../store/snapshots.js';
 import { EditorDoc, LOADING, type CrdtRecord, type EditorDocUpdates } from './editor-doc.js';
 import { EditorDocs } from './editor-docs.js';
-import { topics, UpdateFanout } from './fanout.js';
+import { topics, UpdateFanout, type FanoutTarget } from './fanout.js';
 import { Mailbox, type TaskFailures } from './mailbox.js';
 import { REST_ORIGIN, type ChangeOrigin, type ConnectionListener, type DocumentActorView, type Peer, type PeerInfo, type TopicPublisher } from './peer.js';
 import type { DocumentKey } from '../document-key.js';
@@ -31,6 +32,7 @@ export interface ActorDeps {
   /** Shared by every actor; the actor adds its document to each line (a child logger per document costs memory). */
   readonly log: Logger;
   readonly mailboxCapacity: number;
+  readonly awareness: AwarenessLimits;
   readonly maxConnections: number;
   /** Called when the actor has no connection and no lease: the registry may unload it after a delay. */
   readonly onIdle: (actor: DocumentActor) => void;
@@ -53,12 +55,12 @@ export interface RootHint {
 
 const DISCONNECTED = 'disconnect';
 
-export class DocumentActor implements DocumentActorView, TaskFailures, EditorDocUpdates {
+export class DocumentActor implements DocumentActorView, TaskFailures, EditorDocUpdates, FanoutTarget {
   /** Each store's `peers` are its connections; together they are the document's (no Set of its own for them). */
   private readonly stores = new EditorDocs();
   /** Connections attached, over all stores. */
   private peerCount = 0;
-  // The optional structures below (livePeers, fanoutState, awarenessOwners, deniedOnce) are made on first use: most
+  // The optional structures below (livePeers, fanoutState, awarenessGuard, deniedOnce) are made on first use: most
   // loaded documents never need some of them, and each empty Map or Set costs ~150-200 bytes per document. Topic
   // names are not kept either: they are built when used (src/doc/fanout.ts), a string or two per document less.
   /** The `ext=1` connections: the subscribers of the live topic. */
@@ -68,8 +70,8 @@ export class DocumentActor implements DocumentActorView, TaskFailures, EditorDoc
   private awareness: awarenessProtocol.Awareness | undefined;
   /** Read through `fanout`, which makes it. */
   private fanoutState: UpdateFanout | undefined;
-  /** Awareness client ids each connection announced, removed for everyone when it disconnects. */
-  private awarenessOwners: Map<Peer, Set<number>> | undefined;
+  /** Which connection owns which awareness client id, and each connection's awareness rate (src/doc/awareness-guard.ts). */
+  private awarenessGuard: AwarenessGuard | undefined;
   private deniedOnce: WeakSet<Peer> | undefined;
   private attaching = 0;
   /** Commit promises of the REST write running now, so it can answer only after they commit. */
@@ -103,12 +105,12 @@ export class DocumentActor implements DocumentActorView, TaskFailures, EditorDoc
   }
 
   private get fanout(): UpdateFanout {
-    return (this.fanoutState ??= new UpdateFanout(this.deps.publisher));
+    return (this.fanoutState ??= new UpdateFanout(this));
   }
 
   private awarenessNow(): awarenessProtocol.Awareness {
     if (this.awareness !== undefined) return this.awareness;
-    const awareness = createAwareness();
+    const awareness = createAwareness((error) => this.taskFailed(error));
     awareness.on('update', (change: { added: number[]; updated: number[]; removed: number[] }, origin: unknown) => this.onAwareness(change, origin));
     this.awareness = awareness;
     return awareness;
@@ -169,11 +171,10 @@ export class DocumentActor implements DocumentActorView, TaskFailures, EditorDoc
       this.peerCount--;
       this.livePeers?.delete(peer);
       if (!store.exists && store.peers.size === 0) this.stores.delete(peer.editorId);
-      const owned = this.awarenessOwners?.get(peer);
-      this.awarenessOwners?.delete(peer);
-      if (owned !== undefined && owned.size > 0 && this.awareness !== undefined) {
-        awarenessProtocol.removeAwarenessStates(this.awareness, [...owned], DISCONNECTED);
-      }
+      const owned = this.awarenessGuard?.release(peer) ?? [];
+      const awareness = this.awareness;
+      const live = awareness === undefined ? [] : owned.filter((id) => awareness.states.has(id));
+      if (awareness !== undefined && live.length > 0) awarenessProtocol.removeAwarenessStates(awareness, live, DISCONNECTED);
       this.notify('left', peer);
       this.checkIdle();
     }, true);
@@ -200,9 +201,16 @@ export class DocumentActor implements DocumentActorView, TaskFailures, EditorDoc
           peer.send(writePermissionDenied('viewer access: your edits are not saved or shared'));
         }
         return;
-      case 'awareness':
-        awarenessProtocol.applyAwarenessUpdate(this.awarenessNow(), message.update, peer);
+      case 'awareness': {
+        const awareness = this.awarenessNow();
+        const admitted = (this.awarenessGuard ??= new AwarenessGuard(this.deps.awareness, (from, why) => this.awarenessRefused(from, why))).admit(
+          peer,
+          message.update,
+          message.entries,
+        );
+        if (admitted !== undefined) awarenessProtocol.applyAwarenessUpdate(awareness, admitted, peer);
         return;
+      }
       case 'query-awareness': {
         const awareness = this.awarenessNow();
         peer.send(writeAwareness(awarenessProtocol.encodeAwarenessUpdate(awareness, [...awareness.getStates().keys()])));
@@ -228,21 +236,33 @@ export class DocumentActor implements DocumentActorView, TaskFailures, EditorDoc
   }
 
   private onAwareness(change: { added: number[]; updated: number[]; removed: number[] }, origin: unknown): void {
-    if (this.isAttached(origin)) {
-      const peer = origin;
-      const owners = (this.awarenessOwners ??= new Map());
-      let owned = owners.get(peer);
-      if (owned === undefined) owners.set(peer, (owned = new Set()));
-      for (const id of change.added) owned.add(id);
-      for (const id of change.removed) owned.delete(id);
-    }
     if (this.awareness === undefined) return;
     const changed = [...change.added, ...change.updated, ...change.removed];
     const frame = writeAwareness(awarenessProtocol.encodeAwarenessUpdate(this.awareness, changed));
     // Echoed to the sender too: y-websocket drops a connection that hears nothing for 30 s, and a lone
     // client's own awareness renewals are what it hears. Queued updates go first: cursors refer to them.
     this.fanoutState?.flush();
-    if (this.peerCount > 0) this.deps.publisher.publish(topics.document(this.key), frame);
+    if (this.peerCount > 0) this.publish(topics.document(this.key), frame);
+  }
+
+  private awarenessRefused(peer: Peer, why: AwarenessRefusal): void {
+    this.deps.log.debug('awareness entry dropped', { why, sessionId: peer.sessionId, ...this.logFields() });
+  }
+
+  /** @internal For the fan-out (FanoutTarget) and the actor's own frames: publishes, then checks every buffer. */
+  publish(topic: string, bytes: Uint8Array): void {
+    this.deps.publisher.publish(topic, bytes);
+    this.checkBackpressure();
+  }
+
+  /** @internal Closes every connection past its backpressure limit with 1013 (uWS itself would cut it without a close frame). */
+  checkBackpressure(): void {
+    for (const peer of this.peers()) peer.checkBackpressure();
+  }
+
+  /** @internal For the fan-out: a scheduled flush failed. */
+  fanoutFailed(error: unknown): void {
+    this.taskFailed(error);
   }
 
   private addStore(editorId: string, loaded?: LoadedStore): EditorDoc {
@@ -268,10 +288,10 @@ export class DocumentActor implements DocumentActorView, TaskFailures, EditorDoc
     this.fanoutState?.flush();
     if ((messageType(bytes) ?? 0) >= EXTENSION_TYPE_MIN) {
       const members = this.livePeers?.size ?? 0;
-      if (members > 0) this.deps.publisher.publish(topics.live(this.key), bytes);
+      if (members > 0) this.publish(topics.live(this.key), bytes);
       return members;
     }
-    if (this.peerCount > 0) this.deps.publisher.publish(topics.document(this.key), bytes);
+    if (this.peerCount > 0) this.publish(topics.document(this.key), bytes);
     return this.peerCount;
   }
 
@@ -333,20 +353,40 @@ export class DocumentActor implements DocumentActorView, TaskFailures, EditorDoc
     await Promise.all(commits);
   }
 
-  /** Applies a REST write in one Yjs transaction; returns the commit promises (not awaited inside the mailbox). */
+  /**
+   * Applies a REST write as one Yjs update; returns the commit promises (not awaited inside the mailbox). The write is
+   * made on a scratch copy first: if it throws half way (data Yjs cannot hold) or does not fit, the store is untouched,
+   * since a Yjs transaction that throws still keeps and emits what it did before the throw.
+   */
   private write(store: EditorDoc, write: StoreWrite): Array<Promise<void>> {
     const contentKey = write.contentKey ?? store.contentKey;
+    const scratch = new Y.Doc();
+    let problem: string | undefined;
+    let update: Uint8Array | undefined;
+    try {
+      Y.applyUpdate(scratch, Y.encodeStateAsUpdate(store.doc));
+      // The scratch doc's roots must have the store's types, or replaceData would see them as generic.
+      for (const [name, type] of store.doc.share) if (type.constructor !== Y.AbstractType) defineRootLike(scratch, name, type);
+      const before = Y.encodeStateVector(scratch);
+      scratch.transact(() => {
+        problem = replaceData(scratch, write.type, contentKey, write.data);
+      });
+      if (problem === undefined) update = Y.encodeStateAsUpdate(scratch, before);
+    } catch (error) {
+      throw invalidArgument('data cannot be stored as CRDT content (too deeply nested or too large)', { cause: error });
+    } finally {
+      scratch.destroy();
+    }
+    if (problem !== undefined) throw invalidArgument(problem);
     const commits: Array<Promise<void>> = [];
     this.commits = commits;
-    let problem: string | undefined;
     try {
-      store.doc.transact(() => {
-        problem = replaceData(store.doc, write.type, contentKey, write.data);
-      }, REST_ORIGIN);
+      // The root is defined on the store too, so reads see its type even when the write changed no content.
+      defineRoot(store.doc, write.type, contentKey);
+      if (update !== undefined && !isEmptyUpdate(update)) Y.applyUpdate(store.doc, update, REST_ORIGIN);
     } finally {
       this.commits = undefined;
     }
-    if (problem !== undefined) throw invalidArgument(problem);
     store.type = write.type;
     store.contentKey = contentKey;
     // Add with empty data changes no content, yet the store must now exist on disk.
@@ -355,6 +395,26 @@ export class DocumentActor implements DocumentActorView, TaskFailures, EditorDoc
       commits.push(this.deps.updateLog.requestSnapshot(store));
     }
     return commits;
+  }
+
+  /**
+   * @internal For the actor's stores: a store's writes failed on their own and will not be retried (src/store/update-log.ts).
+   * Memory goes back to what is on disk, and the store's connections, which hold the refused change, are closed.
+   */
+  storeWriteFailed(failed: EditorDoc, error: unknown): void {
+    this.deps.log.error('a store could not be written; it is reloaded from disk', { error, editorId: failed.editorId, ...this.logFields() });
+    this.mailbox.tell(() => {
+      if (this.stores.get(failed.editorId) !== failed) return;
+      const loaded = this.deps.updateLog.snapshots.load(this.key.apiKey, this.key.organizationId, this.key.documentId).find((record) => record.editorId === failed.editorId);
+      const restored = new EditorDoc(this.key, failed.editorId, loaded);
+      for (const peer of failed.peers) restored.peers.add(peer);
+      this.stores.delete(failed.editorId);
+      this.stores.add(restored);
+      restored.listen(this);
+      failed.doc.destroy();
+      // Their detach finds them in the restored store's peers.
+      for (const peer of [...restored.peers]) peer.close(CLOSE.INTERNAL, 'a change could not be saved; reconnect to resync');
+    }, true);
   }
 
   // ---- lifecycle (called by the registry) ----
@@ -389,6 +449,14 @@ export class DocumentActor implements DocumentActorView, TaskFailures, EditorDoc
     for (const store of this.stores.values()) store.doc.destroy();
     this.stores.clear();
   }
+}
+
+/** Instantiates `name` on `doc` with the constructor it has on the source doc. */
+function defineRootLike(doc: Y.Doc, name: string, type: object): void {
+  if (type instanceof Y.Text) doc.getText(name);
+  else if (type instanceof Y.Map) doc.getMap(name);
+  else if (type instanceof Y.Array) doc.getArray(name);
+  else if (type instanceof Y.XmlFragment) doc.getXmlFragment(name);
 }
 
 function info({ sessionId, userId, name, email, editorId, readOnly, extensions }: Peer): PeerInfo {

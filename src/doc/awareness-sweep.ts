@@ -12,18 +12,19 @@ const SWEEP_MS = Math.floor(awarenessProtocol.outdatedTimeout / 10);
  */
 const SERVER_DOC = { clientID: new Y.Doc().clientID, on: (): void => undefined } as unknown as Y.Doc;
 
-const tracked = new Set<awarenessProtocol.Awareness>();
+/** Each awareness with who to tell when expiring its states fails (the sweep runs from a timer: it must not throw). */
+const tracked = new Map<awarenessProtocol.Awareness, (error: unknown) => void>();
 let timer: NodeJS.Timeout | undefined;
 
 /**
  * A server-side awareness (no state of its own) whose expiry runs in the shared sweep. y-protocols gives each
  * Awareness its own 3 s interval; thousands of loaded documents would mean thousands of timers.
  */
-export function createAwareness(): awarenessProtocol.Awareness {
+export function createAwareness(onError: (error: unknown) => void): awarenessProtocol.Awareness {
   const awareness = new awarenessProtocol.Awareness(SERVER_DOC);
   clearInterval(awareness._checkInterval as NodeJS.Timeout);
   awareness.setLocalState(null);
-  tracked.add(awareness);
+  tracked.set(awareness, onError);
   if (timer === undefined) {
     timer = setInterval(sweep, SWEEP_MS);
     // Expiry must not keep the process alive.
@@ -44,13 +45,21 @@ export function releaseAwareness(awareness: awarenessProtocol.Awareness): void {
 
 /** What y-protocols' own interval does for remote states: remove those not renewed within outdatedTimeout. */
 export function sweep(now = Date.now()): void {
-  for (const awareness of tracked) {
-    const expired: number[] = [];
-    awareness.meta.forEach((meta, clientId) => {
-      if (clientId !== awareness.clientID && awarenessProtocol.outdatedTimeout <= now - meta.lastUpdated && awareness.states.has(clientId)) {
-        expired.push(clientId);
-      }
-    });
-    if (expired.length > 0) awarenessProtocol.removeAwarenessStates(awareness, expired, 'timeout');
+  for (const [awareness, onError] of tracked) {
+    try {
+      expire(awareness, now);
+    } catch (error) {
+      onError(error);
+    }
   }
+}
+
+function expire(awareness: awarenessProtocol.Awareness, now: number): void {
+  const expired: number[] = [];
+  awareness.meta.forEach((meta, clientId) => {
+    if (clientId !== awareness.clientID && awarenessProtocol.outdatedTimeout <= now - meta.lastUpdated && awareness.states.has(clientId)) {
+      expired.push(clientId);
+    }
+  });
+  if (expired.length > 0) awarenessProtocol.removeAwarenessStates(awareness, expired, 'timeout');
 }

@@ -1,6 +1,7 @@
 // Owns store root types <-> JSON for the REST CRDT operations: reading, and replacing content with minimal Yjs ops.
 import { isDeepStrictEqual } from 'node:util';
 import * as Y from 'yjs';
+import { dict } from '../dict.js';
 import type { StoreType } from '../store/snapshots.js';
 import { parseXml, serializeXml, toYXml } from './xml.js';
 
@@ -79,7 +80,22 @@ export function readData(doc: Y.Doc, type: StoreType | null, contentKey: string)
   const actual = definedType(doc, contentKey) ?? type ?? inferType(doc, contentKey) ?? 'text';
   const value = root(doc, actual, contentKey);
   if (value instanceof Y.XmlFragment) return serializeXml(value);
-  return value instanceof Y.Text ? value.toString() : value.toJSON();
+  return value instanceof Y.Text ? value.toString() : toJson(value);
+}
+
+/**
+ * Y.Map#toJSON assigns keys on a `{}`, so a key named `__proto__` would set the prototype and vanish from the
+ * reply: maps become null-prototype records, which JSON.stringify writes like any object.
+ */
+function toJson(value: unknown): unknown {
+  if (value instanceof Y.Map) {
+    const out = dict<unknown>();
+    for (const [key, child] of value.entries()) out[key] = toJson(child);
+    return out;
+  }
+  if (value instanceof Y.Array) return value.toArray().map(toJson);
+  if (value instanceof Y.AbstractType) return value.toJSON() as unknown;
+  return value;
 }
 
 /**

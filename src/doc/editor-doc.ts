@@ -30,6 +30,8 @@ const SERVER_GUID = 'plait-store';
 /** Told every change to a store's doc made after it started listening (the document's actor). */
 export interface EditorDocUpdates {
   storeUpdated(store: EditorDoc, update: Uint8Array, origin: unknown): void;
+  /** The store's writes failed on their own and are not retried: memory must go back to what is on disk. */
+  storeWriteFailed(store: EditorDoc, error: unknown): void;
 }
 
 /**
@@ -91,6 +93,11 @@ export class EditorDoc implements LogStream {
   /** The one `update` handler of every store's doc. */
   private static forward(this: void, update: Uint8Array, origin: unknown, doc: Y.Doc): void {
     if (doc instanceof StoreDoc) doc.editorStore.listener?.storeUpdated(doc.editorStore, update, origin);
+  }
+
+  /** For the update log (LogStream). */
+  writeFailed(error: unknown): void {
+    this.listener?.storeWriteFailed(this, error);
   }
 
   /** Built when the log needs it (at a commit), not kept: a loaded store holds no array for it. */

@@ -15,6 +15,14 @@ export const topics = {
   store: (key: DocumentKey, editorId: string): string => `s${documentKeyString(key, editorId)}`,
 } as const;
 
+/** Where the fan-out publishes: the document's actor, which also closes subscribers past their backpressure limit. */
+export interface FanoutTarget extends TopicPublisher {
+  /** After a flush: every connection past its backpressure limit is closed with 1013 (src/ws/behavior.ts). */
+  checkBackpressure(): void;
+  /** A scheduled flush failed (it runs from a timer, where a throw would end the process). */
+  fanoutFailed(error: unknown): void;
+}
+
 interface PendingTopic {
   /** Updates by the connection they came from (undefined: the server, e.g. a REST write), in arrival order. */
   readonly bySender: Map<Peer | undefined, Uint8Array[]>;
@@ -32,7 +40,7 @@ export class UpdateFanout {
   private pending: Map<string, PendingTopic> | undefined;
   private scheduled: NodeJS.Immediate | undefined;
 
-  constructor(private readonly publisher: TopicPublisher) {}
+  constructor(private readonly publisher: FanoutTarget) {}
 
   /** Queues `update` for the subscribers of `topic` except `sender`. */
   queue(topic: string, update: Uint8Array, sender: Peer | undefined): void {
@@ -44,7 +52,14 @@ export class UpdateFanout {
     else updates.push(update);
     // setImmediate, not a microtask: uWS drains microtasks after each message callback, while every frame read in
     // one poll phase is delivered before the check phase, so this is what gathers a turn's updates.
-    this.scheduled ??= setImmediate(() => this.flush());
+    this.scheduled ??= setImmediate(() => {
+      try {
+        this.flush();
+      } catch (error) {
+        this.pending = undefined;
+        this.publisher.fanoutFailed(error);
+      }
+    });
   }
 
   /** Publishes everything queued now; callers sending other frames flush first so frames keep the order of changes. */
@@ -62,6 +77,7 @@ export class UpdateFanout {
       }
     }
     this.pending = undefined;
+    this.publisher.checkBackpressure();
   }
 
   /** Drops what is queued (the actor is being disposed; its connections are gone). */

@@ -27,6 +27,8 @@ export interface Peer extends ChangeOrigin {
    * subscribers are closed at their backpressure limit); false when this socket is gone, so nothing was published.
    */
   publish(topic: string, bytes: Uint8Array): boolean;
+  /** Closes the connection with BACKPRESSURE (1013) when its send buffer is past the limit; called after every publish. */
+  checkBackpressure(): void;
   /** Ends the connection with a close code from CLOSE (src/errors.ts). Idempotent. */
   close(code: number, reason: string): void;
 }

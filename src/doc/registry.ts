@@ -12,6 +12,8 @@ import { NotOwnerError, SINGLE_PROCESS, type DocumentOwnership } from './ownersh
 export type RegistryConfig = Pick<
   Config,
   | 'persistence'
+  | 'awarenessMaxStateBytes'
+  | 'awarenessUpdatesPerSecond'
   | 'groupCommitMs'
   | 'compactAfterUpdates'
   | 'compactAfterBytes'
@@ -77,6 +79,7 @@ export class DocumentActors {
       updateLog: this.updateLog,
       log,
       mailboxCapacity: config.mailboxCapacity,
+      awareness: config,
       maxConnections: config.maxConnectionsPerDocument,
       onIdle: (actor) => this.scheduleUnload(documentKeyString(actor.key)),
       listeners: this.listeners,

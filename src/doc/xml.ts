@@ -1,5 +1,6 @@
 // Owns XML text <-> Yjs XML types for CRDT stores of type "xml": a small strict parser and an escaping serializer.
 import * as Y from 'yjs';
+import { MAX_XML_DEPTH } from '../limits.js';
 
 export type XmlNode =
   | { readonly kind: 'element'; readonly name: string; readonly attributes: ReadonlyArray<readonly [string, string]>; readonly children: XmlNode[] }
@@ -14,7 +15,7 @@ function decodeEntities(text: string): string {
   return text.replace(/&(#x[0-9a-fA-F]+|#[0-9]+|[a-z]+);/g, (whole, body: string) => {
     if (body.startsWith('#x')) return safeCodePoint(Number.parseInt(body.slice(2), 16)) ?? whole;
     if (body.startsWith('#')) return safeCodePoint(Number.parseInt(body.slice(1), 10)) ?? whole;
-    return ENTITIES[body] ?? whole;
+    return Object.hasOwn(ENTITIES, body) ? (ENTITIES[body] as string) : whole;
   });
 }
 
@@ -64,7 +65,11 @@ export function parseXml(source: string): ParseResult {
       if (!tag.ok) return tag;
       const element: XmlNode = { kind: 'element', name: tag.name, attributes: tag.attributes, children: [] };
       children().push(element);
-      if (!tag.selfClosing) stack.push({ name: tag.name, children: element.children });
+      if (!tag.selfClosing) {
+        // Yjs and the serializer walk the tree recursively: a deeper one would overflow the stack.
+        if (stack.length >= MAX_XML_DEPTH) return { ok: false, error: `elements are nested more than ${MAX_XML_DEPTH} levels deep at offset ${pos}` };
+        stack.push({ name: tag.name, children: element.children });
+      }
       pos = tag.end;
     }
     if (error !== undefined) return { ok: false, error };

@@ -1,6 +1,7 @@
 // Owns reading a request body from uWebSockets.js: copied chunks, a byte cap enforced while streaming, JSON envelope checks.
 import type { HttpResponse } from 'uWebSockets.js';
 import { bodyTooLarge, invalidArgument } from '../errors.js';
+import { MAX_JSON_DEPTH, tooDeep } from '../limits.js';
 
 /**
  * Collects the body, copying each chunk (uWS reuses the ArrayBuffer after the callback returns).
@@ -42,7 +43,14 @@ export function parseEnvelope(raw: Buffer): Record<string, unknown> {
   if (!('data' in parsed)) throw invalidArgument('request body must be wrapped in a top-level "data" object');
   const data = parsed['data'];
   if (!isPlainObject(data)) throw invalidArgument('data must be an object');
+  // Before the schema: deep values overflow the stack of whatever walks them later (Yjs, msgpackr, ajv).
+  const deep = tooDeep(data, MAX_JSON_DEPTH);
+  if (deep !== undefined) throw invalidArgument(`${shorten(deep)} is nested more than ${MAX_JSON_DEPTH} levels deep`);
   return data;
+}
+
+function shorten(path: string): string {
+  return path.length <= 120 ? path : `${path.slice(0, 120)}…`;
 }
 
 export function isPlainObject(value: unknown): value is Record<string, unknown> {

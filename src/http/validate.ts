@@ -2,10 +2,34 @@
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import { invalidArgument } from '../errors.js';
+import { utf8Bytes } from '../limits.js';
 
 const ajv = new Ajv({ allErrors: false, strict: true, coerceTypes: false, useDefaults: false, allowUnionTypes: true });
 // ajv-formats is CommonJS: under NodeNext the default import is module.exports, whose `default` is the plugin.
 addFormatsModule.default(ajv, ['email', 'uri', 'date-time']);
+
+/** `maxBytes`: a string's UTF-8 length (ids become LMDB key parts, whose limit is in bytes). */
+ajv.addKeyword({
+  keyword: 'maxBytes',
+  type: 'string',
+  schemaType: 'number',
+  validate: function maxBytes(limit: number, data: string): boolean {
+    if (utf8Bytes(data) <= limit) return true;
+    (maxBytes as { errors?: unknown[] }).errors = [{ keyword: 'maxBytes', params: { limit }, message: `must be at most ${limit} bytes` }];
+    return false;
+  },
+});
+
+/** `maxJsonBytes`: a free-form JSON field's encoded size (it is stored and sent back whole). */
+ajv.addKeyword({
+  keyword: 'maxJsonBytes',
+  schemaType: 'number',
+  validate: function maxJsonBytes(limit: number, data: unknown): boolean {
+    if (utf8Bytes(JSON.stringify(data) ?? '') <= limit) return true;
+    (maxJsonBytes as { errors?: unknown[] }).errors = [{ keyword: 'maxJsonBytes', params: { limit }, message: `must be at most ${limit} bytes` }];
+    return false;
+  },
+});
 
 export type Validator<T> = (value: unknown) => T;
 
@@ -48,6 +72,10 @@ export function describeError(error: ErrorObject): string {
       return `${at} must be at most ${String(params['limit'])} characters`;
     case 'minItems':
       return `${at} must have at least ${String(params['limit'])} item(s)`;
+    case 'maxBytes':
+      return `${at} must be at most ${String(params['limit'])} bytes in UTF-8`;
+    case 'maxJsonBytes':
+      return `${at} must be at most ${String(params['limit'])} bytes as JSON`;
     case 'maxItems':
       return `${at} must have at most ${String(params['limit'])} items`;
     case 'minimum':

@@ -19,6 +19,11 @@ export interface LogStream {
   meta(): StoreMeta;
   /** The store's full state now (Y.encodeStateAsUpdate); folds every entry appended so far. */
   snapshot(): Uint8Array;
+  /**
+   * Told when this stream's writes failed on their own (the others of the commit landed): they are not retried, so
+   * memory must go back to what is on disk.
+   */
+  writeFailed?(error: unknown): void;
 }
 
 export interface DurabilityOptions {
@@ -29,12 +34,13 @@ export interface DurabilityOptions {
 }
 
 interface Entry {
-  readonly stream: LogStream;
   readonly seq: number;
   readonly update: Uint8Array;
 }
 
-interface Batch {
+/** What one stream has waiting for the next commit, and the promise its appends return. */
+interface Pending {
+  readonly entries: Entry[];
   readonly promise: Promise<void>;
   readonly resolve: () => void;
   readonly reject: (error: unknown) => void;
@@ -42,20 +48,21 @@ interface Batch {
 
 const committed = Promise.resolve();
 
-function newBatch(): Batch {
+function newPending(log: Logger): Pending {
   let resolve!: () => void;
   let reject!: (error: unknown) => void;
   const promise = new Promise<void>((yes, no) => {
     resolve = yes;
     reject = no;
   });
-  return { promise, resolve, reject };
+  // Logged here so a commit failure is reported once even when no caller awaits (WebSocket edits).
+  promise.catch((error: unknown) => log.error('document update commit failed', { error }));
+  return { entries: [], promise, resolve, reject };
 }
 
 export class UpdateLog {
-  private entries: Entry[] = [];
-  private dirty = new Set<LogStream>();
-  private batch: Batch | undefined;
+  /** Streams with appends or a snapshot request waiting for the next commit. */
+  private pending = new Map<LogStream, Pending>();
   private timer: NodeJS.Timeout | NodeJS.Immediate | undefined;
   private lastCommit: Promise<void> = committed;
   readonly snapshots: Snapshots;
@@ -75,20 +82,21 @@ export class UpdateLog {
     stream.logBytes += update.length;
     const seq = stream.nextSeq++;
     if (this.store === null) return committed;
-    this.entries.push({ stream, seq, update });
-    return this.enlist(stream);
+    const pending = this.enlist(stream);
+    pending.entries.push({ seq, update });
+    return pending.promise;
   }
 
   /** Asks for a snapshot of `stream` in the next commit (final snapshot on unload); resolves once committed. */
   requestSnapshot(stream: LogStream): Promise<void> {
     if (this.store === null) return committed;
     stream.needsSnapshot = true;
-    return this.enlist(stream);
+    return this.enlist(stream).promise;
   }
 
-  /** Commits whatever is pending now; resolves when it and every earlier commit are done. */
+  /** Commits whatever is pending now; resolves when it and every earlier commit are done. Never rejects. */
   flush(): Promise<void> {
-    if (this.batch !== undefined) this.commit();
+    if (this.pending.size > 0) this.commit();
     return this.lastCommit;
   }
 
@@ -100,65 +108,109 @@ export class UpdateLog {
     await store.transaction(() => this.snapshots.removeAll(prefix));
   }
 
-  private enlist(stream: LogStream): Promise<void> {
-    this.dirty.add(stream);
-    if (this.batch === undefined) {
-      this.batch = newBatch();
-      // Logged here so a commit failure is reported once even when no caller awaits (WebSocket edits).
-      this.batch.promise.catch((error: unknown) => this.log.error('document update commit failed', { error }));
-      this.timer =
-        this.options.groupCommitMs === 0 ? setImmediate(() => this.commit()) : setTimeout(() => this.commit(), this.options.groupCommitMs);
+  /** `schedule` false: the stream joins whatever commit comes next, but starts none (a retry after a failed commit). */
+  private enlist(stream: LogStream, schedule = true): Pending {
+    let pending = this.pending.get(stream);
+    if (pending === undefined) {
+      pending = newPending(this.log);
+      this.pending.set(stream, pending);
     }
-    return this.batch.promise;
+    if (schedule) this.timer ??= this.options.groupCommitMs === 0 ? setImmediate(() => this.commit()) : setTimeout(() => this.commit(), this.options.groupCommitMs);
+    return pending;
   }
 
+  /**
+   * Writes every pending stream in one LMDB transaction, each stream in its own child transaction: a stream that
+   * cannot be written (a key LMDB refuses, a snapshot that throws) fails alone, is told through `writeFailed` and is
+   * not retried, while the others commit. Only a failure of the whole transaction fails them all (and then each
+   * writes a full snapshot at its next commit). Runs from a timer: it never throws.
+   */
   private commit(): void {
-    const batch = this.batch;
     const store = this.store;
-    if (batch === undefined || store === null) return;
     if (this.timer !== undefined) {
       clearTimeout(this.timer as NodeJS.Timeout);
       clearImmediate(this.timer as NodeJS.Immediate);
+      this.timer = undefined;
     }
-    const entries = this.entries;
-    const streams = [...this.dirty];
-    this.entries = [];
-    this.dirty = new Set();
-    this.batch = undefined;
-    this.timer = undefined;
-
-    // Snapshots are taken now, synchronously, so each folds exactly the entries appended before its boundary.
-    const folds = streams
-      .filter((s) => s.needsSnapshot || s.logCount > this.options.compactAfterUpdates || s.logBytes > this.options.compactAfterBytes)
-      .map((stream) => {
-        const fold = { stream, snapshot: stream.snapshot(), meta: stream.meta(), boundary: stream.nextSeq };
-        stream.needsSnapshot = false;
-        stream.logCount = 0;
-        stream.logBytes = 0;
-        return fold;
-      });
-    const folded = new Set(folds.map((fold) => fold.stream));
-    const metas = streams.filter((s) => !folded.has(s)).map((stream) => ({ stream, meta: stream.meta() }));
-    const snapshots = this.snapshots;
+    if (store === null || this.pending.size === 0) return;
+    const batch = this.pending;
+    this.pending = new Map();
     const started = performance.now();
-    const done = store.transaction(() => {
-      for (const entry of entries) if (!folded.has(entry.stream)) snapshots.putEntry(entry.stream.id, entry.seq, entry.update);
-      for (const { stream, meta } of metas) snapshots.putMeta(stream.id, meta);
-      for (const fold of folds) snapshots.fold(fold.stream.id, fold.snapshot, fold.meta, fold.boundary);
+    let written = 0;
+    const commits: Array<Promise<void>> = [];
+    for (const [stream, pending] of batch) {
+      let write: () => void;
+      written += pending.entries.length;
+      try {
+        write = this.prepare(stream, pending.entries);
+      } catch (error) {
+        this.refuse(stream, pending, error);
+        continue;
+      }
+      // Through the group commit: one LMDB transaction for the whole batch, each stream in its own child transaction,
+      // so a stream whose write throws aborts alone. `own` tells its failure from a failure of the whole commit.
+      let own: { error: unknown } | undefined;
+      commits.push(
+        new Promise<void>((settled) => {
+          store.transactionGrouped({
+            write: () => {
+              try {
+                write();
+              } catch (error) {
+                own = { error };
+                throw error;
+              }
+            },
+            settle: (error: unknown) => {
+              if (error === undefined) pending.resolve();
+              else if (own !== undefined) this.refuse(stream, pending, own.error);
+              else {
+                // The commit itself failed: what it held is still in memory, so the next commit writes a full snapshot.
+                stream.needsSnapshot = true;
+                this.enlist(stream, false);
+                pending.reject(error);
+              }
+              settled();
+            },
+          });
+        }),
+      );
+    }
+    this.lastCommit = Promise.all(commits).then(() => {
+      if (commits.length > 0) instrument.observe(written, (performance.now() - started) / 1000);
     });
-    this.lastCommit = done.then(
-      () => {
-        instrument.observe(entries.length + folds.length, (performance.now() - started) / 1000);
-        batch.resolve();
-      },
-      (error: unknown) => {
-        // What this batch held is still in memory: the next commit of these stores writes a full snapshot.
-        for (const stream of streams) {
-          stream.needsSnapshot = true;
-          this.dirty.add(stream);
-        }
-        batch.reject(error);
-      },
-    );
+  }
+
+  /**
+   * The writes of one stream, as a function run inside the transaction. The snapshot (when one is due) is taken now,
+   * synchronously, so it folds exactly the entries appended before its boundary.
+   */
+  private prepare(stream: LogStream, entries: readonly Entry[]): () => void {
+    const snapshots = this.snapshots;
+    const id = stream.id;
+    if (stream.needsSnapshot || stream.logCount > this.options.compactAfterUpdates || stream.logBytes > this.options.compactAfterBytes) {
+      const boundary = stream.nextSeq;
+      const snapshot = stream.snapshot();
+      const meta = stream.meta();
+      stream.needsSnapshot = false;
+      stream.logCount = 0;
+      stream.logBytes = 0;
+      return () => snapshots.fold(id, snapshot, meta, boundary);
+    }
+    const meta = stream.meta();
+    return () => {
+      for (const entry of entries) snapshots.putEntry(id, entry.seq, entry.update);
+      snapshots.putMeta(id, meta);
+    };
+  }
+
+  /** A stream that could not be written: its appends fail, and its owner puts memory back to what is committed. */
+  private refuse(stream: LogStream, pending: Pending, error: unknown): void {
+    pending.reject(error);
+    try {
+      stream.writeFailed?.(error);
+    } catch (failure) {
+      this.log.error('a store could not be restored after a failed write', { error: failure });
+    }
   }
 }

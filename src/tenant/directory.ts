@@ -3,7 +3,7 @@ import type { Store } from '../store/env.js';
 import { DirectoryAccessResolver, type DirectoryView } from './access.js';
 import type { AccessType } from './api-key-config.js';
 import type { DocumentDataOwner } from './directory/data-owners.js';
-import { DirectoryDb } from './directory/db.js';
+import { DirectoryDb, type DirectoryChangeListener } from './directory/db.js';
 import { Documents } from './directory/documents.js';
 import { Folders } from './directory/folders.js';
 import { Grants } from './directory/grants.js';
@@ -38,9 +38,11 @@ export class Directory {
   /** The AccessResolver the WebSocket upgrade and REST checks use. */
   readonly access: DirectoryAccessResolver;
   private readonly owners: DocumentDataOwner[];
+  private readonly db: DirectoryDb;
 
   constructor(store: Store, options: DirectoryOptions) {
     const db = new DirectoryDb(store);
+    this.db = db;
     const now = options.now ?? Date.now;
     // The owners array is shared by reference, so owners registered later (addDataOwner) are used too.
     this.owners = [...(options.dataOwners ?? [])];
@@ -61,6 +63,14 @@ export class Directory {
     };
     this.access = new DirectoryAccessResolver(view);
     this.permissions = new Permissions(db, grants, this.organizations, this.folders, this.documents, this.groups, this.access, now);
+  }
+
+  /**
+   * Told after every committed directory write, with the organizations it touched: grants, groups, users, access
+   * types and disabled states all live here, so open sync sockets re-check their access on it (src/ws/behavior.ts).
+   */
+  onChange(listener: DirectoryChangeListener): void {
+    this.db.onChange(listener);
   }
 
   /** For owners built after the directory (the sync registry needs the access resolver first). */

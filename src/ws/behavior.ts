@@ -15,9 +15,10 @@ import { writeError, type ResponseState } from '../edge/reply.js';
 import type { RequestGate } from '../http/gate.js';
 import type { Logger } from '../log.js';
 import type { AccessResolver, DocumentAccess } from '../tenant/access.js';
+import type { Directory } from '../tenant/directory.js';
 import type { Workspaces } from '../tenant/workspaces.js';
 import { syncCounts } from '../metrics/instruments.js';
-import { readClientMessage } from '../sync/protocol.js';
+import { readClientMessage, writeReadOnly } from '../sync/protocol.js';
 import { answerProtocol, parseSyncTarget } from './target.js';
 
 export interface SyncDeps {
@@ -36,6 +37,8 @@ export interface SyncDeps {
   readonly domains?: { allows(apiKey: string, origin: string): boolean };
   /** Cluster mode: connections to a document another node owns are relayed to it (src/cluster/relay.ts). */
   readonly relay?: DocumentRelay;
+  /** Directory changes (grants, groups, users, access types, disabled states): open sockets re-check their access. */
+  readonly directory?: Pick<Directory, 'onChange'>;
 }
 
 /** When the connection's access must be looked at again: the grant's expiresAt or the token's exp, whichever is first. */
@@ -53,7 +56,8 @@ interface Session {
   readonly name: string | undefined;
   readonly email: string | undefined;
   readonly sessionId: string;
-  readonly readOnly: boolean;
+  /** Set when a directory change downgrades the connection to viewer while it is open. */
+  readOnly: boolean;
   readonly extensions: boolean;
   readonly hint: RootHint;
   /** Held from the upgrade until the socket closes, so the actor cannot unload under a connection. */
@@ -74,10 +78,11 @@ class SocketPeer implements Peer {
   readonly name: string | undefined;
   readonly email: string | undefined;
   readonly editorId: string;
-  readonly readOnly: boolean;
+  /** Read by the actor at every update, so a downgrade applies to frames already queued. */
+  readOnly: boolean;
   readonly extensions: boolean;
 
-  constructor(private readonly ws: WebSocket<Session>, session: Session) {
+  constructor(private readonly ws: WebSocket<Session>, session: Session, private readonly maxBuffered: number) {
     this.sessionId = session.sessionId;
     this.userId = session.userId;
     this.name = session.name;
@@ -96,12 +101,14 @@ class SocketPeer implements Peer {
     });
     syncCounts.framesSent++;
     if (this.closed) return false;
-    if (status === SEND_DROPPED) {
-      // A dropped Yjs frame would leave a gap in the client's document: end it so it reconnects and resyncs.
-      this.close(CLOSE.BACKPRESSURE, 'backpressure limit reached; reconnect to resync');
-      return false;
-    }
-    return true;
+    // A dropped Yjs frame would leave a gap in the client's document: end it so it reconnects and resyncs.
+    if (status === SEND_DROPPED) this.close(CLOSE.BACKPRESSURE, 'backpressure limit reached; reconnect to resync');
+    else this.checkBackpressure();
+    return !this.closed;
+  }
+
+  checkBackpressure(): void {
+    if (!this.closed && this.ws.getBufferedAmount() > this.maxBuffered) this.close(CLOSE.BACKPRESSURE, 'backpressure limit reached; reconnect to resync');
   }
 
   subscribe(topic: string): void {
@@ -111,8 +118,8 @@ class SocketPeer implements Peer {
   publish(topic: string, bytes: Uint8Array): boolean {
     // A closed socket would throw; the caller then publishes through another member.
     if (this.closed) return false;
-    // uWS excludes this socket, applies maxBackpressure / closeOnBackpressureLimit to every subscriber (a dropped
-    // Yjs frame leaves a gap, so a slow reader is closed and resyncs on reconnect) and keeps each socket's order.
+    // uWS excludes this socket and keeps each socket's order; the caller then checks every subscriber's buffer
+    // (checkBackpressure), since uWS itself would only drop frames silently or cut the socket without a close frame.
     this.ws.cork(() => this.ws.publish(topic, bytes, true));
     syncCounts.framesPublished++;
     return true;
@@ -137,6 +144,65 @@ interface CopiedUpgrade {
 
 export function syncBehavior(deps: SyncDeps): WebSocketBehavior<Session> {
   const { config, log } = deps;
+  /** Open sessions by API key, then organization: what a directory change must look at again. */
+  const open = new Map<string, Map<string, Set<Session>>>();
+  deps.directory?.onChange((apiKey, organizationIds) => {
+    const byOrganization = open.get(apiKey);
+    if (byOrganization === undefined) return;
+    const now = Date.now();
+    const all = organizationIds.has(undefined);
+    for (const [organizationId, sessions] of byOrganization) {
+      if (!all && !organizationIds.has(organizationId)) continue;
+      for (const session of [...sessions]) {
+        try {
+          recheck(session, now);
+        } catch (error) {
+          log.error('access re-check failed; closing the connection', { error, sessionId: session.sessionId });
+          session.peer?.close(CLOSE.INTERNAL, 'access could not be checked; reconnect');
+        }
+      }
+    }
+  });
+
+  function track(session: Session): void {
+    let byOrganization = open.get(session.key.apiKey);
+    if (byOrganization === undefined) open.set(session.key.apiKey, (byOrganization = new Map()));
+    let sessions = byOrganization.get(session.key.organizationId);
+    if (sessions === undefined) byOrganization.set(session.key.organizationId, (sessions = new Set()));
+    sessions.add(session);
+  }
+
+  function untrack(session: Session): void {
+    const byOrganization = open.get(session.key.apiKey);
+    const sessions = byOrganization?.get(session.key.organizationId);
+    if (byOrganization === undefined || sessions === undefined) return;
+    sessions.delete(session);
+    if (sessions.size === 0) byOrganization.delete(session.key.organizationId);
+    if (byOrganization.size === 0) open.delete(session.key.apiKey);
+  }
+
+  /**
+   * After a directory change: no access closes with 4403; editor to viewer makes the connection read-only at once
+   * (its later updates are refused and it is told with the read-only frame); a new grant expiry re-arms the timer.
+   * A viewer who became an editor keeps a read-only connection until it reconnects.
+   */
+  function recheck(session: Session, now: number): void {
+    const peer = session.peer;
+    if (peer === undefined || peer.closed) return;
+    const access = deps.access.documentAccess(session.claims, session.key, now);
+    if (access.role === null) {
+      peer.close(CLOSE.PERMISSION_REVOKED, 'access to this document was revoked');
+      return;
+    }
+    if (access.role === 'viewer' && !session.readOnly) {
+      session.readOnly = true;
+      peer.readOnly = true;
+      peer.send(writeReadOnly('access changed to viewer: this connection is now read-only'));
+    }
+    session.cancelTimer?.();
+    session.deadline = deadlineOf(session.claims, access.expiresAt);
+    armDeadline(session, peer);
+  }
 
   async function admit(request: CopiedUpgrade): Promise<Session> {
     if (deps.gate.closed) throw unavailable('the server is shutting down; reconnect shortly');
@@ -175,7 +241,17 @@ export function syncBehavior(deps: SyncDeps): WebSocketBehavior<Session> {
     };
   }
 
+  /** Timer callbacks must not throw (it would end the process): a failed access check closes this socket only. */
   function armDeadline(session: Session, peer: SocketPeer): void {
+    try {
+      checkDeadline(session, peer);
+    } catch (error) {
+      log.error('access re-check failed; closing the connection', { error, sessionId: session.sessionId });
+      peer.close(CLOSE.INTERNAL, 'access could not be checked; reconnect');
+    }
+  }
+
+  function checkDeadline(session: Session, peer: SocketPeer): void {
     const now = deps.clock.now();
     const delay = session.deadline.at - now;
     if (delay > 0) {
@@ -203,9 +279,12 @@ export function syncBehavior(deps: SyncDeps): WebSocketBehavior<Session> {
 
   return {
     maxPayloadLength: config.wsMaxPayloadBytes,
-    maxBackpressure: config.wsMaxBackpressureBytes,
+    // Plait closes a socket past WS_MAX_BACKPRESSURE_BYTES itself, with 1013 (SocketPeer.checkBackpressure). uWS's own
+    // limit is only a backstop set well above it: at its limit uWS drops frames, the close frame included, and with
+    // closeOnBackpressureLimit it shuts the socket down without one, which clients see as 1006.
+    maxBackpressure: backstopBytes(config),
     // Typed as a number by this uWS build; the native side reads it as a flag.
-    closeOnBackpressureLimit: 1,
+    closeOnBackpressureLimit: 0,
     idleTimeout: config.wsIdleTimeoutSeconds,
     sendPingsAutomatically: true,
 
@@ -230,7 +309,11 @@ export function syncBehavior(deps: SyncDeps): WebSocketBehavior<Session> {
             return;
           }
           state.aborted = true;
-          res.cork(() => res.upgrade(session, request.secKey, answerProtocol(request.secProtocol), request.secExtensions, context));
+          // Not inside res.cork: in this uWS build (20.30) cork() runs its HTTP connection-close check after the
+          // handler on what is by then a WebSocket whenever the upgrade reallocated the socket in place, and closes it
+          // right after open without a close frame (1006 on both ends; fixed upstream in uWebSockets #1929, 2026).
+          // upgrade() writes the 101 response itself, uncorked, and corks the new socket when it needs to.
+          res.upgrade(session, request.secKey, answerProtocol(request.secProtocol), request.secExtensions, context);
           // uWS runs open() inside upgrade(); if it did not, no socket will ever release the lease.
           if (session.peer === undefined) session.lease.release();
         },
@@ -245,10 +328,11 @@ export function syncBehavior(deps: SyncDeps): WebSocketBehavior<Session> {
 
     open: (ws) => {
       const session = ws.getUserData();
-      const peer = new SocketPeer(ws, session);
+      const peer = new SocketPeer(ws, session, config.wsMaxBackpressureBytes);
       session.peer = peer;
       syncCounts.opened++;
       log.info('sync connection opened', { sessionId: session.sessionId, userId: session.userId, documentId: session.key.documentId, editorId: session.editorId, readOnly: session.readOnly });
+      track(session);
       session.lease.actor.attach(peer, session.hint);
       armDeadline(session, peer);
     },
@@ -276,6 +360,7 @@ export function syncBehavior(deps: SyncDeps): WebSocketBehavior<Session> {
     close: (ws, code, message) => {
       const session = ws.getUserData();
       session.cancelTimer?.();
+      untrack(session);
       const peer = session.peer;
       log.info('sync connection closed', { code, reason: Buffer.from(message).toString('utf8'), sessionId: session.sessionId, byServer: peer?.closed === true });
       if (peer === undefined) return;
@@ -286,6 +371,11 @@ export function syncBehavior(deps: SyncDeps): WebSocketBehavior<Session> {
       session.lease.release();
     },
   };
+}
+
+/** uWS's own backpressure limit: room above Plait's for the largest frame that can push a socket past it, plus the close frame. */
+function backstopBytes(config: Pick<Config, 'wsMaxBackpressureBytes' | 'wsMaxPayloadBytes'>): number {
+  return Math.min(2 ** 31 - 1, 2 * config.wsMaxBackpressureBytes + 4 * config.wsMaxPayloadBytes);
 }
 
 function deadlineOf(claims: UserClaims, accessExpiresAt: number | undefined): Deadline {

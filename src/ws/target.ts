@@ -2,6 +2,7 @@
 import { STORE_TYPES } from '../doc/crdt.js';
 import type { StoreType } from '../store/snapshots.js';
 import { AppError, invalidArgument, unauthenticated } from '../errors.js';
+import { MAX_ID_BYTES, MAX_ID_CHARS, utf8Bytes } from '../limits.js';
 
 export const SYNC_PREFIX = '/sync/';
 
@@ -16,7 +17,6 @@ export interface SyncTarget {
   readonly extensions: boolean;
 }
 
-const MAX_ID_LENGTH = 256;
 // Control characters would blur the LMDB key layout (ordered-binary separates array elements with byte 30).
 const CONTROL = /[\u0000-\u001f\u007f]/;
 
@@ -31,9 +31,15 @@ function decodeSegment(segment: string): string | undefined {
 
 function checkId(value: string | undefined, name: string): string {
   if (value === undefined) throw invalidArgument(`the ${name} path segment is not valid percent-encoding`);
-  if (value.length === 0 || value.length > MAX_ID_LENGTH) throw invalidArgument(`the ${name} path segment must be 1 to ${MAX_ID_LENGTH} characters`);
+  checkSize(value, `the ${name} path segment`);
   if (CONTROL.test(value)) throw invalidArgument(`the ${name} path segment must not contain control characters`);
   return value;
+}
+
+/** The same limits as the REST schemas' ids (src/http/schemas/common.ts): characters, and bytes for LMDB keys. */
+function checkSize(value: string, what: string): void {
+  if (value.length === 0 || value.length > MAX_ID_CHARS) throw invalidArgument(`${what} must be 1 to ${MAX_ID_CHARS} characters`);
+  if (utf8Bytes(value) > MAX_ID_BYTES) throw invalidArgument(`${what} must be at most ${MAX_ID_BYTES} bytes in UTF-8`);
 }
 
 /** The subprotocol a client offers to carry its user token out of the URL: `plait.token.<JWT>` (JWTs are valid token chars). */
@@ -86,9 +92,7 @@ export function parseSyncTarget(url: string, query: string, protocols = ''): Syn
     throw invalidArgument(`the type query parameter must be one of ${STORE_TYPES.join(', ')}, got "${type}"`);
   }
   const contentKey = params.get('contentKey');
-  if (contentKey !== null && (contentKey.length === 0 || contentKey.length > MAX_ID_LENGTH)) {
-    throw invalidArgument(`the contentKey query parameter must be 1 to ${MAX_ID_LENGTH} characters`);
-  }
+  if (contentKey !== null) checkSize(contentKey, 'the contentKey query parameter');
   return {
     organizationId: checkId(org, 'organizationId'),
     documentId: checkId(doc, 'documentId'),

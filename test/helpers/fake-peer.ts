@@ -51,6 +51,10 @@ export class FakePeer implements Peer {
     return true;
   }
 
+  checkBackpressure(): void {
+    // Frames land in an array at once: nothing is ever buffered, so the limit is never reached.
+  }
+
   close(code: number): void {
     this.closedWith ??= code;
     this.hub.leave(this);

@@ -31,15 +31,39 @@ function rebuild(snapshots: Snapshots, editorId: string): Y.Doc | undefined {
   return new EditorDoc(KEY, editorId, loaded).doc;
 }
 
+/**
+ * A store that counts LMDB write transactions: the top-level lmdb-js `transaction` calls (the group commit's batches)
+ * and the `childTransaction` calls made outside one (Store.transaction).
+ */
+function countingStore(dir: string, counted: () => void): Store {
+  return Store.open(dir, {
+    transactions: (root) => {
+      let depth = 0;
+      return {
+        transaction: <T>(body: () => T): Promise<T> => {
+          counted();
+          return root.transaction(() => {
+            depth++;
+            try {
+              return body();
+            } finally {
+              depth--;
+            }
+          });
+        },
+        childTransaction: <T>(body: () => T): Promise<T> => {
+          if (depth === 0) counted();
+          return root.childTransaction(body);
+        },
+      };
+    },
+  });
+}
+
 t.test('appends of one event-loop turn commit in one transaction', async (t) => {
-  const store = Store.open(t.testdir());
-  t.teardown(() => store.close());
   let transactions = 0;
-  const transaction = store.transaction.bind(store);
-  store.transaction = <T>(body: (tx: WriteTx) => T): Promise<T> => {
-    transactions++;
-    return transaction(body);
-  };
+  const store = countingStore(t.testdir(), () => transactions++);
+  t.teardown(() => store.close());
   const log = new UpdateLog(store, options, silent);
   const a = logged(log, 'a');
   const b = logged(log, 'b');
@@ -57,14 +81,9 @@ t.test('appends of one event-loop turn commit in one transaction', async (t) => 
 });
 
 t.test('a commit window gathers appends from several turns', async (t) => {
-  const store = Store.open(t.testdir());
-  t.teardown(() => store.close());
   let transactions = 0;
-  const transaction = store.transaction.bind(store);
-  store.transaction = <T>(body: (tx: WriteTx) => T): Promise<T> => {
-    transactions++;
-    return transaction(body);
-  };
+  const store = countingStore(t.testdir(), () => transactions++);
+  t.teardown(() => store.close());
   const log = new UpdateLog(store, { ...options, groupCommitMs: 200 }, silent);
   const { store: editor, commits } = logged(log, 'w');
   editor.doc.getText('content').insert(0, 'one');

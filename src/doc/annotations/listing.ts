@@ -1,4 +1,5 @@
 // Owns Get Comment Annotations and the counts across documents: which documents to read, filters, nulls, paging, grouping.
+import { dict } from '../../dict.js';
 import type { Store } from '../../store/env.js';
 import type { CollabDocuments } from '../collab-state.js';
 import { annotationView, type AnnotationView } from './model.js';
@@ -87,7 +88,7 @@ export async function listAnnotations(docs: CollabDocuments, source: DocumentSou
 }
 
 function group(rows: readonly Row[], view: (row: Row) => AnnotationView): Record<string, AnnotationView[]> {
-  const grouped: Record<string, AnnotationView[]> = {};
+  const grouped: Record<string, AnnotationView[]> = dict();
   for (const row of rows) (grouped[row.documentId] ??= []).push(view(row));
   return grouped;
 }
@@ -101,7 +102,7 @@ export interface CountInput {
 
 /** Count: `{[documentId]: {total, unread}}` for one user (unread: see query.ts isUnread). */
 export async function countAnnotations(docs: CollabDocuments, apiKey: string, input: CountInput): Promise<Record<string, { total: number; unread: number }>> {
-  const counts: Record<string, { total: number; unread: number }> = {};
+  const counts: Record<string, { total: number; unread: number }> = dict();
   for (const documentId of new Set(input.documentIds)) {
     counts[documentId] = await docs.read({ apiKey, organizationId: input.organizationId, documentId }, (doc) =>
       countFor(doc.annotations.all(), input.userId, input.statusIds),

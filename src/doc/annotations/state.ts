@@ -1,5 +1,6 @@
 // Owns one document's comment annotations in memory: load from LMDB, and every change committed with its events.
 import type { Database, Key } from 'lmdb';
+import { dict } from '../../dict.js';
 import { invalidArgument, notFound } from '../../errors.js';
 import type { Outbox } from '../../events/outbox.js';
 import type { Store } from '../../store/env.js';
@@ -125,7 +126,7 @@ export class AnnotationState {
    */
   async add(inputs: readonly AnnotationInput[]): Promise<Mutation<Record<string, AddResult>>> {
     const now = this.deps.now();
-    const results: Record<string, AddResult> = {};
+    const results: Record<string, AddResult> = dict();
     const changes: Change[] = [];
     const taken = new Set<string>();
     let number = this.nextNumber;
@@ -152,7 +153,7 @@ export class AnnotationState {
   /** Update Comment Annotations: fields of `update` and user swaps applied to every selected thread. */
   async update(selector: Selector, update: AnnotationUpdate | undefined, swaps: readonly UserSwap[] | undefined): Promise<Mutation<Record<string, ItemResult>>> {
     const now = this.deps.now();
-    const results: Record<string, ItemResult> = {};
+    const results: Record<string, ItemResult> = dict();
     const changes: Change[] = [];
     for (const [id, record] of this.select(selector, results)) {
       let after = record;
@@ -180,7 +181,7 @@ export class AnnotationState {
   /** Delete Comment Annotations: every selected thread with its comments. */
   async remove(selector: Selector): Promise<Mutation<Record<string, ItemResult>>> {
     const now = this.deps.now();
-    const results: Record<string, ItemResult> = {};
+    const results: Record<string, ItemResult> = dict();
     const changes: Change[] = [];
     for (const [id, record] of this.select(selector, results)) {
       changes.push({ before: record, after: undefined, events: [{ type: 'comment_annotation.delete' }] });
@@ -225,7 +226,7 @@ export class AnnotationState {
 
   private async changeComments(annotationId: string, change: CommentChange, message: string, now: number): Promise<Mutation<Record<string, ItemResult>>> {
     const before = this.require(annotationId);
-    const results: Record<string, ItemResult> = {};
+    const results: Record<string, ItemResult> = dict();
     for (const [id, found] of change.found) {
       results[String(id)] = { success: found, id: String(id), message: found ? message : 'Not found' };
     }

@@ -1,4 +1,5 @@
 // Owns the JSON schemas of the user-token and permission operations (spec 2.2, 4.2; upstream notes 2.12).
+import { MAX_FREE_JSON_BYTES } from '../../limits.js';
 import { arrayOf, idString, object } from './common.js';
 import { MAX_BULK_ITEMS, filterIds } from './directory.js';
 
@@ -8,7 +9,7 @@ export const permissionResource = object(
     id: idString,
     organizationId: idString,
     accessRole: { enum: ['viewer', 'editor'] },
-    expiresAt: { type: 'number', minimum: 0 },
+    expiresAt: { type: 'number', minimum: 0, maximum: 8.64e15 },
   },
   ['type', 'id'],
 );
@@ -18,6 +19,7 @@ export const generateTokenSchema = object(
     userId: idString,
     userProperties: {
       type: 'object',
+      maxJsonBytes: MAX_FREE_JSON_BYTES,
       properties: {
         name: { type: 'string' },
         email: { type: 'string' },

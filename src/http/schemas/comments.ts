@@ -1,10 +1,11 @@
 // Owns the JSON schemas of the comment annotation and comment operations (spec 2.4-2.7, 4.7, 4.10; upstream notes 2.16-2.17).
-import { arrayOf, idString, object, pageToken } from './common.js';
+import { arrayOf, freeObject, idString, object, pageToken } from './common.js';
 
 const text = { type: 'string', maxLength: 100_000 } as const;
 const shortText = { type: 'string', maxLength: 2048 } as const;
-const millis = { type: 'number', minimum: 0 } as const;
-const anyObject = { type: 'object' } as const;
+/** Milliseconds since the epoch, up to the largest a Date holds (8.64e15): later ones are not dates. */
+const millis = { type: 'number', minimum: 0, maximum: 8.64e15 } as const;
+const anyObject = freeObject;
 const ids = (items: object = idString): object => arrayOf(items, { min: 1, max: 30 });
 const commentId = { type: 'integer', minimum: 0, maximum: Number.MAX_SAFE_INTEGER } as const;
 
@@ -117,8 +118,8 @@ export const updateAnnotationsSchema = object(
           targetElement: targetElementSchema,
           from: userRef,
           status: statusSchema,
-          statusUpdatedByUserId: { type: ['string', 'null'], minLength: 1, maxLength: 256 },
-          resolvedByUserId: { type: ['string', 'null'], minLength: 1, maxLength: 256 },
+          statusUpdatedByUserId: { ...idString, type: ['string', 'null'] },
+          resolvedByUserId: { ...idString, type: ['string', 'null'] },
           assignedTo: nullable(userRef),
           context: anyObject,
           priority: nullable(prioritySchema),

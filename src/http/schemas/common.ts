@@ -1,7 +1,11 @@
 // Owns JSON-schema building blocks shared by every area's schemas.
+import { MAX_FREE_JSON_BYTES, MAX_ID_BYTES, MAX_ID_CHARS } from '../../limits.js';
 
 export const nonEmptyString = { type: 'string', minLength: 1 } as const;
-export const idString = { type: 'string', minLength: 1, maxLength: 256 } as const;
+/** Ids and keys: characters for the spec, bytes for LMDB (src/limits.ts). */
+export const idString = { type: 'string', minLength: 1, maxLength: MAX_ID_CHARS, maxBytes: MAX_ID_BYTES } as const;
+/** A free-form JSON object stored as sent (comment context, attachments): nesting is capped for every body in src/http/body.ts. */
+export const freeObject = { type: 'object', maxJsonBytes: MAX_FREE_JSON_BYTES } as const;
 export const emailString = { type: 'string', format: 'email', maxLength: 320 } as const;
 export const httpUrl = { type: 'string', format: 'uri', pattern: '^https?://', maxLength: 2048 } as const;
 export const pageToken = { type: 'string', minLength: 1, maxLength: 1024 } as const;

@@ -17,7 +17,7 @@ export const writeCrdtSchema = object(
     editorId: documentPart,
     type: { enum: ['text', 'map', 'array', 'xml'] },
     data: {},
-    contentKey: { type: 'string', minLength: 1, maxLength: 256 },
+    contentKey: idString,
   },
   ['organizationId', 'documentId', 'editorId', 'type', 'data'],
 );

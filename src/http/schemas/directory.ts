@@ -1,4 +1,5 @@
 // Owns JSON-schema pieces shared by the directory areas (organizations, documents, folders, users, groups, permissions).
+import { MAX_FREE_JSON_BYTES } from '../../limits.js';
 import { arrayOf, idString } from './common.js';
 
 /** Items per bulk call; larger batches go in several calls (one LMDB transaction each). */
@@ -18,7 +19,8 @@ export const filterIds = arrayOf(idString, { max: MAX_FILTER_IDS });
 
 /** An array of item objects for a bulk write. */
 export function bulkOf(item: object): object {
-  return arrayOf(item, { min: 1, max: MAX_BULK_ITEMS });
+  // Each item's unknown fields are kept as its metadata: the item as a whole is capped like any free-form field.
+  return arrayOf({ ...item, maxJsonBytes: MAX_FREE_JSON_BYTES }, { min: 1, max: MAX_BULK_ITEMS });
 }
 
 /** An update item: its id plus at least one field to change (spec 7: an update with only the id is INVALID_ARGUMENT). */

@@ -11,16 +11,64 @@ export interface ScanOptions {
   readonly limit?: number;
 }
 
+/** Told after a write commits: the organizations it touched per API key (`undefined` among them: every organization). */
+export type DirectoryChangeListener = (apiKey: string, organizationIds: ReadonlySet<string | undefined>) => void;
+
 export class DirectoryDb {
   private readonly db: Database<unknown, Key>;
+  /** The organizations the write running now touches, by API key; set only while a `write` body runs. */
+  private touched: Map<string, Set<string | undefined>> | undefined;
+  private readonly listeners: DirectoryChangeListener[] = [];
 
   constructor(private readonly store: Store) {
     this.db = store.records<unknown>(DB.directory);
   }
 
-  /** `Store.transaction`: all of `body`'s writes commit or none; check-then-write inside it is atomic. */
+  /** Registers a listener told after every committed write (open sockets re-check their access with it). */
+  onChange(listener: DirectoryChangeListener): void {
+    this.listeners.push(listener);
+  }
+
+  /**
+   * `Store.transaction`: all of `body`'s writes commit or none; check-then-write inside it is atomic. Once it has
+   * committed, the change listeners are told which organizations it touched.
+   */
   write<T>(body: (tx: WriteTx) => T): Promise<T> {
-    return this.store.transaction(body);
+    const touched = new Map<string, Set<string | undefined>>();
+    const committed = this.store.transaction((tx) => {
+      this.touched = touched;
+      try {
+        return body(tx);
+      } finally {
+        this.touched = undefined;
+      }
+    });
+    return committed.then((result) => {
+      this.tell(touched);
+      return result;
+    });
+  }
+
+  /** Every key is [apiKey, kind, organizationId, ...] (src/tenant/directory/records.ts); a shorter one spans organizations. */
+  private touch(key: DirKey): void {
+    const [apiKey, , organizationId] = key;
+    if (this.touched === undefined || typeof apiKey !== 'string') return;
+    let organizations = this.touched.get(apiKey);
+    if (organizations === undefined) this.touched.set(apiKey, (organizations = new Set()));
+    organizations.add(typeof organizationId === 'string' ? organizationId : undefined);
+  }
+
+  private tell(touched: ReadonlyMap<string, ReadonlySet<string | undefined>>): void {
+    for (const [apiKey, organizations] of touched) {
+      for (const listener of this.listeners) {
+        try {
+          listener(apiKey, organizations);
+        } catch (error) {
+          // A listener's failure must not turn a committed write into a failed request.
+          process.emitWarning(`directory change listener failed: ${String(error)}`);
+        }
+      }
+    }
   }
 
   get<T>(key: DirKey): T | undefined {
@@ -33,11 +81,13 @@ export class DirectoryDb {
 
   /** Only inside `write`. */
   put(key: DirKey, value: unknown): void {
+    this.touch(key);
     void this.db.put(key, value);
   }
 
   /** Only inside `write`. */
   remove(key: DirKey): void {
+    this.touch(key);
     void this.db.remove(key);
   }
 
@@ -59,6 +109,7 @@ export class DirectoryDb {
 
   /** Removes every entry under `prefix`; only inside `write`. Returns how many were removed. */
   removePrefix(prefix: DirKey): number {
+    this.touch(prefix);
     // Collected first: removing while a cursor walks the same range would skip entries.
     const found = Array.from(this.db.getKeys({ start: prefix, end: [...prefix, KEY_END] }));
     for (const key of found) void this.db.remove(key);

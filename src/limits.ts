@@ -1,0 +1,41 @@
+// Owns the input limits that protect storage and memory (docs/limits.md lists each with where it is enforced).
+
+/**
+ * Ids and keys become parts of LMDB keys. LMDB refuses keys over 1978 bytes and the longest key holds three
+ * caller ids (plus the API key and short tags), so each id is capped in UTF-8 bytes, not only in characters:
+ * 3 x 512 + ~100 bytes stays well under the limit whatever script the id is written in.
+ */
+export const MAX_ID_CHARS = 256;
+export const MAX_ID_BYTES = 512;
+
+/** Nesting of any JSON request body, free-form fields included (CRDT data, metadata, comment context). */
+export const MAX_JSON_DEPTH = 64;
+/** Nesting of an XML store's elements (REST crdt/add and crdt/update of type xml). */
+export const MAX_XML_DEPTH = 64;
+/** Encoded size of one free-form JSON field (comment context, attachments, metadata, userProperties). */
+export const MAX_FREE_JSON_BYTES = 64 * 1024;
+
+/** UTF-8 length of a string, without allocating. */
+export function utf8Bytes(value: string): number {
+  return Buffer.byteLength(value, 'utf8');
+}
+
+/**
+ * The path of the first place where `value` nests deeper than `maxDepth` (arrays and objects count one level
+ * each), or undefined. Iterative: a hostile 100k-deep body must not overflow the stack here.
+ */
+export function tooDeep(value: unknown, maxDepth: number, root = 'data'): string | undefined {
+  const stack: Array<{ value: unknown; depth: number; path: string }> = [{ value, depth: 0, path: root }];
+  while (stack.length > 0) {
+    const next = stack.pop() as { value: unknown; depth: number; path: string };
+    const current = next.value;
+    if (typeof current !== 'object' || current === null) continue;
+    if (next.depth >= maxDepth) return next.path;
+    if (Array.isArray(current)) {
+      for (let i = 0; i < current.length; i++) stack.push({ value: current[i], depth: next.depth + 1, path: `${next.path}[${i}]` });
+    } else {
+      for (const [key, child] of Object.entries(current)) stack.push({ value: child, depth: next.depth + 1, path: `${next.path}.${key}` });
+    }
+  }
+  return undefined;
+}
