@@ -31,7 +31,7 @@ function run(shell: string, script: string): Promise<{ code: number; stdout: str
 t.test("the README's first screen says what Plait is, then the two commands, then where the API reference is", async (t) => {
   const firstScreen = readme.split('\n').slice(0, 25).join('\n');
   const what = firstScreen.indexOf('Plait is a self-hostable collaboration backend');
-  const install = firstScreen.indexOf('npm install\nnpm start');
+  const install = firstScreen.indexOf('npm install && npm start');
   const reference = firstScreen.search(/API reference: <http:\/\/127\.0\.0\.1:8080\/docs>/);
   t.ok(what >= 0 && install > what && reference > install, `in order: ${what}, ${install}, ${reference}`);
 });

@@ -255,6 +255,14 @@ export class DocumentActor implements DocumentActorView, TaskFailures, EditorDoc
     this.checkBackpressure();
   }
 
+  /**
+   * @internal For the fan-out: `sender` already published `bytes` through its own socket; the publisher passes it on
+   * where that socket does not reach (a cluster's relaying nodes). Without this the fan-out would skip the cluster.
+   */
+  publishedBy(topic: string, bytes: Uint8Array, sender: Peer): void {
+    this.deps.publisher.publishedBy?.(topic, bytes, sender);
+  }
+
   /** @internal Closes every connection past its backpressure limit with 1013 (uWS itself would cut it without a close frame). */
   checkBackpressure(): void {
     for (const peer of this.peers()) peer.checkBackpressure();

@@ -12,7 +12,6 @@ import { NotOwnerError } from '../doc/ownership.js';
 import type { ConnectionLease, DocumentRelay } from '../doc/relay-port.js';
 import { AppError, CLOSE, permissionDenied, resourceExhausted, toAppError, unauthenticated, unavailable } from '../errors.js';
 import { writeError, type ResponseState } from '../edge/reply.js';
-import type { RequestGate } from '../http/gate.js';
 import type { Logger } from '../log.js';
 import type { AccessResolver, DocumentAccess } from '../tenant/access.js';
 import type { Directory } from '../tenant/directory.js';
@@ -30,7 +29,7 @@ export interface SyncDeps {
   readonly documentActors: DocumentActors;
   readonly clock: Clock;
   /** The REST gate: once a stop has begun (`closed`), upgrades are refused with 503 as REST requests are. */
-  readonly gate: Pick<RequestGate, 'closed'>;
+  readonly gate: { readonly closed: boolean };
   /** The permission provider, asked when stored grants give no access (src/tenant/permission-provider.ts). */
   readonly providerAccess?: (userId: string, key: DocumentKey) => Promise<DocumentAccess>;
   /** The API key's allowed web origins (src/tenant/domains.ts); a browser page from another origin is refused 403. */

@@ -32,6 +32,9 @@ t.test('GET /openapi.json is a valid OpenAPI 3.1 document that covers every oper
 
   // Every request schema is also a schema a JSON Schema 2020-12 validator (OpenAPI 3.1's dialect) compiles strictly.
   const ajv2020 = new Ajv2020({ strict: true, allowUnionTypes: true, validateFormats: false });
+  // Plait's two keywords (src/http/validate.ts, docs/limits.md): sizes in UTF-8 bytes, which JSON Schema cannot say.
+  ajv2020.addKeyword({ keyword: 'maxBytes', type: 'string', schemaType: 'number' });
+  ajv2020.addKeyword({ keyword: 'maxJsonBytes', schemaType: 'number' });
 
   const byPath = new Map(server.operations.flatMap((op) => op.paths.map((path) => [path, op] as const)));
   const done = operationRows().filter((row) => row.status === 'done');
