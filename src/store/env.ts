@@ -5,6 +5,7 @@ import { open, type Database, type Key, type RootDatabase } from 'lmdb';
 import type { Logger } from '../log.js';
 import { GroupCommit, type GroupedChange, type TransactionRoot } from './group-commit.js';
 import { DB, SCHEMA_VERSION, type DbName } from './keys.js';
+import { LOCAL_ONLY, Outgoing, Recorder, type ChangeListener, type ReplicatedOp, type Replication } from './replication.js';
 
 /**
  * Proof that code runs inside an all-or-nothing write transaction. Only `Store.transaction` and
@@ -30,6 +31,19 @@ export interface StoreOptions {
   readonly log?: Pick<Logger, 'error'>;
   /** Tests only: wraps the two lmdb-js transaction calls every write goes through, to make a commit fail. */
   readonly transactions?: (root: RootDatabase) => TransactionRoot;
+  /**
+   * Cluster mode (src/store/replication.ts): every committed transaction's writes are published through it, and a
+   * write resolves or settles only once they are acknowledged. Absent: nothing is recorded.
+   */
+  readonly replication?: Replication;
+}
+
+/** The recording side of cluster mode: what a transaction wrote, and the order commits are handed on in. */
+interface Replicating {
+  readonly recorder: Recorder;
+  readonly outgoing: Outgoing;
+  /** The group commit's batch in the making: its place and the writes of its changes so far. */
+  batch: { place: number; ops: ReplicatedOp[] } | undefined;
 }
 
 export class StoreError extends Error {
@@ -46,11 +60,23 @@ export class Store {
    * changes go in through `transactionGrouped`, which hands them the WriteTx.
    */
   readonly group: GroupCommit;
+  private readonly replicating: Replicating | undefined;
+  private readonly changeListeners: ChangeListener[] = [];
 
   private constructor(private readonly root: RootDatabase, readonly path: string, options: StoreOptions) {
     const log = options.log;
     this.writes = options.transactions?.(root) ?? root;
-    this.group = new GroupCommit(this.writes, (error) => (log === undefined ? process.emitWarning(String(error)) : log.error('group commit bookkeeping failed', { error })));
+    const report = (error: unknown): void => (log === undefined ? process.emitWarning(String(error)) : log.error('group commit bookkeeping failed', { error }));
+    if (options.replication !== undefined) {
+      const outgoing = new Outgoing(options.replication);
+      const recorder = new Recorder((op) => {
+        // No write should happen outside a Store transaction (test/store/writes.test.ts); one that does still replicates.
+        log?.error('a write outside a Store transaction', { db: op[0] });
+        outgoing.complete(outgoing.reserve(), [op]).catch(report);
+      });
+      this.replicating = { recorder, outgoing, batch: undefined };
+    }
+    this.group = new GroupCommit(this.writes, report, this.replicating === undefined ? undefined : (failed) => this.batchCommitted(failed));
   }
 
   /** Opens (creating if needed) the environment in `path` and checks the schema stamp. */
@@ -91,9 +117,68 @@ export class Store {
   private named(name: DbName, encoding: 'msgpack' | 'binary'): Database<unknown, Key> {
     const existing = this.opened.get(name);
     if (existing !== undefined) return existing;
-    const db = this.root.openDB<unknown, Key>({ name, encoding });
+    const raw = this.raw(name, encoding);
+    const db = this.replicating === undefined || LOCAL_ONLY.has(name) ? raw : this.replicating.recorder.wrap(name, raw);
     this.opened.set(name, db);
     return db;
+  }
+
+  private readonly rawOpened = new Map<string, Database<unknown, Key>>();
+
+  /** The database itself, writes unrecorded: for the applier of other nodes' writes. */
+  private raw(name: DbName, encoding: 'msgpack' | 'binary' = encodingOf(name)): Database<unknown, Key> {
+    let db = this.rawOpened.get(name);
+    if (db === undefined) {
+      db = this.root.openDB<unknown, Key>({ name, encoding });
+      this.rawOpened.set(name, db);
+    }
+    return db;
+  }
+
+  /**
+   * Cluster mode: applies other nodes' committed writes (in their order) in one LMDB transaction, with `position`
+   * written to DB.meta in the same transaction (so a restart resumes after it), then tells the change listeners which
+   * databases changed. The writes are not published again.
+   */
+  async applyReplicated(ops: readonly ReplicatedOp[], position: { readonly key: string; readonly value: unknown }): Promise<void> {
+    const changed = new Set<DbName>();
+    await this.root.transaction(() => {
+      for (const op of ops) {
+        const db = this.raw(op[0]);
+        if (op.length === 2) void db.remove(op[1]);
+        else void db.put(op[1], op[2]);
+        changed.add(op[0]);
+      }
+      void this.raw(DB.meta).put(position.key, position.value);
+    });
+    if (changed.size === 0) return;
+    for (const listener of this.changeListeners) listener(changed);
+  }
+
+  /** Cluster mode: removes every replicated row (a cache that may hold writes the cluster never acknowledged). */
+  async wipeReplicated(): Promise<void> {
+    await this.root.transaction(() => {
+      for (const name of Object.values(DB)) if (!LOCAL_ONLY.has(name)) void this.raw(name).clearSync();
+    });
+  }
+
+  /** Whether any replicated database holds a row. */
+  holdsReplicatedRows(): boolean {
+    return Object.values(DB).some((name) => !LOCAL_ONLY.has(name) && this.raw(name).getKeysCount({ limit: 1 }) > 0);
+  }
+
+  /** Told after other nodes' writes were applied, with the databases they changed (in-memory caches invalidate). */
+  onReplicatedChange(listener: ChangeListener): void {
+    this.changeListeners.push(listener);
+  }
+
+  /** The group commit's hook: the batch's writes go to the cluster before its changes are told they landed. */
+  private batchCommitted(failed: boolean): Promise<void> | undefined {
+    const replicating = this.replicating;
+    const batch = replicating?.batch;
+    if (replicating === undefined || batch === undefined) return undefined;
+    replicating.batch = undefined;
+    return replicating.outgoing.complete(batch.place, failed ? null : batch.ops);
   }
 
   /**
@@ -106,11 +191,25 @@ export class Store {
    * `body` must be synchronous: an await inside would let other work interleave with an open write.
    */
   transaction<T>(body: (tx: WriteTx) => T): Promise<T> {
-    return this.writes.childTransaction(() => {
-      const result = body(TX);
-      if (result instanceof Promise) throw new Error('Store.transaction() bodies must be synchronous');
-      return result;
-    });
+    const replicating = this.replicating;
+    if (replicating === undefined) return this.writes.childTransaction(() => synchronous(body(TX)));
+    let recorded: { place: number; ops: ReplicatedOp[] } | undefined;
+    return this.writes
+      .childTransaction(() => {
+        const { result, ops } = replicating.recorder.run(() => synchronous(body(TX)));
+        recorded = { place: replicating.outgoing.reserve(), ops };
+        return result;
+      })
+      .then(
+        async (result) => {
+          if (recorded !== undefined) await replicating.outgoing.complete(recorded.place, recorded.ops);
+          return result;
+        },
+        (error: unknown) => {
+          if (recorded !== undefined) void replicating.outgoing.complete(recorded.place, null);
+          throw error;
+        },
+      );
   }
 
   /**
@@ -118,7 +217,7 @@ export class Store {
    * child transaction inside the one LMDB transaction of the turn, and commits all of its writes or none.
    */
   transactionGrouped(change: GroupedWrite): void {
-    this.group.submit(new Grouped(change));
+    this.group.submit(new Grouped(change, this.replicating));
   }
 
   /** Resolves when every commit so far is fsynced to disk (survives power loss). */
@@ -146,15 +245,33 @@ export class Store {
   }
 }
 
+function synchronous<T>(result: T): T {
+  if (result instanceof Promise) throw new Error('Store.transaction() bodies must be synchronous');
+  return result;
+}
+
+function encodingOf(name: DbName): 'msgpack' | 'binary' {
+  return name === DB.docUpdates || name === DB.docSnapshots ? 'binary' : 'msgpack';
+}
+
 /** The group commit's view of a GroupedWrite: hands it the transaction proof (a class, so no closures per change). */
 class Grouped implements GroupedChange {
   readonly single: boolean;
 
-  constructor(private readonly change: GroupedWrite) {
+  constructor(private readonly change: GroupedWrite, private readonly replicating: Replicating | undefined) {
     this.single = change.single === true;
   }
 
   write(): void {
+    const replicating = this.replicating;
+    if (replicating === undefined) return this.writeOnce();
+    // The batch takes its place in the commit order with its first change (all of a batch's changes run in one turn).
+    replicating.batch ??= { place: replicating.outgoing.reserve(), ops: [] };
+    const { ops } = replicating.recorder.run(() => this.writeOnce());
+    for (const op of ops) replicating.batch.ops.push(op);
+  }
+
+  private writeOnce(): void {
     if ((this.change.write(TX) as unknown) instanceof Promise) throw new Error('Store.transactionGrouped() writes must be synchronous');
   }
 

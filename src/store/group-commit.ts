@@ -44,7 +44,15 @@ export class GroupCommit {
   private idleWaiters: Array<() => void> = [];
   private closed: Error | undefined;
 
-  constructor(private readonly root: TransactionRoot, private readonly onSettleError: (error: unknown) => void) {}
+  /**
+   * `afterCommit` (cluster mode, src/store/env.ts): told once a batch's LMDB commit ended (`failed` or not); the
+   * changes are told only after the promise it returns settles, and told its error when it rejects.
+   */
+  constructor(
+    private readonly root: TransactionRoot,
+    private readonly onSettleError: (error: unknown) => void,
+    private readonly afterCommit?: (failed: boolean) => Promise<void> | undefined,
+  ) {}
 
   /** Changes queued, plus one while a batch is in flight: 0 means everything submitted has settled. */
   get pending(): number {
@@ -110,10 +118,15 @@ export class GroupCommit {
     committing.then(
       () => {
         instrument.observe(batch?.length ?? 0, (performance.now() - started) / 1000);
-        this.finish(batch ?? [], refused, undefined);
+        const published = this.afterCommit?.(false);
+        if (published === undefined) this.finish(batch ?? [], refused, undefined);
+        else published.then(() => this.finish(batch ?? [], refused, undefined), (error: unknown) => this.finish(batch ?? [], refused, error));
       },
       // A transaction that failed before running the callback fails what it would have carried.
-      (error: unknown) => this.finish(batch ?? this.take(), refused, error ?? new Error('commit failed')),
+      (error: unknown) => {
+        void this.afterCommit?.(true);
+        this.finish(batch ?? this.take(), refused, error ?? new Error('commit failed'));
+      },
     );
   }
 
