@@ -30,6 +30,8 @@ import { buildOpenApi, plaitVersion } from './http/openapi.js';
 import { mountMetrics, mountSite } from './http/site.js';
 import { createMetricsRegistry } from './metrics/registry.js';
 import { Store } from './store/env.js';
+import { DB } from './store/keys.js';
+import type { Replication } from './store/replication.js';
 import { folderDocumentsFrom } from './doc/annotations/listing.js';
 import { CollabDocuments } from './doc/collab-state.js';
 import { DocumentActors } from './doc/registry.js';
@@ -123,6 +125,8 @@ export interface ServerOptions {
   readonly autoDeliver?: boolean;
   /** Cluster mode: who owns each document (src/cluster/ leases); default: this process owns everything. */
   readonly ownership?: DocumentOwnership;
+  /** Cluster mode: durable state in JetStream (src/cluster/state.ts); attached, and caught up, before any service opens. */
+  readonly replication?: Replication & { attach(store: Store): Promise<void> };
 }
 
 export interface RunningServer {
@@ -141,7 +145,8 @@ export interface RunningServer {
 export async function openServices(config: Config, log: Logger, publisher: TopicPublisher, options: ServerOptions = {}): Promise<Services> {
   const clock = serverClock(options);
   const now = clock.now;
-  const store = Store.open(config.dataDir, { log: log.child({ component: 'store' }) });
+  const store = Store.open(config.dataDir, { log: log.child({ component: 'store' }), ...(options.replication === undefined ? {} : { replication: options.replication }) });
+  await options.replication?.attach(store);
   const secrets = Secrets.load(config.dataDir, config.secretKey);
   const workspaces = new Workspaces(store, secrets);
   const userTokens = await UserTokens.open(store, secrets, { now: clock.now, lifetimeSeconds: config.userTokenLifetimeSeconds });
@@ -233,6 +238,7 @@ export async function openServices(config: Config, log: Logger, publisher: Topic
     ...(options.clock === undefined ? {} : { clock: options.clock }),
   });
   for (const source of deliveryUserData(store)) userData.addSource(source);
+  if (options.replication !== undefined) invalidateOnReplicatedChange(store, { workspaces, userTokens, domains, permissionProvider, ownerEmails }, log);
   return { config, log, clock, store, secrets, workspaces, userTokens, directory, outbox, collab, documentActors, domains, liveStates, recordings, jobs, migrations, userData, permissionProvider, ownerEmails, accountMail, agents, delivery };
 }
 
@@ -301,7 +307,15 @@ export async function startServer(config: Config, log: Logger, options: ServerOp
   const local: TopicPublisher = { publish: (topic, bytes) => void app.publish(topic, bytes, true) };
   // Cluster mode (NATS_URL, docs/cluster.md): leases decide ownership and the owner's frames also go out on NATS.
   const cluster = config.natsUrl === undefined ? undefined : await ClusterNode.start(config, log.child({ component: 'cluster' }), local);
-  const services = await openServices(config, log, cluster?.relay.clusterPublisher() ?? local, { ...options, ...(cluster === undefined ? {} : { ownership: cluster.ownership() }) });
+  let services: Services;
+  try {
+    services = await openServices(config, log, cluster?.relay.clusterPublisher() ?? local, { ...options, ...(cluster === undefined ? {} : { ownership: cluster.ownership(), replication: cluster.state }) });
+  } catch (error) {
+    // A refused start (a DATA_DIR another node holds, the cluster log unreachable) leaves no NATS connection behind.
+    await cluster?.stop();
+    await cluster?.finish();
+    throw error;
+  }
   cluster?.serve(services.documentActors);
   const deps: RouteDeps = {
     auth: {
@@ -412,6 +426,8 @@ export async function startServer(config: Config, log: Logger, options: ServerOp
     services.collab.close();
     // Attempts in flight settle (each within its own timeout) so their outcome is recorded before the store closes.
     await services.delivery.stop();
+    // Cluster mode: the last writes acknowledged, the cache marked clean, then the NATS connection drained.
+    await cluster?.finish();
     await services.store.close();
   };
   return {
@@ -430,5 +446,20 @@ function listen(app: TemplatedApp, host: string, port: number, what: string): Pr
       if (socket === false) reject(new Error(`could not listen${what === '' ? '' : ` (${what})`} on ${host}:${port}`));
       else resolve(socket);
     });
+  });
+}
+
+/** Cluster mode: in-memory caches that other nodes' writes make stale are dropped when the applier changes their databases. */
+function invalidateOnReplicatedChange(
+  store: Store,
+  caches: Pick<Services, 'workspaces' | 'userTokens' | 'domains' | 'permissionProvider' | 'ownerEmails'>,
+  log: Logger,
+): void {
+  store.onReplicatedChange((changed) => {
+    if (changed.has(DB.apiKeys) || changed.has(DB.authTokenIndex) || changed.has(DB.workspaces)) caches.workspaces.forgetCached();
+    if (changed.has(DB.workspaces) || changed.has(DB.ownerEmail)) caches.ownerEmails.reload(caches.workspaces);
+    if (changed.has(DB.domains)) caches.domains.forgetAll();
+    if (changed.has(DB.permissionProvider)) caches.permissionProvider.forgetAll();
+    if (changed.has(DB.signingKeys)) caches.userTokens.reload().catch((error: unknown) => log.error('reloading the signing keys failed', { error }));
   });
 }

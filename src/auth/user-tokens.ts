@@ -140,6 +140,24 @@ export class UserTokens {
     return kid;
   }
 
+  /** Cluster mode: another node created or rotated signing keys; load them all again (each node signs with its newest). */
+  async reload(): Promise<void> {
+    const records = new Map(Array.from(this.db.getRange(), ({ value }) => [value.kid, value] as const));
+    for (const kid of [...this.keys.keys()]) if (!records.has(kid)) this.keys.delete(kid);
+    for (const record of records.values()) {
+      const loaded = this.keys.get(record.kid);
+      if (loaded === undefined) await this.load(record);
+      else if (record.retiredAt !== undefined && loaded.record.retiredAt === undefined) {
+        loaded.record = record;
+        delete loaded.privateKey;
+      }
+    }
+    // Swapped in one step, so a token signed meanwhile still finds a key.
+    let newest: LoadedKey | undefined;
+    for (const key of this.keys.values()) if (key.privateKey !== undefined && (newest === undefined || newest.record.createdAt < key.record.createdAt)) newest = key;
+    this.current = newest;
+  }
+
   /** A retired key whose last possible token has expired verifies nothing any more. */
   private isLapsed(record: SigningKeyRecord, now: number): boolean {
     return record.retiredAt !== undefined && record.retiredAt + this.lifetimeSeconds * 1000 < now;

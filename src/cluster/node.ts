@@ -11,11 +11,15 @@ import type { Logger } from '../log.js';
 import { Leases } from './leases.js';
 import { Relay } from './relay.js';
 import { RestForwarding } from './rest-forward.js';
+import { ClusterState } from './state.js';
 
 /** How long a graceful stop waits for the NATS connection to drain before closing it. */
 const STOP_DRAIN_MS = 2_000;
 
-export type ClusterConfig = Pick<Config, 'natsUrl' | 'nodeId' | 'host' | 'port' | 'clusterLeaseMs'>;
+export type ClusterConfig = Pick<Config, 'natsUrl' | 'nodeId' | 'host' | 'port' | 'clusterLeaseMs'> & {
+  /** Stream, bucket and object-store replicas (CLUSTER_REPLICAS when configured; default 1). */
+  readonly clusterReplicas?: number;
+};
 
 /** NODE_ID, else HOST:PORT; with PORT=0 the port is not known yet, so the host name and process id. */
 export function nodeIdOf(config: ClusterConfig): string {
@@ -31,6 +35,8 @@ export class ClusterNode {
     readonly relay: Relay,
     readonly rest: RestForwarding,
     private readonly log: Logger,
+    /** Durable state in JetStream: the store's Replication port, the applier and catch-up (src/cluster/state.ts). */
+    readonly state: ClusterState,
   ) {}
 
   /** Connects to NATS (reconnecting by itself for ever), binds the lease bucket and starts the relay's inbox. */
@@ -52,8 +58,9 @@ export class ClusterNode {
       ownerOf: (key) => leases.owner(documentKeyString(key)),
       watchMs: Math.max(250, Math.floor(config.clusterLeaseMs / 3)),
     });
-    log.info('joined the cluster', { nodeId, nats: config.natsUrl, leaseMs: config.clusterLeaseMs });
-    return new ClusterNode(nodeId, nc, leases, relay, new RestForwarding(nc, nodeId, log), log);
+    const state = await ClusterState.open(nc, { nodeId, log, replicas: config.clusterReplicas ?? 1 });
+    log.info('joined the cluster', { nodeId, nats: config.natsUrl, leaseMs: config.clusterLeaseMs, origin: state.origin });
+    return new ClusterNode(nodeId, nc, leases, relay, new RestForwarding(nc, nodeId, log), log, state);
   }
 
   /** The core's ownership port, backed by the leases (the lease key is the document key string). */
@@ -62,13 +69,24 @@ export class ClusterNode {
     return {
       owns: (key: DocumentKey) => leases.owns(documentKeyString(key)),
       claim: async (key: DocumentKey): Promise<Ownership> => {
+        let claim: Ownership;
         try {
-          return await leases.claim(documentKeyString(key));
+          claim = await leases.claim(documentKeyString(key));
         } catch (error) {
           // NATS away (or timing out): nobody can tell who owns the document, so nothing may be served from it.
           this.log.warn('lease claim failed', { error: String(error) });
           throw unavailable('the cluster coordinator (NATS) is unreachable; retry shortly');
         }
+        if (!claim.mine) return claim;
+        // The previous owner's acknowledged writes are all in the stream before its last message: apply up to there
+        // before the actor loads the document from the local cache.
+        try {
+          await this.state.catchUp();
+        } catch (error) {
+          void leases.release(documentKeyString(key));
+          throw error;
+        }
+        return claim;
       },
       release: (key: DocumentKey) => void leases.release(documentKeyString(key)),
       onLost: (listener) =>
@@ -90,11 +108,16 @@ export class ClusterNode {
     this.rest.serve(`http://${loopback.includes(':') ? `[${loopback}]` : loopback}:${port}`);
   }
 
-  /** Graceful stop, after the documents were unloaded: stop relaying, release every lease, drain the connection. */
+  /** Graceful stop, after the documents were unloaded: stop relaying, release every lease (the connection stays for `finish`). */
   async stop(): Promise<void> {
     this.rest.stop();
     await this.relay.close();
     await this.leases.close();
+  }
+
+  /** After the store's last write, before it closes: the state's last acknowledgements, a clean cache, then the drain. */
+  async finish(): Promise<void> {
+    await this.state.close();
     // drain() waits for the server; with NATS away it would wait for ever, so it gets a bound and then a close.
     let timer: NodeJS.Timeout | undefined;
     const bound = new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), STOP_DRAIN_MS)));

@@ -5,7 +5,7 @@ import { open, type Database, type Key, type RootDatabase } from 'lmdb';
 import type { Logger } from '../log.js';
 import { GroupCommit, type GroupedChange, type TransactionRoot } from './group-commit.js';
 import { DB, SCHEMA_VERSION, type DbName } from './keys.js';
-import { LOCAL_ONLY, Outgoing, Recorder, type ChangeListener, type ReplicatedOp, type Replication } from './replication.js';
+import { LOCAL_ONLY, Outgoing, PendingKeys, Recorder, type ChangeListener, type ReplicatedOp, type Replication } from './replication.js';
 
 /**
  * Proof that code runs inside an all-or-nothing write transaction. Only `Store.transaction` and
@@ -44,6 +44,8 @@ interface Replicating {
   readonly outgoing: Outgoing;
   /** The group commit's batch in the making: its place and the writes of its changes so far. */
   batch: { place: number; ops: ReplicatedOp[] } | undefined;
+  /** Keys this node wrote that the stream's applier has not passed yet. */
+  readonly pending: PendingKeys;
 }
 
 export class StoreError extends Error {
@@ -74,7 +76,7 @@ export class Store {
         log?.error('a write outside a Store transaction', { db: op[0] });
         outgoing.complete(outgoing.reserve(), [op]).catch(report);
       });
-      this.replicating = { recorder, outgoing, batch: undefined };
+      this.replicating = { recorder, outgoing, batch: undefined, pending: new PendingKeys() };
     }
     this.group = new GroupCommit(this.writes, report, this.replicating === undefined ? undefined : (failed) => this.batchCommitted(failed));
   }
@@ -142,8 +144,11 @@ export class Store {
    */
   async applyReplicated(ops: readonly ReplicatedOp[], position: { readonly key: string; readonly value: unknown }): Promise<void> {
     const changed = new Set<DbName>();
+    const pending = this.replicating?.pending;
     await this.root.transaction(() => {
       for (const op of ops) {
+        // Checked here, inside LMDB's single writer, so every local write that ran before is counted.
+        if (pending !== undefined && pending.holds(op)) continue;
         const db = this.raw(op[0]);
         if (op.length === 2) void db.remove(op[1]);
         else void db.put(op[1], op[2]);
@@ -153,6 +158,11 @@ export class Store {
     });
     if (changed.size === 0) return;
     for (const listener of this.changeListeners) listener(changed);
+  }
+
+  /** Cluster mode: this node's own writes reached the stream's applier (in stream order); earlier foreign writes no longer lose to them. */
+  ownApplied(ops: readonly ReplicatedOp[]): void {
+    this.replicating?.pending.add(ops, -1);
   }
 
   /** Cluster mode: removes every replicated row (a cache that may hold writes the cluster never acknowledged). */
@@ -178,6 +188,7 @@ export class Store {
     const batch = replicating?.batch;
     if (replicating === undefined || batch === undefined) return undefined;
     replicating.batch = undefined;
+    if (failed) replicating.pending.add(batch.ops, -1);
     return replicating.outgoing.complete(batch.place, failed ? null : batch.ops);
   }
 
@@ -198,6 +209,7 @@ export class Store {
       .childTransaction(() => {
         const { result, ops } = replicating.recorder.run(() => synchronous(body(TX)));
         recorded = { place: replicating.outgoing.reserve(), ops };
+        replicating.pending.add(ops, 1);
         return result;
       })
       .then(
@@ -206,7 +218,10 @@ export class Store {
           return result;
         },
         (error: unknown) => {
-          if (recorded !== undefined) void replicating.outgoing.complete(recorded.place, null);
+          if (recorded !== undefined) {
+            replicating.pending.add(recorded.ops, -1);
+            void replicating.outgoing.complete(recorded.place, null);
+          }
           throw error;
         },
       );
@@ -269,6 +284,7 @@ class Grouped implements GroupedChange {
     replicating.batch ??= { place: replicating.outgoing.reserve(), ops: [] };
     const { ops } = replicating.recorder.run(() => this.writeOnce());
     for (const op of ops) replicating.batch.ops.push(op);
+    replicating.pending.add(ops, 1);
   }
 
   private writeOnce(): void {

@@ -128,3 +128,30 @@ export class Outgoing {
     return published;
   }
 }
+
+/**
+ * Keys this node wrote whose message the stream's applier has not reached yet. Their messages land later in the
+ * stream than any foreign message the applier handles now, so such a foreign write to one of these keys is already
+ * overwritten in stream order: skipping it keeps this node's cache equal to the stream's order (a node that simply
+ * skipped its own messages would keep the foreign value instead).
+ */
+export class PendingKeys {
+  private readonly counts = new Map<string, number>();
+
+  add(ops: readonly ReplicatedOp[], delta: 1 | -1): void {
+    for (const op of ops) {
+      const id = keyId(op);
+      const count = (this.counts.get(id) ?? 0) + delta;
+      if (count <= 0) this.counts.delete(id);
+      else this.counts.set(id, count);
+    }
+  }
+
+  holds(op: ReplicatedOp): boolean {
+    return this.counts.has(keyId(op));
+  }
+}
+
+function keyId(op: ReplicatedOp): string {
+  return `${op[0]}\u0000${JSON.stringify(op[1])}`;
+}

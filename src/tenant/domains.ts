@@ -54,6 +54,11 @@ export class Domains {
     this.db = store.records<string[]>(DB.domains);
   }
 
+  /** Cluster mode: another node changed a list; read them again. */
+  forgetAll(): void {
+    this.cache.clear();
+  }
+
   list(apiKey: string): readonly string[] {
     let domains = this.cache.get(apiKey);
     if (domains === undefined) {

@@ -62,6 +62,15 @@ export class OwnerEmails {
     }
   }
 
+  /** Cluster mode: workspaces created or verified on another node; the unverified set is read again. */
+  reload(workspaces: Pick<Workspaces, 'owners'>): void {
+    this.unverified.clear();
+    for (const owner of workspaces.owners()) {
+      const state = this.states.get(owner.id);
+      if (state?.verifiedAt === undefined && state?.exempt !== true) this.unverified.set(owner.id, owner.createdAt);
+    }
+  }
+
   /** A new workspace starts unverified; its keys work for the grace period from now. */
   created(workspaceId: string): void {
     this.unverified.set(workspaceId, this.options.now());

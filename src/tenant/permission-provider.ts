@@ -180,6 +180,11 @@ export class PermissionProvider {
     return until === undefined ? { access } : { access, until };
   }
 
+  /** Cluster mode: another node changed a provider config; every cached answer is asked again. */
+  forgetAll(): void {
+    this.cache.clear();
+  }
+
   private forget(apiKey: string): void {
     const prefix = JSON.stringify([apiKey]).slice(0, -1);
     for (const key of [...this.cache.keys()]) if (key.startsWith(prefix)) this.cache.delete(key);

@@ -245,6 +245,11 @@ export class Workspaces {
     return { kind: 'workspace', workspaceId };
   }
 
+  /** Cluster mode: another node changed keys or tokens (a rotation, a revocation): identities are checked again. */
+  forgetCached(): void {
+    this.identityCache.clear();
+  }
+
   /** API-key credential check: the token must be a current token of that key (spec section 5). */
   authenticateApiKey(apiKey: string, token: string): ApiKeyIdentity {
     const cacheKey = `${apiKey}\0${token}`;

@@ -1,0 +1,351 @@
+// Owns durable state in JetStream: the replicated write log (publish with acknowledgement), the applier, catch-up and the node-local cache's lifecycle.
+import { randomUUID } from 'node:crypto';
+import { pack, unpack } from 'msgpackr';
+import { DeliverPolicy, StorageType, headers, nanos, type ConsumerMessages, type JetStreamClient, type JetStreamManager, type JsMsg, type NatsConnection, type ObjectStore } from 'nats';
+import { unavailable } from '../errors.js';
+import type { Logger } from '../log.js';
+import type { Store } from '../store/env.js';
+import { DB } from '../store/keys.js';
+import type { ReplicatedOp, Replication } from '../store/replication.js';
+import { DataDirLock } from './data-dir-lock.js';
+
+export const STATE_STREAM = 'PLAIT_STATE';
+export const STATE_SUBJECT = 'plait.state.tx';
+export const BLOB_BUCKET = 'plait_blobs';
+/** DB.meta keys (node-local): where the applier is, and whether the cache may hold writes the stream lacks. */
+const POSITION_KEY = 'clusterApplied';
+const CACHE_KEY = 'clusterCache';
+
+/** A message on the stream: its origin (node and boot), the origin's counter, and the ops or the blob holding them. */
+interface TxMessage {
+  readonly o: string;
+  readonly n: number;
+  readonly ops?: readonly ReplicatedOp[];
+  readonly b?: string;
+}
+
+interface CacheState {
+  /** The stream's creation time: a cache built from another stream (NATS store wiped) is rebuilt. */
+  readonly stream: string;
+  readonly dirty: boolean;
+}
+
+export interface ClusterStateOptions {
+  readonly nodeId: string;
+  readonly log: Logger;
+  /** Stream and object-store replicas (3 on a production NATS cluster; 1 in tests). */
+  readonly replicas?: number;
+  /** How long a write waits for the stream's acknowledgement before it answers UNAVAILABLE (it still lands later). */
+  readonly publishTimeoutMs?: number;
+  /** How long catch-up waits for the applier before it answers UNAVAILABLE. */
+  readonly catchUpTimeoutMs?: number;
+}
+
+/** A write waiting for the stream's acknowledgement. */
+interface Outbound {
+  readonly n: number;
+  readonly ops: readonly ReplicatedOp[];
+  readonly payload: Uint8Array;
+  told: boolean;
+  acked: boolean;
+  readonly resolve: () => void;
+  readonly reject: (error: unknown) => void;
+  readonly timer: NodeJS.Timeout;
+}
+
+/**
+ * The store's Replication port on JetStream. Every committed transaction is one message on `plait.state.tx` (the
+ * whole message in the object store when it exceeds the inline limit), published in commit order with a message id
+ * (origin + counter: a resend inside the stream's duplicate window is dropped by the server). A write resolves once
+ * acknowledged; one not acknowledged in time answers UNAVAILABLE and is resent in order until it lands, so every
+ * node's cache ends in the stream's order. The applier consumes the stream in order into the local LMDB.
+ */
+export class ClusterState implements Replication {
+  readonly origin: string;
+  private readonly js: JetStreamClient;
+  private counter = 0;
+  private readonly queue: Outbound[] = [];
+  private retrying: Promise<void> | undefined;
+  /** Highest stream sequence applied to (or, for own messages, seen by) the local cache. */
+  private applied = 0;
+  private readonly waiters = new Set<{ seq: number; wake: () => void }>();
+  private store: Store | undefined;
+  private messages: ConsumerMessages | undefined;
+  private applying: Promise<void> | undefined;
+  private lock: DataDirLock | undefined;
+  private closed = false;
+  private readonly inlineLimit: number;
+  private readonly publishTimeoutMs: number;
+  private readonly catchUpTimeoutMs: number;
+
+  private constructor(
+    private readonly nc: NatsConnection,
+    private readonly jsm: JetStreamManager,
+    private readonly blobs: ObjectStore,
+    private readonly streamCreated: string,
+    private readonly options: ClusterStateOptions,
+  ) {
+    this.origin = `${options.nodeId}/${randomUUID().slice(0, 8)}`;
+    this.js = nc.jetstream();
+    // Headroom under the server's max_payload for the envelope and headers.
+    this.inlineLimit = Math.max(1024, Math.min(nc.info?.max_payload ?? 1024 * 1024, 1024 * 1024) - 16 * 1024);
+    this.publishTimeoutMs = options.publishTimeoutMs ?? 5_000;
+    this.catchUpTimeoutMs = options.catchUpTimeoutMs ?? 30_000;
+  }
+
+  /** Binds (creating if needed) the stream and the object store of large messages. */
+  static async open(nc: NatsConnection, options: ClusterStateOptions): Promise<ClusterState> {
+    const jsm = await nc.jetstreamManager();
+    const replicas = options.replicas ?? 1;
+    let info;
+    try {
+      info = await jsm.streams.info(STATE_STREAM);
+    } catch (error) {
+      // Absent (or racing another node's creation): add is idempotent for the same configuration.
+      options.log.debug('creating the state stream', { error: String(error) });
+      info = await jsm.streams.add({ name: STATE_STREAM, subjects: [STATE_SUBJECT], storage: StorageType.File, num_replicas: replicas, duplicate_window: nanos(120_000) });
+    }
+    const blobs = await nc.jetstream().views.os(BLOB_BUCKET, { storage: StorageType.File, replicas });
+    return new ClusterState(nc, jsm, blobs, info.created, options);
+  }
+
+  // ---- publishing (the Replication port) ----
+
+  publish(ops: readonly ReplicatedOp[]): Promise<void> {
+    if (this.closed) return Promise.reject(unavailable('the node is stopping'));
+    const n = ++this.counter;
+    const payload = pack({ o: this.origin, n, ops } satisfies TxMessage);
+    this.sent.set(n, ops);
+    return new Promise<void>((resolve, reject) => {
+      const entry: Outbound = {
+        n,
+        ops,
+        payload,
+        told: false,
+        acked: false,
+        resolve,
+        reject,
+        timer: setTimeout(() => this.tell(entry, unavailable('the cluster log (NATS JetStream) did not acknowledge the write in time; it was not acknowledged, retry')), this.publishTimeoutMs),
+      };
+      this.queue.push(entry);
+      // While resending after a failure, everything goes through the resend loop, in order.
+      if (this.retrying === undefined) this.transmit(entry).then(() => this.acked(entry), (error: unknown) => this.failed(entry, error));
+    });
+  }
+
+  /** Sends one message (its blob first when too large) and resolves on the stream's acknowledgement. */
+  private async transmit(entry: Outbound): Promise<void> {
+    const msgID = `${this.origin}#${entry.n}`;
+    let data = entry.payload;
+    if (data.length > this.inlineLimit) {
+      await this.blobs.putBlob({ name: msgID }, data);
+      data = pack({ o: this.origin, n: entry.n, b: msgID } satisfies TxMessage);
+    }
+    const h = headers();
+    h.set('Nats-Msg-Id', msgID);
+    await this.js.publish(STATE_SUBJECT, data, { msgID, timeout: this.publishTimeoutMs, headers: h });
+  }
+
+  private acked(entry: Outbound): void {
+    entry.acked = true;
+    const at = this.queue.indexOf(entry);
+    if (at >= 0) this.queue.splice(at, 1);
+    this.tell(entry, undefined);
+  }
+
+  private failed(entry: Outbound, error: unknown): void {
+    if (entry.acked) return;
+    this.options.log.warn('state publish failed; resending in order', { error: String(error), queued: this.queue.length });
+    this.tell(entry, unavailable('the cluster log (NATS JetStream) is unreachable; the write was not acknowledged, retry'));
+    this.retrying ??= this.resend().finally(() => (this.retrying = undefined));
+  }
+
+  /** Resends every unacknowledged message in order, one at a time, until the queue is empty (or the node closes). */
+  private async resend(): Promise<void> {
+    while (this.queue.length > 0) {
+      const entry = this.queue[0];
+      if (entry === undefined) break;
+      if (entry.acked) {
+        this.queue.shift();
+        continue;
+      }
+      try {
+        await this.transmit(entry);
+        this.acked(entry);
+      } catch (error) {
+        this.tell(entry, unavailable('the cluster log (NATS JetStream) is unreachable; the write was not acknowledged, retry'));
+        if (this.closed) return;
+        this.options.log.debug('state resend failed', { error: String(error) });
+        await new Promise((resolve) => setTimeout(resolve, 500));
+      }
+    }
+  }
+
+  private tell(entry: Outbound, error: unknown): void {
+    if (entry.told) return;
+    entry.told = true;
+    clearTimeout(entry.timer);
+    if (error === undefined) entry.resolve();
+    else entry.reject(error);
+  }
+
+  // ---- the local cache and the applier ----
+
+  /**
+   * Takes the data directory for this node (refusing a second node on it), checks the cache (rebuilding a dirty one
+   * or one of another stream), marks it dirty until a clean close, and catches up with the stream before returning.
+   */
+  async attach(store: Store): Promise<void> {
+    this.lock = DataDirLock.take(store.path);
+    this.store = store;
+    const meta = store.records<unknown>(DB.meta);
+    const cache = meta.get(CACHE_KEY) as CacheState | undefined;
+    const log = this.options.log;
+    if (cache === undefined) {
+      if (store.holdsReplicatedRows()) {
+        this.lock.release();
+        throw new Error(
+          `DATA_DIR ${store.path} holds data written outside cluster mode; cluster mode keeps durable state in JetStream and needs an empty DATA_DIR (moving single-process data into a cluster is not built)`,
+        );
+      }
+    } else if (cache.dirty || cache.stream !== this.streamCreated) {
+      log.warn('the local cache may hold writes the cluster never acknowledged (the node stopped without a clean close) or belongs to another stream: wiping it and rebuilding from the stream', {
+        dirty: cache.dirty,
+        stream: this.streamCreated,
+        cacheStream: cache.stream,
+      });
+      await store.wipeReplicated();
+      meta.removeSync(POSITION_KEY);
+    }
+    this.applied = (meta.get(POSITION_KEY) as number | undefined) ?? 0;
+    meta.putSync(CACHE_KEY, { stream: this.streamCreated, dirty: true } satisfies CacheState);
+    const from = this.applied;
+    this.applying = this.applyLoop();
+    await this.catchUp();
+    log.info('state caught up with the cluster log', { from, applied: this.applied });
+  }
+
+  /** Resolves once the local cache holds every message the stream had when called; UNAVAILABLE when it cannot. */
+  async catchUp(): Promise<void> {
+    let last: number;
+    try {
+      last = (await this.jsm.streams.info(STATE_STREAM)).state.last_seq;
+    } catch (error) {
+      this.options.log.warn('cannot read the cluster log position', { error: String(error) });
+      throw unavailable('the cluster log (NATS JetStream) is unreachable; retry shortly');
+    }
+    if (this.applied >= last) return;
+    await new Promise<void>((resolve, reject) => {
+      const waiter = {
+        seq: last,
+        wake: () => {
+          clearTimeout(timer);
+          resolve();
+        },
+      };
+      const timer = setTimeout(() => {
+        this.waiters.delete(waiter);
+        reject(unavailable('this node is still catching up with the cluster log; retry shortly'));
+      }, this.catchUpTimeoutMs);
+      this.waiters.add(waiter);
+    });
+  }
+
+  /** The stream position applied so far (for logs and tests). */
+  get position(): number {
+    return this.applied;
+  }
+
+  private async applyLoop(): Promise<void> {
+    while (!this.closed) {
+      try {
+        const consumer = await this.js.consumers.get(STATE_STREAM, { filterSubjects: STATE_SUBJECT, deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: this.applied + 1 });
+        this.messages = await consumer.consume({ max_messages: 512 });
+        if (this.closed) break;
+        let batch: Array<Promise<void>> = [];
+        let batchEnd = this.applied;
+        for await (const message of this.messages) {
+          if (message.seq <= batchEnd) continue;
+          batch.push(this.apply(message));
+          batchEnd = message.seq;
+          // LMDB batches the transactions issued together; the position advances once they committed.
+          if (message.info.pending === 0 || batch.length >= 256) {
+            await Promise.all(batch);
+            batch = [];
+            this.advance(batchEnd);
+          }
+        }
+        await Promise.all(batch);
+        this.advance(batchEnd);
+      } catch (error) {
+        if (this.closed) break;
+        this.options.log.warn('the state applier stopped; resuming', { error: String(error), applied: this.applied });
+        await new Promise((resolve) => setTimeout(resolve, 500));
+      }
+    }
+  }
+
+  private async apply(message: JsMsg): Promise<void> {
+    const store = this.store;
+    if (store === undefined) return;
+    const tx = unpack(message.data) as TxMessage;
+    if (tx.o === this.origin) {
+      // This node's own write, already in the cache: its keys no longer hold back earlier foreign writes.
+      const own = this.ownOps(tx.n);
+      if (own !== undefined) store.ownApplied(own);
+      return;
+    }
+    let ops = tx.ops;
+    if (ops === undefined && tx.b !== undefined) {
+      const blob = await this.blobs.getBlob(tx.b);
+      if (blob === null) throw new Error(`the blob ${tx.b} of stream message ${message.seq} is missing`);
+      ops = (unpack(blob) as TxMessage).ops;
+    }
+    await store.applyReplicated(ops ?? [], { key: POSITION_KEY, value: message.seq });
+  }
+
+  /** Ops of this boot's messages, kept until the applier passes them (by counter). */
+  private readonly sent = new Map<number, readonly ReplicatedOp[]>();
+
+  private ownOps(n: number): readonly ReplicatedOp[] | undefined {
+    const ops = this.sent.get(n);
+    this.sent.delete(n);
+    return ops;
+  }
+
+  private advance(seq: number): void {
+    if (seq <= this.applied) return;
+    this.applied = seq;
+    for (const waiter of [...this.waiters]) {
+      if (waiter.seq > seq) continue;
+      this.waiters.delete(waiter);
+      waiter.wake();
+    }
+  }
+
+  /**
+   * After the store's last write: waits (bounded) for unacknowledged messages, stops the applier, and marks the cache
+   * clean only when every local write is in the stream (else the next start rebuilds it).
+   */
+  async close(): Promise<void> {
+    const store = this.store;
+    if (store !== undefined) await store.group.settled();
+    const deadline = Date.now() + this.publishTimeoutMs;
+    while (this.queue.length > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+    this.closed = true;
+    const unacked = this.queue.length;
+    for (const entry of this.queue.splice(0)) this.tell(entry, unavailable('the node is stopping'));
+    // Bounded: with NATS away the consumer's close would wait for the server.
+    await Promise.race([Promise.all([this.messages?.close(), this.applying]), new Promise((resolve) => setTimeout(resolve, 2_000).unref())]);
+    if (store !== undefined) {
+      const meta = store.records<unknown>(DB.meta);
+      if (unacked === 0) {
+        await store.transaction(() => {
+          void meta.put(POSITION_KEY, this.applied);
+          void meta.put(CACHE_KEY, { stream: this.streamCreated, dirty: false } satisfies CacheState);
+        });
+      } else this.options.log.warn('stopping with writes the cluster log never acknowledged: the cache stays dirty and is rebuilt at the next start', { unacked });
+    }
+    this.lock?.release();
+  }
+}

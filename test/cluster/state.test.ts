@@ -1,0 +1,85 @@
+// Tests durable state in JetStream: three nodes with separate DATA_DIRs share workspaces and comments, and a node rebuilds an empty or dirty cache from the stream.
+import { writeFileSync } from 'node:fs';
+import t from 'tap';
+import { Store } from '../../src/store/env.js';
+import { DB } from '../../src/store/keys.js';
+import { natsOrSkip, startNats } from '../helpers/nats.js';
+import { startTestServer, type TestServer } from '../helpers/server.js';
+
+const scope = { organizationId: 'org-state', documentId: 'doc-state' };
+const comment = (annotationId: string, text: string): unknown => ({
+  ...scope,
+  commentAnnotations: [{ annotationId, commentData: [{ commentText: text, from: { userId: 'alice', name: 'Alice', email: 'alice@example.com' } }] }],
+});
+const texts = (body: unknown): string[] =>
+  ((body as { result?: { data?: Array<{ annotationId: string; comments?: Array<{ commentText: string }> }> } }).result?.data ?? []).map(
+    (annotation) => `${annotation.annotationId}: ${annotation.comments?.map((c) => c.commentText).join('|') ?? ''}`,
+  );
+
+t.test('three nodes on separate DATA_DIRs: a workspace created on one works on every node, a comment added on one is read on the others', async (t) => {
+  const bin = natsOrSkip(t);
+  if (bin === undefined) return;
+  const nats = await startNats(t, bin);
+  const root = t.testdir();
+  const node = (nodeId: string): Promise<TestServer> =>
+    startTestServer(t, { natsUrl: nats.url, nodeId, secretKey: 'a'.repeat(64) }, `${root}/${nodeId}`);
+  const nodes = [await node('s1'), await node('s2'), await node('s3')];
+  const [s1, s2, s3] = nodes;
+  if (s1 === undefined || s2 === undefined || s3 === undefined) throw new Error('three nodes');
+
+  const credentials = await s1.api.createWorkspace();
+  for (const [i, n] of nodes.entries()) {
+    const domains = await n.api.call(credentials, '/v2/workspace/apikeyconfig/get', {});
+    t.equal(domains.status, 200, `the API key created on s1 authenticates on s${i + 1} at once`);
+  }
+  const added = await s2.api.call(credentials, '/v2/commentannotations/add', comment('a1', 'written through s2'));
+  t.equal(added.status, 200, 'a comment added through s2');
+  const read = await s3.api.call(credentials, '/v2/commentannotations/get', scope);
+  t.equal(read.status, 200);
+  t.same(texts(read.body), ['a1: written through s2'], 'read through s3');
+
+  // Each node keeps its own LMDB: the rows are in s3's cache too, not only reachable through the owner.
+  await s3.server.stop();
+  const cache = Store.open(`${root}/s3`);
+  t.ok(cache.records<unknown>(DB.workspaces).get(credentials.workspaceId), "the workspace is in s3's own cache");
+  await cache.close();
+  // The nodes stop while NATS is up (teardown would stop NATS first and make them wait out their timeouts).
+  await s2.server.stop();
+  await s1.server.stop();
+});
+
+t.test('a node restarted with an empty, then a dirty, DATA_DIR rebuilds from the stream; two nodes cannot share one', async (t) => {
+  const bin = natsOrSkip(t);
+  if (bin === undefined) return;
+  const nats = await startNats(t, bin);
+  const root = t.testdir();
+  const config = (nodeId: string) => ({ natsUrl: nats.url, nodeId, secretKey: 'b'.repeat(64) });
+  const r1 = await startTestServer(t, config('r1'), `${root}/r1`);
+  const r2 = await startTestServer(t, config('r2'), `${root}/r2`);
+  await t.rejects(startTestServer(t, config('r3'), `${root}/r2`), /every node needs its own DATA_DIR/, 'a second node on one DATA_DIR is refused');
+  const credentials = await r1.api.createWorkspace();
+  t.equal((await r2.api.call(credentials, '/v2/commentannotations/add', comment('b1', 'before'))).status, 200);
+  await r2.server.stop();
+
+  // An empty DATA_DIR: everything comes back from the stream.
+  const fresh = await startTestServer(t, config('r2'), `${root}/fresh`);
+  t.same(texts((await fresh.api.call(credentials, '/v2/commentannotations/get', scope)).body), ['b1: before'], 'an empty cache is built from the stream');
+  await fresh.server.stop();
+
+  // A dirty cache (the node died between a local commit and the acknowledgement): a row the stream never had is wiped.
+  const dirty = Store.open(`${root}/fresh`);
+  await dirty.transaction(() => {
+    void dirty.records<unknown>(DB.meta).put('clusterCache', { ...(dirty.records<{ stream: string }>(DB.meta).get('clusterCache') as object), dirty: true });
+    void dirty.records<unknown>(DB.domains).put([credentials.apiKey], ['never-acknowledged.example']);
+  });
+  await dirty.close();
+  // A stale lock of a process that is gone is taken over (kill -9 leaves the file behind).
+  writeFileSync(`${root}/fresh/cluster.lock`, '999999999');
+  const rebuilt = await startTestServer(t, config('r2'), `${root}/fresh`);
+  const domains = await rebuilt.api.call<{ domains?: string[] }>(credentials, '/v2/workspace/domains/get', {});
+  t.equal(domains.status, 200);
+  t.notMatch(JSON.stringify(domains.body), /never-acknowledged/, 'the unacknowledged row is gone');
+  t.same(texts((await rebuilt.api.call(credentials, '/v2/commentannotations/get', scope)).body), ['b1: before'], 'and the acknowledged ones are back');
+  await rebuilt.server.stop();
+  await r1.server.stop();
+});
