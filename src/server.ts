@@ -334,6 +334,7 @@ export async function startServer(config: Config, log: Logger, options: ServerOp
     gate: new RequestGate(services.clock),
     originPolicy: (apiKey, origin) => services.domains.policy(apiKey, origin),
     ...(cluster === undefined ? {} : { forward: (owner: string, request: ForwardedRequest) => cluster.rest.forward(owner, request) }),
+    ...(cluster === undefined ? {} : { catchUp: () => cluster.state.catchUpFound() }),
   };
   const knownPaths = new Set<string>();
   const operations = allOperations(services);

@@ -251,6 +251,17 @@ export class ClusterState implements Replication {
     });
   }
 
+  /** `catchUp` after a lookup missed: true once caught up (worth one more look), false when it could not; never throws. */
+  async catchUpFound(): Promise<boolean> {
+    try {
+      await this.catchUp();
+    } catch (error) {
+      this.options.log.debug('catch-up after a miss failed', { error: String(error) });
+      return false;
+    }
+    return true;
+  }
+
   /** The stream position applied so far (for logs and tests). */
   get position(): number {
     return this.applied;

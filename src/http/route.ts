@@ -49,6 +49,11 @@ export interface RouteDeps {
   readonly originPolicy?: (apiKey: string, origin: string) => 'any' | 'listed' | 'refused';
   /** Cluster mode: a request that needs a document another node owns is answered by that node (docs/cluster.md). */
   readonly forward?: (owner: string, request: ForwardedRequest) => Promise<ForwardedReply>;
+  /**
+   * Cluster mode: catches up with the cluster's state log; true once done. A lookup that missed
+   * (credentials, a record NOT_FOUND) is retried once after it, so what another node just wrote is found here at once.
+   */
+  readonly catchUp?: () => Promise<boolean>;
 }
 
 /** UUID-shaped ids: a random per-process prefix and a counter (a random UUID per request costs more than the rest of the id work). */
@@ -190,7 +195,7 @@ async function serve(
   if (exchange.aborted) return exchange.finish();
   exchange.handling = true;
   try {
-    exchange.identity = authenticate(op, deps.auth, presented);
+    exchange.identity = await afterCatchUp(deps, ['PERMISSION_DENIED', 'UNAUTHENTICATED'], () => authenticate(op, deps.auth, presented));
     if (exchange.origin !== '' && exchange.identity?.kind === 'apiKey' && deps.originPolicy !== undefined) {
       const policy = deps.originPolicy(exchange.identity.apiKey, exchange.origin);
       if (policy === 'refused') throw permissionDenied(`origin ${exchange.origin} is not among this API key's domains (see /v2/workspace/domains/get)`);
@@ -200,7 +205,7 @@ async function serve(
     if (!isJsonContentType(contentType)) throw unsupportedMediaType(contentType);
     const input = validate(parseEnvelope(raw));
     if (op.targetEmail !== undefined) deps.limits[op.targetEmail.limiter].take(op.targetEmail.of(input).trim().toLowerCase());
-    const reply = await op.handle(input, exchange);
+    const reply = await afterCatchUp(deps, ['NOT_FOUND'], () => op.handle(input, exchange));
     if (exchange.aborted) {
       exchange.log.debug('client went away before the reply; the operation completed');
       return;
@@ -220,6 +225,17 @@ async function serve(
     fail(exchange, toAppError(error), false);
   } finally {
     exchange.finish();
+  }
+}
+
+/** Runs `attempt`; when it fails with one of `codes` in cluster mode and catching up applied something new, once more. */
+async function afterCatchUp<T>(deps: RouteDeps, codes: readonly string[], attempt: () => T | Promise<T>): Promise<T> {
+  try {
+    return await attempt();
+  } catch (error) {
+    if (deps.catchUp === undefined || !(error instanceof AppError) || !codes.includes(error.status)) throw error;
+    if (!(await deps.catchUp())) throw error;
+    return attempt();
   }
 }
 

@@ -21,7 +21,8 @@ t.test('SIGKILL the owner mid-edit: the relayed clients reconnect, another node 
   if (bin === undefined) return;
   const nats = await startNats(t, bin);
   const env = (nodeId: string): Record<string, string> => ({
-    DATA_DIR: dataDir,
+    // Each node its own DATA_DIR: durable state lives in JetStream, LMDB is each node's cache.
+    DATA_DIR: `${dataDir}/${nodeId}`,
     NATS_URL: nats.url,
     SECRET_KEY: 'd'.repeat(64),
     NODE_ID: nodeId,

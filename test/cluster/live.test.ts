@@ -48,8 +48,8 @@ t.test('comments and presence are live across nodes', async (t) => {
   const nats = await startNats(t, bin);
   const dataDir = t.testdir();
   const node = (nodeId: string) => ({ natsUrl: nats.url, nodeId, secretKey: 'f'.repeat(64) });
-  const n1 = await startTestServer(t, node('l1'), dataDir);
-  const n2 = await startTestServer(t, node('l2'), dataDir);
+  const n1 = await startTestServer(t, node('l1'), `${dataDir}/l1`);
+  const n2 = await startTestServer(t, node('l2'), `${dataDir}/l2`);
   const credentials = await n1.api.createWorkspace();
   const token = (userId: string): Promise<string> => userToken(n1.api, credentials, [{ type: 'organization', id: scope.organizationId }], userId);
 

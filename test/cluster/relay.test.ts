@@ -13,13 +13,13 @@ const SECRET_KEY = 'c'.repeat(64);
  */
 const FLAKY = process.env['PLAIT_CLUSTER_RELAY_TESTS'] === '1' ? false : 'skipped: hangs about one run in four (docs/cluster.md, Known issues); run with PLAIT_CLUSTER_RELAY_TESTS=1';
 
-/** Three nodes on one nats-server. Today they share one DATA_DIR (processes on one host; docs/cluster.md says why). */
+/** Three nodes on one nats-server, each with its own DATA_DIR (durable state lives in JetStream). */
 async function cluster(t: Test, bin: string): Promise<TestServer[]> {
   const nats = await startNats(t, bin);
   const dataDir = t.testdir();
   const node = (nodeId: string): Partial<Config> => ({ natsUrl: nats.url, nodeId, secretKey: SECRET_KEY, clusterLeaseMs: 3000 });
   const nodes: TestServer[] = [];
-  for (const id of ['n1', 'n2', 'n3']) nodes.push(await startTestServer(t, node(id), dataDir));
+  for (const id of ['n1', 'n2', 'n3']) nodes.push(await startTestServer(t, node(id), `${dataDir}/${id}`));
   return nodes;
 }
 
