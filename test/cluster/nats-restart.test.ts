@@ -15,8 +15,15 @@ t.test('kill and restart nats-server: UNAVAILABLE in the gap, then the nodes wor
   const credentials = await n1.api.createWorkspace();
   const room = { organizationId: 'org', documentId: 'through-restart', editorId: 'main' };
   t.equal((await n1.api.call(credentials, '/v2/crdt/add', { ...room, type: 'text', data: 'before' })).status, 200, 'n1 writes and owns the document');
+  const comment = (annotationId: string): unknown => ({ ...room, commentAnnotations: [{ annotationId, commentData: [{ commentText: annotationId, from: { userId: 'u' } }] }] });
+  t.equal((await n2.api.call(credentials, '/v2/commentannotations/add', comment('acked-before'))).status, 200, 'a comment acknowledged before the outage');
+  const second = await n1.api.createWorkspace();
 
   await nats.stop('SIGKILL');
+  // A write on the owner in the gap commits locally but cannot reach the cluster log: not acknowledged.
+  const unacked = await n1.api.call(credentials, '/v2/commentannotations/add', comment('in-the-gap'));
+  t.equal(unacked.status, 503, 'a write in the gap is not acknowledged');
+  t.equal(unacked.body.error?.status, 'UNAVAILABLE');
   const gap = await n2.api.call(credentials, '/v2/crdt/get', { ...room, documentId: 'never-claimed' });
   t.equal(gap.status, 503, 'a document no node holds cannot be claimed without NATS');
   t.equal(gap.body.error?.status, 'UNAVAILABLE');
@@ -28,6 +35,13 @@ t.test('kill and restart nats-server: UNAVAILABLE in the gap, then the nodes wor
   for (let attempt = 0; read.status === 503 && attempt < 20; attempt++) read = await n2.api.call<Array<{ data: unknown }>>(credentials, '/v2/crdt/get', room);
   t.equal(read.status, 200, 'answered again after the restart (forwarded to the owner)');
   t.same(read.body.result?.data.map((record) => record.data), ['before'], 'the write from before the outage is there');
+  const comments = await n2.api.call<Array<{ annotationId: string }>>(credentials, '/v2/commentannotations/get', { organizationId: room.organizationId, documentId: room.documentId });
+  t.ok(comments.body.result?.data.some((a) => a.annotationId === 'acked-before'), 'the acknowledged comment is there');
+  // A workspace acknowledged on n1 before the outage authenticates on n2, from n2's own cache.
+  t.equal((await n2.api.call(second, '/v2/workspace/apikeyconfig/get', {})).status, 200, "the acknowledged workspace is in n2's cache");
+  // The appliers resumed by themselves: a workspace created on n1 after the restart works on n2.
+  const third = await n1.api.createWorkspace();
+  t.equal((await n2.api.call(third, '/v2/workspace/apikeyconfig/get', {})).status, 200, "n2's applier follows the stream again");
   // The nodes stop while NATS is up (teardown would stop NATS first and make them wait out their release timeouts).
   await n2.server.stop();
   await n1.server.stop();
