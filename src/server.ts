@@ -30,8 +30,8 @@ import { buildOpenApi, plaitVersion } from './http/openapi.js';
 import { mountMetrics, mountSite } from './http/site.js';
 import { createMetricsRegistry } from './metrics/registry.js';
 import { Store } from './store/env.js';
-import { DB } from './store/keys.js';
 import type { Replication } from './store/replication.js';
+import { invalidateOnReplicatedChange } from './replicated-caches.js';
 import { folderDocumentsFrom } from './doc/annotations/listing.js';
 import { CollabDocuments } from './doc/collab-state.js';
 import { DocumentActors } from './doc/registry.js';
@@ -126,7 +126,7 @@ export interface ServerOptions {
   /** Cluster mode: who owns each document (src/cluster/ leases); default: this process owns everything. */
   readonly ownership?: DocumentOwnership;
   /** Cluster mode: durable state in JetStream (src/cluster/state.ts); attached, and caught up, before any service opens. */
-  readonly replication?: Replication & { attach(store: Store): Promise<void> };
+  readonly replication?: Replication & { attach(store: Store): Promise<void>; catchUpFound(): Promise<boolean> };
 }
 
 export interface RunningServer {
@@ -149,7 +149,11 @@ export async function openServices(config: Config, log: Logger, publisher: Topic
   await options.replication?.attach(store);
   const secrets = Secrets.load(config.dataDir, config.secretKey);
   const workspaces = new Workspaces(store, secrets);
-  const userTokens = await UserTokens.open(store, secrets, { now: clock.now, lifetimeSeconds: config.userTokenLifetimeSeconds });
+  const userTokens = await UserTokens.open(store, secrets, {
+    now: clock.now,
+    lifetimeSeconds: config.userTokenLifetimeSeconds,
+    ...(options.replication === undefined ? {} : { catchUp: options.replication.catchUpFound.bind(options.replication) }),
+  });
   const directory = new Directory(store, {
     now: clock.now,
     defaultAccessType: (apiKey) => workspaces.apiKeyRecord(apiKey).config.defaultDocumentAccessType,
@@ -450,17 +454,3 @@ function listen(app: TemplatedApp, host: string, port: number, what: string): Pr
   });
 }
 
-/** Cluster mode: in-memory caches that other nodes' writes make stale are dropped when the applier changes their databases. */
-function invalidateOnReplicatedChange(
-  store: Store,
-  caches: Pick<Services, 'workspaces' | 'userTokens' | 'domains' | 'permissionProvider' | 'ownerEmails'>,
-  log: Logger,
-): void {
-  store.onReplicatedChange((changed) => {
-    if (changed.has(DB.apiKeys) || changed.has(DB.authTokenIndex) || changed.has(DB.workspaces)) caches.workspaces.forgetCached();
-    if (changed.has(DB.workspaces) || changed.has(DB.ownerEmail)) caches.ownerEmails.reload(caches.workspaces);
-    if (changed.has(DB.domains)) caches.domains.forgetAll();
-    if (changed.has(DB.permissionProvider)) caches.permissionProvider.forgetAll();
-    if (changed.has(DB.signingKeys)) caches.userTokens.reload().catch((error: unknown) => log.error('reloading the signing keys failed', { error }));
-  });
-}

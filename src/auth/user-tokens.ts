@@ -25,6 +25,11 @@ export interface UserTokensOptions {
   readonly maxKeyAgeMs?: number;
   /** Seconds a signed token lives; also how long a retired key keeps verifying. Default USER_TOKEN_LIFETIME_SECONDS. */
   readonly lifetimeSeconds?: number;
+  /**
+   * Cluster mode: catches up with the cluster's state (true once done). A token whose key id is unknown here may be
+   * signed by a key another node just created: catch up, reload the keys, and look once more.
+   */
+  readonly catchUp?: () => Promise<boolean>;
 }
 
 export type AccessRole = 'viewer' | 'editor';
@@ -76,6 +81,7 @@ export class UserTokens {
 
   private readonly now: () => number;
   private readonly lifetimeSeconds: number;
+  private readonly catchUp: (() => Promise<boolean>) | undefined;
 
   private readonly db: Database<SigningKeyRecord, Key>;
 
@@ -87,6 +93,7 @@ export class UserTokens {
     this.now = options.now ?? Date.now;
     this.db = store.records<SigningKeyRecord>(DB.signingKeys);
     this.lifetimeSeconds = options.lifetimeSeconds ?? USER_TOKEN_LIFETIME_SECONDS;
+    this.catchUp = options.catchUp;
   }
 
   /** Loads the signing keys, creating the first one on a fresh data directory and rotating one that is too old. */
@@ -205,7 +212,7 @@ export class UserTokens {
   async verify(token: string): Promise<UserClaims> {
     let payload: JWTPayload;
     try {
-      ({ payload } = await jwtVerify(token, (header) => this.publicKeyFor(header.kid), {
+      ({ payload } = await jwtVerify(token, (header) => this.keyFor(header.kid), {
         issuer: ISSUER,
         algorithms: [ALG],
         currentDate: new Date(this.now()),
@@ -220,6 +227,12 @@ export class UserTokens {
 
   /** `verify` bound to this instance, for injection as a VerifyUserToken. */
   readonly verifyUserToken: VerifyUserToken = (token) => this.verify(token);
+
+  private async keyFor(kid: string | undefined): Promise<CryptoKey> {
+    if (this.catchUp === undefined || kid === undefined || this.keys.has(kid)) return this.publicKeyFor(kid);
+    if (await this.catchUp()) await this.reload();
+    return this.publicKeyFor(kid);
+  }
 
   private publicKeyFor(kid: string | undefined): CryptoKey {
     const key = kid === undefined ? undefined : this.keys.get(kid);

@@ -5,6 +5,11 @@ import { Store } from '../../src/store/env.js';
 import { DB } from '../../src/store/keys.js';
 import { natsOrSkip, startNats } from '../helpers/nats.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
+import { workspaceHeaders } from '../helpers/api.js';
+
+/** Resolves when `node`'s applier next brings in other nodes' writes to `db`. */
+const appliedOn = (node: TestServer, db: string): Promise<void> =>
+  new Promise((resolve) => node.server.services.store.onReplicatedChange((changed) => changed.has(db as never) && resolve()));
 
 const scope = { organizationId: 'org-state', documentId: 'doc-state' };
 const comment = (annotationId: string, text: string): unknown => ({
@@ -37,6 +42,18 @@ t.test('three nodes on separate DATA_DIRs: a workspace created on one works on e
   const read = await s3.api.call(credentials, '/v2/commentannotations/get', scope);
   t.equal(read.status, 200);
   t.same(texts(read.body), ['a1: written through s2'], 'read through s3');
+
+  // Caches other nodes' writes make stale: s2 has the API key's identity and its domain list cached; s1 changes both.
+  t.same((await s2.api.call<{ domains: string[] }>(credentials, '/v2/workspace/domains/get', {})).body.result?.data.domains ?? [], [], 's2 reads (and caches) no domains');
+  const domainsApplied = appliedOn(s2, DB.domains);
+  t.equal((await s1.api.call(credentials, '/v2/workspace/domains/add', { domains: ['example.com'] })).status, 200);
+  await domainsApplied;
+  t.same((await s2.api.call<{ domains: string[] }>(credentials, '/v2/workspace/domains/get', {})).body.result?.data.domains, ['example.com'], "s2's domain cache was dropped");
+  const tokenApplied = appliedOn(s2, DB.authTokenIndex);
+  const reset = await s1.api.post('/v2/workspace/authtoken/reset', { apiKey: credentials.apiKey }, workspaceHeaders(credentials));
+  t.equal(reset.status, 200, 'the auth token is reset on s1');
+  await tokenApplied;
+  t.equal((await s2.api.call(credentials, '/v2/workspace/apikeyconfig/get', {})).status, 403, "the old token no longer authenticates on s2 (its identity cache was dropped)");
 
   // Each node keeps its own LMDB: the rows are in s3's cache too, not only reachable through the owner.
   await s3.server.stop();
