@@ -41,6 +41,14 @@ export interface ClusterStateOptions {
   readonly catchUpTimeoutMs?: number;
 }
 
+/** Foreign messages read but not applied yet. */
+interface Batch {
+  ops: ReplicatedOp[];
+  messages: number;
+  /** The last stream sequence taken into the batch (or passed). */
+  end: number;
+}
+
 /** A write waiting for the stream's acknowledgement. */
 interface Outbound {
   readonly n: number;
@@ -273,21 +281,14 @@ export class ClusterState implements Replication {
         const consumer = await this.js.consumers.get(STATE_STREAM, { filterSubjects: STATE_SUBJECT, deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: this.applied + 1 });
         this.messages = await consumer.consume({ max_messages: 512 });
         if (this.closed) break;
-        let batch: Array<Promise<void>> = [];
-        let batchEnd = this.applied;
+        const batch: Batch = { ops: [], messages: 0, end: this.applied };
         for await (const message of this.messages) {
-          if (message.seq <= batchEnd) continue;
-          batch.push(this.apply(message));
-          batchEnd = message.seq;
-          // LMDB batches the transactions issued together; the position advances once they committed.
-          if (message.info.pending === 0 || batch.length >= 256) {
-            await Promise.all(batch);
-            batch = [];
-            this.advance(batchEnd);
-          }
+          if (message.seq <= batch.end) continue;
+          await this.take(message, batch);
+          // Consecutive foreign messages share one LMDB transaction while the applier is behind.
+          if (message.info.pending === 0 || batch.messages >= 256) await this.flush(batch);
         }
-        await Promise.all(batch);
-        this.advance(batchEnd);
+        await this.flush(batch);
       } catch (error) {
         if (this.closed) break;
         this.options.log.warn('the state applier stopped; resuming', { error: String(error), applied: this.applied });
@@ -296,14 +297,18 @@ export class ClusterState implements Replication {
     }
   }
 
-  private async apply(message: JsMsg): Promise<void> {
+  /** Adds one stream message to the batch (a foreign one's ops), or, for this node's own, releases its keys. */
+  private async take(message: JsMsg, batch: Batch): Promise<void> {
     const store = this.store;
     if (store === undefined) return;
     const tx = unpack(message.data) as TxMessage;
     if (tx.o === this.origin) {
-      // This node's own write, already in the cache: its keys no longer hold back earlier foreign writes.
+      // Earlier foreign writes still lose to this one: apply them first, then its keys stop holding foreign writes back.
+      await this.flush(batch);
       const own = this.ownOps(tx.n);
       if (own !== undefined) store.ownApplied(own);
+      batch.end = message.seq;
+      this.advance(message.seq);
       return;
     }
     let ops = tx.ops;
@@ -312,7 +317,20 @@ export class ClusterState implements Replication {
       if (blob === null) throw new Error(`the blob ${tx.b} of stream message ${message.seq} is missing`);
       ops = (unpack(blob) as TxMessage).ops;
     }
-    await store.applyReplicated(ops ?? [], { key: POSITION_KEY, value: message.seq });
+    for (const op of ops ?? []) batch.ops.push(op);
+    batch.messages++;
+    batch.end = message.seq;
+  }
+
+  /** Applies the batch's ops in one transaction with its last sequence as the position. */
+  private async flush(batch: Batch): Promise<void> {
+    const store = this.store;
+    if (store === undefined || batch.messages === 0) return;
+    const ops = batch.ops;
+    batch.ops = [];
+    batch.messages = 0;
+    await store.applyReplicated(ops, { key: POSITION_KEY, value: batch.end });
+    this.advance(batch.end);
   }
 
   /** Ops of this boot's messages, kept until the applier passes them (by counter). */
