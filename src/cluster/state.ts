@@ -1,12 +1,12 @@
 // Owns durable state in JetStream: the replicated write log (publish with acknowledgement), the applier, catch-up and the node-local cache's lifecycle.
 import { randomUUID } from 'node:crypto';
 import { pack, unpack } from 'msgpackr';
-import { DeliverPolicy, StorageType, headers, nanos, type ConsumerMessages, type JetStreamClient, type JetStreamManager, type JsMsg, type NatsConnection, type ObjectStore } from 'nats';
+import { DeliverPolicy, StorageType, nanos, type ConsumerMessages, type JetStreamClient, type JetStreamManager, type JsMsg, type NatsConnection, type ObjectStore } from 'nats';
 import { unavailable } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Store } from '../store/env.js';
 import { DB } from '../store/keys.js';
-import type { ReplicatedOp, Replication } from '../store/replication.js';
+import { CLUSTER_CACHE_KEY, type ReplicatedOp, type Replication } from '../store/replication.js';
 import { DataDirLock } from './data-dir-lock.js';
 
 export const STATE_STREAM = 'PLAIT_STATE';
@@ -14,7 +14,7 @@ export const STATE_SUBJECT = 'plait.state.tx';
 export const BLOB_BUCKET = 'plait_blobs';
 /** DB.meta keys (node-local): where the applier is, and whether the cache may hold writes the stream lacks. */
 const POSITION_KEY = 'clusterApplied';
-const CACHE_KEY = 'clusterCache';
+const CACHE_KEY = CLUSTER_CACHE_KEY;
 
 /** A message on the stream: its origin (node and boot), the origin's counter, and the ops or the blob holding them. */
 interface TxMessage {
@@ -74,6 +74,7 @@ export class ClusterState implements Replication {
   private counter = 0;
   private readonly queue: Outbound[] = [];
   private retrying: Promise<void> | undefined;
+  private resendFailures = 0;
   /** Highest stream sequence applied to (or, for own messages, seen by) the local cache. */
   private applied = 0;
   private readonly waiters = new Set<{ seq: number; wake: () => void }>();
@@ -141,18 +142,28 @@ export class ClusterState implements Replication {
     });
   }
 
-  /** Sends one message (its blob first when too large) and resolves on the stream's acknowledgement. */
-  private async transmit(entry: Outbound): Promise<void> {
+  /**
+   * Sends one message and resolves on the stream's acknowledgement. Sends are issued in call order: a large
+   * message's blob upload holds back the messages after it (js.publish sends synchronously when called), while
+   * acknowledgements are awaited in parallel.
+   */
+  private transmit(entry: Outbound): Promise<void> {
     const msgID = `${this.origin}#${entry.n}`;
-    let data = entry.payload;
-    if (data.length > this.inlineLimit) {
-      await this.blobs.putBlob({ name: msgID }, data);
-      data = pack({ o: this.origin, n: entry.n, b: msgID } satisfies TxMessage);
-    }
-    const h = headers();
-    h.set('Nats-Msg-Id', msgID);
-    await this.js.publish(STATE_SUBJECT, data, { msgID, timeout: this.publishTimeoutMs, headers: h });
+    let acknowledged: Promise<unknown> = Promise.resolve();
+    const issued = this.sending.then(async () => {
+      let data = entry.payload;
+      if (data.length > this.inlineLimit) {
+        await this.blobs.putBlob({ name: msgID }, data);
+        data = pack({ o: this.origin, n: entry.n, b: msgID } satisfies TxMessage);
+      }
+      acknowledged = this.js.publish(STATE_SUBJECT, data, { msgID, timeout: this.publishTimeoutMs });
+    });
+    this.sending = issued.catch((error: unknown) => this.options.log.debug('state send failed', { error: String(error) }));
+    return issued.then(() => acknowledged).then(() => undefined);
   }
+
+  /** The last send issued (not its acknowledgement): the next send waits for it, so the stream gets commit order. */
+  private sending: Promise<unknown> = Promise.resolve();
 
   private acked(entry: Outbound): void {
     entry.acked = true;
@@ -183,7 +194,7 @@ export class ClusterState implements Replication {
       } catch (error) {
         this.tell(entry, unavailable('the cluster log (NATS JetStream) is unreachable; the write was not acknowledged, retry'));
         if (this.closed) return;
-        this.options.log.debug('state resend failed', { error: String(error) });
+        if (++this.resendFailures % 20 === 1) this.options.log.warn('state resend failed; writes wait behind it', { error: String(error), queued: this.queue.length, failures: this.resendFailures });
         await new Promise((resolve) => setTimeout(resolve, 500));
       }
     }

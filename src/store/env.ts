@@ -5,7 +5,7 @@ import { open, type Database, type Key, type RootDatabase } from 'lmdb';
 import type { Logger } from '../log.js';
 import { GroupCommit, type GroupedChange, type TransactionRoot } from './group-commit.js';
 import { DB, SCHEMA_VERSION, type DbName } from './keys.js';
-import { LOCAL_ONLY, Outgoing, PendingKeys, Recorder, type ChangeListener, type ReplicatedOp, type Replication } from './replication.js';
+import { CLUSTER_CACHE_KEY, LOCAL_ONLY, Outgoing, PendingKeys, Recorder, type ChangeListener, type ReplicatedOp, type Replication } from './replication.js';
 
 /**
  * Proof that code runs inside an all-or-nothing write transaction. Only `Store.transaction` and
@@ -88,7 +88,15 @@ export class Store {
     const root = open({ path: join(path, 'db'), maxDbs: 64 });
     const store = new Store(root, path, options);
     store.checkSchema();
+    if (options.replication === undefined) store.leaveCluster();
     return store;
+  }
+
+  /** A cluster node's cache opened alone: its writes from now on are not in the stream, so a cluster start must rebuild it. */
+  private leaveCluster(): void {
+    const meta = this.records<unknown>(DB.meta);
+    const marker = meta.get(CLUSTER_CACHE_KEY) as { dirty?: boolean } | undefined;
+    if (marker !== undefined && marker.dirty !== true) meta.putSync(CLUSTER_CACHE_KEY, { ...marker, dirty: true });
   }
 
   private checkSchema(): void {

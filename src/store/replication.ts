@@ -21,6 +21,12 @@ export interface Replication {
 /** What other nodes' writes changed, for in-memory caches that read these databases. */
 export type ChangeListener = (changed: ReadonlySet<DbName>) => void;
 
+/**
+ * DB.meta key of a cluster node's cache marker (src/cluster/state.ts): `{stream, dirty}`. Opening such a cache
+ * without cluster mode marks it dirty, since writes made then never reach the stream (the next cluster start rebuilds it).
+ */
+export const CLUSTER_CACHE_KEY = 'clusterCache';
+
 /** Databases never replicated: node-local bookkeeping (schema stamp, dev banner flag, replication position). */
 export const LOCAL_ONLY: ReadonlySet<DbName> = new Set<DbName>(['meta']);
 

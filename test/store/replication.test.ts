@@ -169,3 +169,13 @@ t.test('clearing a whole database refuses in cluster mode (the applier could not
   t.teardown(() => plain.close());
   t.doesNotThrow(() => plain.records<number>(DB.domains).clearSync(), 'no recording wrapper without a port');
 });
+
+t.test('a cluster cache opened without cluster mode is marked dirty (its writes will not be in the stream)', async (t) => {
+  const dir = t.testdir();
+  const first = Store.open(dir, { replication: new HeldPort() });
+  first.records<unknown>(DB.meta).putSync('clusterCache', { stream: 's', dirty: false });
+  await first.close();
+  const alone = Store.open(dir);
+  t.same(alone.records<unknown>(DB.meta).get('clusterCache'), { stream: 's', dirty: true });
+  await alone.close();
+});
