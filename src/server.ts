@@ -388,7 +388,7 @@ export async function startServer(config: Config, log: Logger, options: ServerOp
         }
         return services.permissionProvider.documentAccess(userId, key);
       },
-      ...(cluster === undefined ? {} : { relay: cluster.relay }),
+      ...(cluster === undefined ? {} : { relay: cluster.relay, catchUp: () => cluster.state.catchUpFound() }),
     }),
   );
   mountEmailLinks(app, {

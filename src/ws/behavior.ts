@@ -36,6 +36,8 @@ export interface SyncDeps {
   readonly domains?: { allows(apiKey: string, origin: string): boolean };
   /** Cluster mode: connections to a document another node owns are relayed to it (src/cluster/relay.ts). */
   readonly relay?: DocumentRelay;
+  /** Cluster mode: catches up with the cluster's state (true once done), so an API key another node just created is found. */
+  readonly catchUp?: () => Promise<boolean>;
   /** Directory changes (grants, groups, users, access types, disabled states): open sockets re-check their access. */
   readonly directory?: Pick<Directory, 'onChange'>;
 }
@@ -207,7 +209,9 @@ export function syncBehavior(deps: SyncDeps): WebSocketBehavior<Session> {
     if (deps.gate.closed) throw unavailable('the server is shutting down; reconnect shortly');
     const target = parseSyncTarget(request.url, request.query, request.secProtocol);
     const claims = await deps.userTokens.verify(target.token);
-    if (!apiKeyExists(deps.workspaces, claims.apiKey)) throw unauthenticated('the API key this token was issued for no longer exists');
+    if (!apiKeyExists(deps.workspaces, claims.apiKey) && !(deps.catchUp !== undefined && (await deps.catchUp()) && apiKeyExists(deps.workspaces, claims.apiKey))) {
+      throw unauthenticated('the API key this token was issued for no longer exists');
+    }
     if (deps.domains !== undefined && !deps.domains.allows(claims.apiKey, request.origin)) {
       throw permissionDenied(`origin ${request.origin} is not among this API key's domains`);
     }

@@ -5,7 +5,10 @@ import { Store } from '../../src/store/env.js';
 import { DB } from '../../src/store/keys.js';
 import { natsOrSkip, startNats } from '../helpers/nats.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
+import WebSocket from 'ws';
 import { workspaceHeaders } from '../helpers/api.js';
+import { delayProxy } from '../helpers/delay-proxy.js';
+import { editorOf, roomName, syncBase, userToken } from '../helpers/sync.js';
 
 /** Resolves when `node`'s applier next brings in other nodes' writes to `db`. */
 const appliedOn = (node: TestServer, db: string): Promise<void> =>
@@ -99,4 +102,36 @@ t.test('a node restarted with an empty, then a dirty, DATA_DIR rebuilds from the
   t.same(texts((await rebuilt.api.call(credentials, '/v2/commentannotations/get', scope)).body), ['b1: before'], 'and the acknowledged ones are back');
   await rebuilt.server.stop();
   await r1.server.stop();
+});
+
+t.test('a lookup that misses catches up first: a node whose NATS link lags still knows a key created elsewhere at once', async (t) => {
+  const bin = natsOrSkip(t);
+  if (bin === undefined) return;
+  const nats = await startNats(t, bin);
+  const root = t.testdir();
+  // Everything between n2 and NATS takes 300 ms each way, so n2's applier is far behind n1's acknowledgements.
+  const slow = await delayProxy(t, nats.port, 300);
+  const config = { secretKey: 'c'.repeat(64), clusterLeaseMs: 5_000 };
+  const n1 = await startTestServer(t, { ...config, natsUrl: nats.url, nodeId: 'm1' }, `${root}/m1`);
+  const n2 = await startTestServer(t, { ...config, natsUrl: `nats://127.0.0.1:${slow}`, nodeId: 'm2' }, `${root}/m2`);
+  const credentials = await n1.api.createWorkspace();
+  const missed: string[] = [];
+  n2.server.services.store.onReplicatedChange((changed) => changed.has(DB.apiKeys) && missed.push('applied'));
+  const first = await n2.api.call(credentials, '/v2/workspace/apikeyconfig/get', {});
+  t.equal(first.status, 200, 'the key created on n1 a moment ago authenticates on n2');
+  t.same(missed, ['applied'], 'n2 applied it while answering (the lookup missed, caught up, and ran again)');
+
+  // A sync socket on n2 for a key n2 has not applied yet is admitted after a catch-up.
+  const other = await n1.api.createWorkspace();
+  const room = { organizationId: 'org', documentId: 'fresh-key', editorId: 'main' };
+  const token = await userToken(n1.api, other, [editorOf(room)]);
+  const socket = new WebSocket(`${syncBase(n2.url)}/${roomName(room)}?token=${encodeURIComponent(token)}`);
+  const outcome = await new Promise<string>((resolve) => {
+    socket.on('open', () => resolve('open'));
+    socket.on('unexpected-response', (_request, response) => resolve(`refused ${response.statusCode}`));
+  });
+  socket.terminate();
+  t.equal(outcome, 'open', 'the socket is admitted');
+  await n2.server.stop();
+  await n1.server.stop();
 });
