@@ -216,7 +216,6 @@ export class ClusterState implements Replication {
    */
   async attach(store: Store): Promise<void> {
     this.lock = DataDirLock.take(store.path);
-    this.store = store;
     const meta = store.records<unknown>(DB.meta);
     const cache = meta.get(CACHE_KEY) as CacheState | undefined;
     const log = this.options.log;
@@ -236,6 +235,8 @@ export class ClusterState implements Replication {
       await store.wipeReplicated();
       meta.removeSync(POSITION_KEY);
     }
+    // From here on the cache is this node's: close() may mark it clean.
+    this.store = store;
     this.applied = (meta.get(POSITION_KEY) as number | undefined) ?? 0;
     meta.putSync(CACHE_KEY, { stream: this.streamCreated, dirty: true } satisfies CacheState);
     const from = this.applied;

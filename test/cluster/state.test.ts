@@ -77,6 +77,15 @@ t.test('a node restarted with an empty, then a dirty, DATA_DIR rebuilds from the
   const r1 = await startTestServer(t, config('r1'), `${root}/r1`);
   const r2 = await startTestServer(t, config('r2'), `${root}/r2`);
   await t.rejects(startTestServer(t, config('r3'), `${root}/r2`), /every node needs its own DATA_DIR/, 'a second node on one DATA_DIR is refused');
+  // A DATA_DIR of single-process mode is refused, and left as it was.
+  const single = Store.open(`${root}/single`);
+  await single.transaction(() => void single.records<unknown>(DB.domains).put(['k'], ['example.com']));
+  await single.close();
+  await t.rejects(startTestServer(t, config('r4'), `${root}/single`), /holds data written outside cluster mode/, 'single-process data is refused');
+  const untouched = Store.open(`${root}/single`);
+  t.equal(untouched.records<unknown>(DB.meta).get('clusterCache'), undefined, 'no cache marker was written');
+  await untouched.close();
+
   const credentials = await r1.api.createWorkspace();
   t.equal((await r2.api.call(credentials, '/v2/commentannotations/add', comment('b1', 'before'))).status, 200);
   await r2.server.stop();
