@@ -8,6 +8,7 @@ import type { Store } from '../store/env.js';
 import { DB } from '../store/keys.js';
 import { CLUSTER_CACHE_KEY, type ReplicatedOp, type Replication } from '../store/replication.js';
 import { DataDirLock } from './data-dir-lock.js';
+import { OriginOrder } from './origin-order.js';
 
 export const STATE_STREAM = 'PLAIT_STATE';
 export const STATE_SUBJECT = 'plait.state.tx';
@@ -174,9 +175,10 @@ export class ClusterState implements Replication {
 
   private failed(entry: Outbound, error: unknown): void {
     if (entry.acked) return;
-    this.options.log.warn('state publish failed; resending in order', { error: String(error), queued: this.queue.length });
     this.tell(entry, unavailable('the cluster log (NATS JetStream) is unreachable; the write was not acknowledged, retry'));
-    this.retrying ??= this.resend().finally(() => (this.retrying = undefined));
+    if (this.retrying !== undefined) return;
+    this.options.log.warn('state publish failed; resending in order', { error: String(error), queued: this.queue.length });
+    this.retrying = this.resend().finally(() => (this.retrying = undefined));
   }
 
   /** Resends every unacknowledged message in order, one at a time, until the queue is empty (or the node closes). */
@@ -329,7 +331,7 @@ export class ClusterState implements Replication {
       if (blob === null) throw new Error(`the blob ${tx.b} of stream message ${message.seq} is missing`);
       ops = (unpack(blob) as TxMessage).ops;
     }
-    for (const op of ops ?? []) batch.ops.push(op);
+    for (const op of this.order.admit(tx.o, tx.n, ops ?? []) ?? []) batch.ops.push(op);
     batch.messages++;
     batch.end = message.seq;
   }
@@ -344,6 +346,8 @@ export class ClusterState implements Replication {
     await store.applyReplicated(ops, { key: POSITION_KEY, value: batch.end });
     this.advance(batch.end);
   }
+
+  private readonly order = new OriginOrder();
 
   /** Ops of this boot's messages, kept until the applier passes them (by counter). */
   private readonly sent = new Map<number, readonly ReplicatedOp[]>();

@@ -158,6 +158,7 @@ export class PendingKeys {
   }
 }
 
-function keyId(op: ReplicatedOp): string {
+/** One string per database and key, for maps of keys. */
+export function keyId(op: ReplicatedOp): string {
   return `${op[0]}\u0000${JSON.stringify(op[1])}`;
 }

@@ -1,0 +1,45 @@
+// Owns the order of one origin's messages as the applier sees them: duplicates dropped, a late message kept from undoing later ones.
+import { keyId, type ReplicatedOp } from '../store/replication.js';
+
+/** A gap wider than this is taken as a fresh start of the count (a rebuild that began mid-stream), not as missing messages. */
+const MAX_GAP = 10_000;
+
+interface OriginState {
+  /** Highest counter seen. */
+  max: number;
+  /** Counters below `max` not seen yet: sent, not acknowledged, and resent later (or never). */
+  readonly missing: Set<number>;
+  /** While some are missing: each key written since, with the highest counter that wrote it. */
+  readonly later: Map<string, number>;
+}
+
+/**
+ * A node publishes its messages in commit order, but when its connection drops, a message written to the dying
+ * socket is lost while the next ones, buffered by the client, land after the reconnect; the lost one is resent and
+ * lands late. Applied as it comes, it would undo the later ones' writes on every other node (its origin keeps the
+ * later values). So a late message's writes to keys a later message of the same origin wrote are skipped, and a
+ * second copy (a resend past the stream's duplicate window) is dropped. State is kept per origin only while a gap is
+ * open; a gap left open by a node that died stays (its keys only, until this process restarts).
+ */
+export class OriginOrder {
+  private readonly origins = new Map<string, OriginState>();
+
+  /** The ops of message `n` of `origin` to apply (all, some, or undefined for a copy already applied). */
+  admit(origin: string, n: number, ops: readonly ReplicatedOp[]): readonly ReplicatedOp[] | undefined {
+    const state = this.origins.get(origin);
+    if (state === undefined || n > state.max + MAX_GAP) {
+      this.origins.set(origin, { max: n, missing: new Set(), later: new Map() });
+      return ops;
+    }
+    if (n > state.max) {
+      for (let missing = state.max + 1; missing < n; missing++) state.missing.add(missing);
+      state.max = n;
+      if (state.missing.size > 0) for (const op of ops) state.later.set(keyId(op), n);
+      return ops;
+    }
+    if (!state.missing.delete(n)) return undefined;
+    const kept = ops.filter((op) => (state.later.get(keyId(op)) ?? 0) < n);
+    if (state.missing.size === 0) state.later.clear();
+    return kept;
+  }
+}

@@ -1,0 +1,33 @@
+// Tests the applier's per-origin order: a message that lands late does not undo later writes of its origin; a second copy is dropped.
+import t from 'tap';
+import { OriginOrder } from '../../src/cluster/origin-order.js';
+import type { ReplicatedOp } from '../../src/store/replication.js';
+
+const put = (key: string, value: number): ReplicatedOp => ['domains', [key], value];
+
+t.test('in order: everything applies, once', async (t) => {
+  const order = new OriginOrder();
+  t.same(order.admit('a', 1, [put('k', 1)]), [put('k', 1)]);
+  t.same(order.admit('a', 2, [put('k', 2)]), [put('k', 2)]);
+  t.equal(order.admit('a', 2, [put('k', 2)]), undefined, 'a second copy is dropped');
+  t.equal(order.admit('a', 1, [put('k', 1)]), undefined, 'so is an old one');
+  t.same(order.admit('b', 7, [put('k', 9)]), [put('k', 9)], 'origins are counted apart; the first seen starts the count');
+});
+
+t.test('a late message skips the keys later messages of its origin wrote, and applies the others', async (t) => {
+  const order = new OriginOrder();
+  order.admit('a', 1, [put('x', 1)]);
+  t.same(order.admit('a', 3, [put('k', 3)]), [put('k', 3)], 'message 2 is missing');
+  t.same(order.admit('a', 4, [put('j', 4)]), [put('j', 4)]);
+  t.same(order.admit('a', 2, [put('k', 2), put('m', 2), put('j', 2)]), [put('m', 2)], 'only the key no later message wrote');
+  t.equal(order.admit('a', 2, [put('k', 2)]), undefined, 'the gap is closed: a copy is dropped');
+  t.same(order.admit('a', 5, [put('k', 5)]), [put('k', 5)]);
+});
+
+t.test('a jump wider than any gap restarts the count instead of waiting for thousands of messages', async (t) => {
+  const order = new OriginOrder();
+  order.admit('a', 1, [put('k', 1)]);
+  t.same(order.admit('a', 50_000, [put('k', 2)]), [put('k', 2)]);
+  t.same(order.admit('a', 50_001, [put('k', 3)]), [put('k', 3)]);
+  t.equal(order.admit('a', 2, [put('k', 0)]), undefined, 'nothing below the new start is waited for');
+});
