@@ -65,8 +65,11 @@ export class Store {
   private readonly replicating: Replicating | undefined;
   private readonly changeListeners: ChangeListener[] = [];
 
+  private readonly log: Pick<Logger, 'error'> | undefined;
+
   private constructor(private readonly root: RootDatabase, readonly path: string, options: StoreOptions) {
     const log = options.log;
+    this.log = log;
     this.writes = options.transactions?.(root) ?? root;
     const report = (error: unknown): void => (log === undefined ? process.emitWarning(String(error)) : log.error('group commit bookkeeping failed', { error }));
     if (options.replication !== undefined) {
@@ -165,7 +168,14 @@ export class Store {
       void this.raw(DB.meta).put(position.key, position.value);
     });
     if (changed.size === 0) return;
-    for (const listener of this.changeListeners) listener(changed);
+    for (const listener of this.changeListeners) {
+      try {
+        listener(changed);
+      } catch (error) {
+        // A cache that failed to drop must not stop the applier (it would apply the same batch again and again).
+        this.log?.error('a cache could not follow replicated writes', { error });
+      }
+    }
   }
 
   /** Cluster mode: this node's own writes reached the stream's applier (in stream order); earlier foreign writes no longer lose to them. */
