@@ -121,6 +121,13 @@ export class ClusterState implements Replication {
 
   // ---- publishing (the Replication port) ----
 
+  /** While earlier writes wait to be resent (the stream unreachable), new ones are refused before they commit. */
+  refusal(): Error | undefined {
+    if (this.closed) return unavailable('the node is stopping');
+    if (this.retrying !== undefined) return unavailable('the cluster log (NATS JetStream) is unreachable; earlier writes wait to be resent; retry shortly');
+    return undefined;
+  }
+
   publish(ops: readonly ReplicatedOp[]): Promise<void> {
     if (this.closed) return Promise.reject(unavailable('the node is stopping'));
     const n = ++this.counter;
@@ -385,10 +392,9 @@ export class ClusterState implements Replication {
     if (store !== undefined) {
       const meta = store.records<unknown>(DB.meta);
       if (unacked === 0) {
-        await store.transaction(() => {
-          void meta.put(POSITION_KEY, this.applied);
-          void meta.put(CACHE_KEY, { stream: this.streamCreated, dirty: false } satisfies CacheState);
-        });
+        // DB.meta is node-local (never recorded), and writes through the store are refused once closed.
+        meta.putSync(POSITION_KEY, this.applied);
+        meta.putSync(CACHE_KEY, { stream: this.streamCreated, dirty: false } satisfies CacheState);
       } else this.options.log.warn('stopping with writes the cluster log never acknowledged: the cache stays dirty and is rebuilt at the next start', { unacked });
     }
     this.lock?.release();

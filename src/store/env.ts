@@ -46,6 +46,8 @@ interface Replicating {
   batch: { place: number; ops: ReplicatedOp[] } | undefined;
   /** Keys this node wrote that the stream's applier has not passed yet. */
   readonly pending: PendingKeys;
+  /** Why writes are refused now (the port's `refusal`), or undefined. */
+  readonly refusal: () => Error | undefined;
 }
 
 export class StoreError extends Error {
@@ -79,7 +81,8 @@ export class Store {
         log?.error('a write outside a Store transaction', { db: op[0] });
         outgoing.complete(outgoing.reserve(), [op]).catch(report);
       });
-      this.replicating = { recorder, outgoing, batch: undefined, pending: new PendingKeys() };
+      const port = options.replication;
+      this.replicating = { recorder, outgoing, batch: undefined, pending: new PendingKeys(), refusal: () => port.refusal?.() };
     }
     this.group = new GroupCommit(this.writes, report, this.replicating === undefined ? undefined : (failed) => this.batchCommitted(failed));
   }
@@ -222,6 +225,8 @@ export class Store {
   transaction<T>(body: (tx: WriteTx) => T): Promise<T> {
     const replicating = this.replicating;
     if (replicating === undefined) return this.writes.childTransaction(() => synchronous(body(TX)));
+    const refusal = replicating.refusal();
+    if (refusal !== undefined) return Promise.reject(refusal);
     let recorded: { place: number; ops: ReplicatedOp[] } | undefined;
     return this.writes
       .childTransaction(() => {
@@ -250,6 +255,11 @@ export class Store {
    * child transaction inside the one LMDB transaction of the turn, and commits all of its writes or none.
    */
   transactionGrouped(change: GroupedWrite): void {
+    const refusal = this.replicating?.refusal();
+    if (refusal !== undefined) {
+      queueMicrotask(() => change.settle(refusal));
+      return;
+    }
     this.group.submit(new Grouped(change, this.replicating));
   }
 

@@ -16,6 +16,12 @@ export interface Replication {
    * (UNAVAILABLE) when they could not be made so in time — the caller then answers not-acknowledged.
    */
   publish(ops: readonly ReplicatedOp[]): Promise<void>;
+  /**
+   * Why no write should start now (the cluster log is unreachable and earlier writes wait to be resent), as the
+   * error to answer with; undefined when writes may go ahead. Asked before a transaction runs, so a refused write
+   * changes nothing, not even this node's cache.
+   */
+  refusal?(): Error | undefined;
 }
 
 /** What other nodes' writes changed, for in-memory caches that read these databases. */

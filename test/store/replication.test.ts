@@ -179,3 +179,26 @@ t.test('a cluster cache opened without cluster mode is marked dirty (its writes 
   t.same(alone.records<unknown>(DB.meta).get('clusterCache'), { stream: 's', dirty: true });
   await alone.close();
 });
+
+t.test('while the port refuses, writes fail before they run: nothing commits, not even locally', async (t) => {
+  const port = new HeldPort();
+  let refusing: Error | undefined = new Error('cluster log unreachable');
+  const store = Store.open(t.testdir(), { replication: Object.assign(port, { refusal: () => refusing }) });
+  t.teardown(() => store.close());
+  const db = store.records<number>(DB.domains);
+  await t.rejects(store.transaction(() => void db.put(['r'], 1)), /unreachable/);
+  let told: unknown;
+  store.transactionGrouped({ write: () => void db.put(['g'], 1), settle: (error) => (told = error) });
+  await store.group.settled();
+  await new Promise<void>((resolve) => queueMicrotask(resolve));
+  t.match(told, { message: 'cluster log unreachable' });
+  t.equal(db.get(['r']), undefined);
+  t.equal(db.get(['g']), undefined);
+  t.same(port.published, [], 'nothing published');
+  refusing = undefined;
+  const later = store.transaction(() => void db.put(['r'], 2));
+  await port.until(1);
+  port.ackAll();
+  await later;
+  t.equal(db.get(['r']), 2, 'writes go ahead once the port stops refusing');
+});
