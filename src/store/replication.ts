@@ -74,21 +74,28 @@ export class Recorder {
    */
   wrap<V>(name: DbName, db: Database<V, Key>): Database<V, Key> {
     const recorder = this;
+    /** Functions handed out, made once per property (reads are hot: no new closure per call). */
+    const made = new Map<PropertyKey, unknown>();
+    const handOut = (property: PropertyKey, make: () => unknown): unknown => {
+      let fn = made.get(property);
+      if (fn === undefined) made.set(property, (fn = make()));
+      return fn;
+    };
     return new Proxy(db, {
       get(target, property, receiver) {
         switch (property) {
           case 'put':
           case 'putSync':
-            return (key: Key, value: V, ...rest: unknown[]) => {
+            return handOut(property, () => (key: Key, value: V, ...rest: unknown[]) => {
               recorder.record([name, key, value]);
               return (target[property] as (...args: unknown[]) => unknown).call(target, key, value, ...rest);
-            };
+            });
           case 'remove':
           case 'removeSync':
-            return (key: Key, ...rest: unknown[]) => {
+            return handOut(property, () => (key: Key, ...rest: unknown[]) => {
               recorder.record([name, key]);
               return (target[property] as (...args: unknown[]) => unknown).call(target, key, ...rest);
-            };
+            });
           case 'clearSync':
           case 'clearAsync':
           case 'drop':
@@ -100,7 +107,7 @@ export class Recorder {
             };
           default: {
             const value: unknown = Reflect.get(target, property, receiver);
-            return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+            return typeof value === 'function' ? handOut(property, () => (value as (...args: unknown[]) => unknown).bind(target)) : value;
           }
         }
       },
