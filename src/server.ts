@@ -362,7 +362,7 @@ export async function startServer(config: Config, log: Logger, options: ServerOp
     openApi: buildOpenApi(operations, { title: 'Plait', version: plaitVersion() }),
     notReady: () => (stopping === undefined ? services.store.problem() : 'the server is stopping'),
   });
-  const metrics = createMetricsRegistry({ documents: () => services.documentActors.stats() });
+  const metrics = createMetricsRegistry({ documents: () => services.documentActors.stats(), ...(cluster === undefined ? {} : { state: () => cluster.state.stats() }) });
   const metricsApp = config.metricsPort === undefined ? app : uws.App();
   mountMetrics(metricsApp, metrics, { corsOrigin: config.corsOrigin, log });
   // A key expired for want of owner verification opens no sync connection either (its user tokens outlive it).

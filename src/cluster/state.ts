@@ -291,6 +291,11 @@ export class ClusterState implements Replication {
     return true;
   }
 
+  /** For the metrics: the applied position, writes waiting for their acknowledgement, whether writes are refused. */
+  stats(): { applied: number; unacknowledged: number; refusing: boolean } {
+    return { applied: this.applied, unacknowledged: this.queue.length, refusing: this.refusal() !== undefined };
+  }
+
   /** The stream position applied so far (for logs and tests). */
   get position(): number {
     return this.applied;

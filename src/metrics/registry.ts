@@ -5,6 +5,8 @@ import { groupCommitSeconds, groupCommitSize, mailboxCounts, restRequests, restS
 /** What the scrape reads from the server (src/doc/registry.ts `stats()`). */
 export interface MetricSources {
   documents(): { loaded: number; connections: number; mailboxDepth: number; mailboxMax: number };
+  /** Cluster mode only: the state log (src/cluster/state.ts). */
+  state?(): { applied: number; unacknowledged: number; refusing: boolean };
 }
 
 /** A counter whose value is a plain number kept by the hot path, brought up to date when scraped. */
@@ -43,6 +45,13 @@ export function createMetricsRegistry(sources: MetricSources, options: { default
   gauge('plait_documents_loaded', 'Documents loaded in memory (actors)', () => sources.documents().loaded);
   gauge('plait_mailbox_depth', 'Tasks queued in all document mailboxes', () => sources.documents().mailboxDepth);
   gauge('plait_mailbox_depth_max', 'Tasks queued in the fullest document mailbox', () => sources.documents().mailboxMax);
+
+  const state = sources.state;
+  if (state !== undefined) {
+    gauge('plait_cluster_state_applied_seq', 'Cluster mode: the state stream sequence this node has applied to its cache', () => state().applied);
+    gauge('plait_cluster_state_unacknowledged', 'Cluster mode: committed writes waiting for the state stream to acknowledge them', () => state().unacknowledged);
+    gauge('plait_cluster_state_refusing', 'Cluster mode: 1 while writes are refused because earlier ones wait to be resent', () => (state().refusing ? 1 : 0));
+  }
 
   mirroredCounter(registry, 'plait_sync_frames_in_total', 'Frames received on sync connections', () => syncCounts.framesIn);
   mirroredCounter(registry, 'plait_sync_frames_sent_total', 'Frames sent to one sync connection', () => syncCounts.framesSent);

@@ -58,6 +58,11 @@ t.test('three nodes on separate DATA_DIRs: a workspace created on one works on e
   await tokenApplied;
   t.equal((await s2.api.call(credentials, '/v2/workspace/apikeyconfig/get', {})).status, 403, "the old token no longer authenticates on s2 (its identity cache was dropped)");
 
+  const metrics = await (await fetch(`${s3.url}/metrics`)).text();
+  const applied = Number(/^plait_cluster_state_applied_seq (\d+)$/m.exec(metrics)?.[1]);
+  t.ok(applied > 0, `s3's metrics show the applied stream position (${applied})`);
+  t.match(metrics, /^plait_cluster_state_refusing 0$/m, 'and that writes are not refused');
+
   // Each node keeps its own LMDB: the rows are in s3's cache too, not only reachable through the owner.
   await s3.server.stop();
   const cache = Store.open(`${root}/s3`);
