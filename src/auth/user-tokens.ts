@@ -212,7 +212,7 @@ export class UserTokens {
   async verify(token: string): Promise<UserClaims> {
     let payload: JWTPayload;
     try {
-      ({ payload } = await jwtVerify(token, (header) => this.keyFor(header.kid), {
+      ({ payload } = await jwtVerify(token, (header) => (this.catchUp === undefined ? this.publicKeyFor(header.kid) : this.keyFor(header.kid)), {
         issuer: ISSUER,
         algorithms: [ALG],
         currentDate: new Date(this.now()),

@@ -195,7 +195,9 @@ async function serve(
   if (exchange.aborted) return exchange.finish();
   exchange.handling = true;
   try {
-    exchange.identity = await afterCatchUp(deps, ['PERMISSION_DENIED', 'UNAUTHENTICATED'], () => authenticate(op, deps.auth, presented));
+    // Without a cluster, exactly the synchronous check it always was (no await between reading and handling).
+    exchange.identity =
+      deps.catchUp === undefined ? authenticate(op, deps.auth, presented) : await afterCatchUp(deps, ['PERMISSION_DENIED', 'UNAUTHENTICATED'], () => authenticate(op, deps.auth, presented));
     if (exchange.origin !== '' && exchange.identity?.kind === 'apiKey' && deps.originPolicy !== undefined) {
       const policy = deps.originPolicy(exchange.identity.apiKey, exchange.origin);
       if (policy === 'refused') throw permissionDenied(`origin ${exchange.origin} is not among this API key's domains (see /v2/workspace/domains/get)`);
@@ -205,7 +207,7 @@ async function serve(
     if (!isJsonContentType(contentType)) throw unsupportedMediaType(contentType);
     const input = validate(parseEnvelope(raw));
     if (op.targetEmail !== undefined) deps.limits[op.targetEmail.limiter].take(op.targetEmail.of(input).trim().toLowerCase());
-    const reply = await afterCatchUp(deps, ['NOT_FOUND'], () => op.handle(input, exchange));
+    const reply = deps.catchUp === undefined ? await op.handle(input, exchange) : await afterCatchUp(deps, ['NOT_FOUND'], () => op.handle(input, exchange));
     if (exchange.aborted) {
       exchange.log.debug('client went away before the reply; the operation completed');
       return;
