@@ -37,6 +37,8 @@ export interface ExecutionRecord {
   } | null;
   readonly results?: readonly Finding[];
   readonly annotationIds?: readonly string[];
+  /** Internal, never in a reply: the process executing it (WorkerRole.processId), so recovery knows whose it is. */
+  readonly node?: string;
 }
 
 export interface RunInput {
@@ -54,6 +56,8 @@ const byId = (apiKey: string, id: string): Key => [apiKey, '#', id];
 export class AgentRuns {
   private readonly db: Database<ExecutionRecord | number, Key>;
   private readonly active = new Map<string, { controller: AbortController; done: Promise<void> }>();
+  /** Runs this process executes, from before their record is written until their outcome is: recovery skips them. */
+  private readonly mine = new Set<string>();
 
   constructor(
     private readonly deps: {
@@ -64,6 +68,8 @@ export class AgentRuns {
       readonly env: WorkerEnv;
       readonly log: Logger;
       readonly now?: () => number;
+      /** This process's id, recorded with each run it executes (default: one process, `local`). */
+      readonly processId?: string;
     },
   ) {
     this.db = deps.store.records<ExecutionRecord | number>(DB.agentExecutions);
@@ -73,16 +79,37 @@ export class AgentRuns {
     return (this.deps.now ?? Date.now)();
   }
 
-  /** Runs that were running when the process stopped can never finish: mark them failed at start. */
-  async recover(): Promise<number> {
+  /**
+   * Runs recorded as running whose process is gone (or which this process no longer runs: a restart) can never
+   * finish: mark them failed. `alive` says whether another process still runs (in a cluster, its liveness lease); a
+   * run of a live process is left alone, so a node starting never fails another node's runs. Called by the holder of
+   * the worker role when it takes the role and on its periodic scan.
+   */
+  async recover(alive: (processId: string) => Promise<boolean> = () => Promise.resolve(false)): Promise<number> {
+    const self = this.deps.processId ?? 'local';
+    const running: Array<{ key: Key; node: string | undefined; executionId: string }> = [];
+    for (const { key, value } of this.db.getRange({})) {
+      if (typeof value !== 'number' && value.status === 'running') running.push({ key, node: value.node, executionId: value.executionId });
+    }
+    const liveness = new Map<string, Promise<boolean>>();
+    const stale: typeof running = [];
+    for (const run of running) {
+      if (run.node === self ? this.mine.has(run.executionId) : run.node !== undefined && (await memo(liveness, run.node, alive))) continue;
+      stale.push(run);
+    }
+    if (stale.length === 0) return 0;
     let count = 0;
     await this.deps.store.transaction(() => {
-      for (const { key, value } of this.db.getRange({})) {
-        if (typeof value === 'number' || value.status !== 'running') continue;
-        this.db.putSync(key, { ...value, status: 'failed', completedAt: this.now(), error: { code: 'INTERRUPTED', message: 'the server stopped during the run' } });
+      for (const { key } of stale) {
+        const value = this.db.get(key);
+        // Read again inside the transaction: it may have finished meanwhile.
+        if (value === undefined || typeof value === 'number' || value.status !== 'running') continue;
+        if (value.node === self && this.mine.has(value.executionId)) continue;
+        this.db.putSync(key, { ...value, status: 'failed', completedAt: this.now(), error: { code: 'INTERRUPTED', message: 'the server running it stopped during the run' } });
         count++;
       }
     });
+    if (count > 0) this.deps.log.warn('interrupted agent runs marked failed', { count, nodes: [...new Set(stale.map((run) => run.node ?? 'unknown'))] });
     return count;
   }
 
@@ -107,16 +134,26 @@ export class AgentRuns {
       completedAt: null,
       error: null,
       summary: null,
+      node: this.deps.processId ?? 'local',
     };
-    await this.deps.store.transaction(() => {
-      this.db.putSync(byTime(apiKey, createdAt, executionId), record);
-      this.db.putSync(byId(apiKey, executionId), createdAt);
-    });
-    await this.deps.definitions.countRun(apiKey, input.agentId, createdAt);
+    this.mine.add(executionId);
+    try {
+      await this.deps.store.transaction(() => {
+        this.db.putSync(byTime(apiKey, createdAt, executionId), record);
+        this.db.putSync(byId(apiKey, executionId), createdAt);
+      });
+      await this.deps.definitions.countRun(apiKey, input.agentId, createdAt);
+    } catch (error) {
+      this.mine.delete(executionId);
+      throw error;
+    }
     const controller = new AbortController();
     const done = this.execute(apiKey, record, agent.behaviour, input.userContext ?? {}, controller.signal)
       .catch((error: unknown) => this.deps.log.error('agent run bookkeeping failed', { executionId, error }))
-      .finally(() => this.active.delete(executionId));
+      .finally(() => {
+        this.active.delete(executionId);
+        this.mine.delete(executionId);
+      });
     this.active.set(executionId, { controller, done });
     return { executionId };
   }
@@ -165,7 +202,7 @@ export class AgentRuns {
   }
 
   get(apiKey: string, executionId: string, includeResults: boolean): ExecutionRecord {
-    const record = this.record(apiKey, executionId);
+    const { node: _node, ...record } = this.record(apiKey, executionId);
     if (includeResults) return record;
     const { results: _results, ...rest } = record;
     return rest;
@@ -201,7 +238,7 @@ export class AgentRuns {
         more = true;
         break;
       }
-      const { results: _results, ...row } = value;
+      const { results: _results, node: _node, ...row } = value;
       executions.push(row);
     }
     const last = executions.at(-1);
@@ -236,6 +273,13 @@ export class AgentRuns {
   async finished(executionId: string): Promise<void> {
     await this.active.get(executionId)?.done;
   }
+}
+
+/** One liveness question per process per recovery pass. */
+function memo(cache: Map<string, Promise<boolean>>, processId: string, alive: (processId: string) => Promise<boolean>): Promise<boolean> {
+  let answer = cache.get(processId);
+  if (answer === undefined) cache.set(processId, (answer = alive(processId)));
+  return answer;
 }
 
 function encodeToken(createdAt: number, id: string): string {

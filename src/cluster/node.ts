@@ -11,11 +11,12 @@ import type { Logger } from '../log.js';
 import { Leases } from './leases.js';
 import { Relay } from './relay.js';
 import { RestForwarding } from './rest-forward.js';
+import { WorkerLease } from './worker-lease.js';
 
 /** How long a graceful stop waits for the NATS connection to drain before closing it. */
 const STOP_DRAIN_MS = 2_000;
 
-export type ClusterConfig = Pick<Config, 'natsUrl' | 'nodeId' | 'host' | 'port' | 'clusterLeaseMs'>;
+export type ClusterConfig = Pick<Config, 'natsUrl' | 'nodeId' | 'host' | 'port' | 'clusterLeaseMs'> & Partial<Pick<Config, 'clusterReplicas'>>;
 
 /** NODE_ID, else HOST:PORT; with PORT=0 the port is not known yet, so the host name and process id. */
 export function nodeIdOf(config: ClusterConfig): string {
@@ -30,8 +31,13 @@ export class ClusterNode {
     readonly leases: Leases,
     readonly relay: Relay,
     readonly rest: RestForwarding,
+    /** The worker role (once-only background work) and this node's liveness: the core's WorkerRole port. */
+    readonly worker: WorkerLease,
     private readonly log: Logger,
   ) {}
+
+  /** Set by `drain()`: no new document is claimed here, so the ones it serves can only move away. */
+  private draining = false;
 
   /** Connects to NATS (reconnecting by itself for ever), binds the lease bucket and starts the relay's inbox. */
   static async start(config: ClusterConfig, log: Logger, local: TopicPublisher): Promise<ClusterNode> {
@@ -43,7 +49,9 @@ export class ClusterNode {
         if (status.type === 'disconnect' || status.type === 'reconnect' || status.type === 'error') log.warn(`nats ${status.type}`, { data: String(status.data) });
       }
     })();
-    const leases = await Leases.open(nc, { nodeId, leaseMs: config.clusterLeaseMs, log });
+    const replicas = config.clusterReplicas ?? 1;
+    const leases = await Leases.open(nc, { nodeId, leaseMs: config.clusterLeaseMs, log, replicas });
+    const worker = await WorkerLease.start(nc, { nodeId, leaseMs: config.clusterLeaseMs, replicas, log });
     const relay = new Relay({
       nc,
       nodeId,
@@ -52,8 +60,8 @@ export class ClusterNode {
       ownerOf: (key) => leases.owner(documentKeyString(key)),
       watchMs: Math.max(250, Math.floor(config.clusterLeaseMs / 3)),
     });
-    log.info('joined the cluster', { nodeId, nats: config.natsUrl, leaseMs: config.clusterLeaseMs });
-    return new ClusterNode(nodeId, nc, leases, relay, new RestForwarding(nc, nodeId, log), log);
+    log.info('joined the cluster', { nodeId, nats: config.natsUrl, leaseMs: config.clusterLeaseMs, replicas });
+    return new ClusterNode(nodeId, nc, leases, relay, new RestForwarding(nc, nodeId, log), worker, log);
   }
 
   /** The core's ownership port, backed by the leases (the lease key is the document key string). */
@@ -62,6 +70,8 @@ export class ClusterNode {
     return {
       owns: (key: DocumentKey) => leases.owns(documentKeyString(key)),
       claim: async (key: DocumentKey): Promise<Ownership> => {
+        // A draining node takes no new document: the caller is told to retry, and its retry lands on another node.
+        if (this.draining) throw unavailable('this node is draining; retry shortly');
         try {
           return await leases.claim(documentKeyString(key));
         } catch (error) {
@@ -90,9 +100,16 @@ export class ClusterNode {
     this.rest.serve(`http://${loopback.includes(':') ? `[${loopback}]` : loopback}:${port}`);
   }
 
+  /** First step of a graceful stop (SIGTERM): from now on this node claims no new document. */
+  drain(): void {
+    this.draining = true;
+  }
+
   /** Graceful stop, after the documents were unloaded: stop relaying, release every lease, drain the connection. */
   async stop(): Promise<void> {
+    this.draining = true;
     this.rest.stop();
+    await this.worker.close();
     await this.relay.close();
     await this.leases.close();
     // drain() waits for the server; with NATS away it would wait for ever, so it gets a bound and then a close.

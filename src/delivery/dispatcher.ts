@@ -16,6 +16,8 @@ export interface DispatcherOptions {
   /** How often an idle dispatcher looks at the outbox. */
   readonly pollMs?: number;
   readonly batchSize?: number;
+  /** Whether this process may dispatch now (the worker role, src/worker-role.ts); default: always. */
+  readonly mayRun?: () => boolean;
 }
 
 /** A claimed event not acked within this time (a crash mid-plan) is claimed again; planning is idempotent. */
@@ -36,7 +38,15 @@ export class Dispatcher {
   async stop(): Promise<void> {
     this.running = false;
     if (this.timer !== undefined) clearTimeout(this.timer);
+    this.timer = undefined;
     await this.pumping;
+  }
+
+  /** New events were committed (here or on another node): look at once instead of at the next poll. */
+  wake(): void {
+    if (!this.running) return;
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.schedule(0);
   }
 
   /**
@@ -63,6 +73,7 @@ export class Dispatcher {
 
   private async pumpOnce(): Promise<number> {
     const { outbox, store, planners, clock, queue, log } = this.options;
+    if (this.options.mayRun?.() === false) return 0;
     const now = clock.now();
     const events = await outbox.claim({ limit: this.options.batchSize ?? 100, leaseMs: LEASE_MS, now });
     if (events.length === 0) return 0;

@@ -16,8 +16,20 @@ export interface ClaimOptions {
 export class Outbox {
   private readonly db: Database<OutboxEvent, Key>;
 
+  private readonly commitListeners: Array<() => void> = [];
+
   constructor(private readonly store: Store) {
     this.db = store.records<OutboxEvent>(DB.outbox);
+  }
+
+  /** Told after a transaction that appended events committed (the worker's wake-up; see src/worker-role.ts). */
+  onCommitted(listener: () => void): void {
+    this.commitListeners.push(listener);
+  }
+
+  /** The appender's transaction committed: its events can be claimed now. Called by whoever appended. */
+  committed(): void {
+    for (const listener of this.commitListeners) listener();
   }
 
   /** Writes one event in the caller's transaction; its seq is one past the highest committed or pending seq. */

@@ -5,6 +5,7 @@ import { notFound } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Store } from '../store/env.js';
 import { DB } from '../store/keys.js';
+import { LocalWorkerRole, type WorkerRole } from '../worker-role.js';
 
 export type JobStatus = 'pending' | 'in_progress' | 'completed' | 'failed';
 
@@ -33,9 +34,20 @@ export class Jobs {
   private readonly runners = new Map<string, JobRunner<unknown, unknown>>();
   /** Jobs running in this process, so stop() can wait for them. */
   private readonly running = new Set<Promise<void>>();
+  /** Their ids, so a scan never starts a job twice in this process. */
+  private readonly runningIds = new Set<string>();
   private stopped = false;
 
-  constructor(private readonly store: Store, private readonly log: Logger, private readonly now: () => number = Date.now) {
+  /**
+   * `role`: only the holder of the worker role runs jobs (one process: always this one). A job submitted on another
+   * node is recorded there and the holder is woken; the holder also scans for unfinished jobs (`resume`).
+   */
+  constructor(
+    private readonly store: Store,
+    private readonly log: Logger,
+    private readonly now: () => number = Date.now,
+    private readonly role: Pick<WorkerRole, 'held' | 'wake'> = new LocalWorkerRole(),
+  ) {
     this.db = store.records<JobRecord>(DB.jobs);
   }
 
@@ -43,12 +55,13 @@ export class Jobs {
     this.runners.set(kind, runner as JobRunner<unknown, unknown>);
   }
 
-  /** Records the job (committed before this resolves, so it survives a crash) and starts it. */
+  /** Records the job (committed before this resolves, so it survives a crash) and starts it here or wakes the worker. */
   async submit<P>(apiKey: string, kind: string, params: P, jobId = randomId(24)): Promise<JobRecord<P>> {
     const now = this.now();
     const job: JobRecord<P> = { jobId, apiKey, kind, params, status: 'pending', createdAt: now, updatedAt: now };
     await this.store.transaction(() => this.db.putSync([apiKey, jobId], job));
-    this.start(job);
+    if (this.role.held()) this.start(job);
+    else this.role.wake('jobs');
     return job;
   }
 
@@ -59,11 +72,16 @@ export class Jobs {
     return job;
   }
 
-  /** Starts every job a stop or crash left pending or in progress (call once, after every runner is registered). */
+  /**
+   * Starts every job left pending or in progress (by a stop, a crash, or another node) that is not running here
+   * already; call after every runner is registered. The worker calls it when it takes the role, on a wake-up and on
+   * its periodic scan.
+   */
   resume(): number {
+    if (this.stopped || !this.role.held()) return 0;
     let resumed = 0;
     for (const { value } of this.db.getRange()) {
-      if (value.status === 'pending' || value.status === 'in_progress') {
+      if ((value.status === 'pending' || value.status === 'in_progress') && !this.runningIds.has(value.jobId)) {
         this.start(value);
         resumed++;
       }
@@ -84,13 +102,18 @@ export class Jobs {
   }
 
   private start(job: JobRecord): void {
-    if (this.stopped) return;
+    // Not the worker (any more): the holder runs it. A job already running here finishes (see docs/cluster.md).
+    if (this.stopped || !this.role.held() || this.runningIds.has(job.jobId)) return;
     const runner = this.runners.get(job.kind);
     if (runner === undefined) {
       this.log.error('no runner for a stored job; it stays pending', { kind: job.kind, jobId: job.jobId });
       return;
     }
-    const run = this.run(job, runner).finally(() => this.running.delete(run));
+    this.runningIds.add(job.jobId);
+    const run = this.run(job, runner).finally(() => {
+      this.running.delete(run);
+      this.runningIds.delete(job.jobId);
+    });
     this.running.add(run);
   }
 
