@@ -1,0 +1,108 @@
+// Tests once-only background work in a three-process cluster: each event delivered once by one node, jobs run by the worker, take-over after SIGKILL.
+import t from 'tap';
+import { ApiClient, type Credentials } from '../helpers/api.js';
+import { natsOrSkip, startNats } from '../helpers/nats.js';
+import { startServerProcess, type ServerProcess } from '../helpers/process.js';
+import { startReceiver, type Received } from '../helpers/receiver.js';
+
+/** Polls a REST read until `ready` holds: the servers' committed state, not a timer, decides when the test goes on. */
+async function until<T>(read: () => Promise<T>, ready: (value: T) => boolean): Promise<T> {
+  for (;;) {
+    const value = await read();
+    if (ready(value)) return value;
+    await new Promise<void>((resolve) => setImmediate(resolve));
+  }
+}
+
+const annotationOf = (request: Received): string =>
+  (JSON.parse(request.body) as { data: { commentAnnotation: { annotationId: string } } }).data.commentAnnotation.annotationId;
+
+const holds = (node: ServerProcess): boolean => node.stdout().includes('worker role taken');
+
+const thread = (documentId: string, annotationId: string): unknown => ({
+  organizationId: 'org',
+  documentId,
+  commentAnnotations: [{ annotationId, commentData: [{ commentText: `about ${annotationId}`, from: { userId: 'alice', name: 'Alice' } }] }],
+});
+
+t.test('three nodes: every event is delivered exactly once by the worker; SIGKILL the worker and another takes over', async (t) => {
+  const bin = natsOrSkip(t);
+  if (bin === undefined) return;
+  const nats = await startNats(t, bin);
+  const receiver = await startReceiver(t);
+  const dataDir = t.testdir();
+  const env = (nodeId: string): Record<string, string> => ({
+    DATA_DIR: dataDir,
+    NATS_URL: nats.url,
+    SECRET_KEY: 'o'.repeat(64),
+    NODE_ID: nodeId,
+    CLUSTER_LEASE_MS: '2000',
+    DEV_BOOTSTRAP: 'false',
+    LOG_LEVEL: 'info',
+    OUTBOUND_ALLOWED_NETWORKS: '127.0.0.0/8',
+  });
+  const nodes: ServerProcess[] = [];
+  for (const id of ['o1', 'o2', 'o3']) nodes.push(await startServerProcess(t, env(id)));
+  t.equal(nodes.filter(holds).length, 1, 'exactly one node took the worker role');
+  const worker = nodes.find(holds) as ServerProcess;
+  const others = nodes.filter((node) => node !== worker);
+  const apis = nodes.map((node) => new ApiClient(`http://127.0.0.1:${node.port}`));
+  const otherApis = others.map((node) => new ApiClient(`http://127.0.0.1:${node.port}`));
+  const first = apis[0] as ApiClient;
+  const credentials: Credentials = await first.createWorkspace();
+  await first.call(credentials, '/v2/workspace/advancedwebhookconfig/update', { isEnabled: true });
+  const endpoint = await first.call<{ id: string }>(credentials, '/v2/workspace/advancedwebhook/endpoints/create', { url: `${receiver.url}/hook` });
+  const endpointId = endpoint.body.result?.data.id ?? '';
+  t.ok(endpointId.startsWith('ep_'), 'an endpoint on the loopback receiver');
+
+  // N events written through every node, on documents each node comes to own (or forwards to their owner).
+  const N = 12;
+  for (let i = 0; i < N; i++) {
+    const api = apis[i % apis.length] as ApiClient;
+    const added = await api.call(credentials, '/v2/commentannotations/add', thread(`doc-${i % 4}`, `before-${i}`));
+    t.equal(added.status, 200, `event ${i} acknowledged by node ${i % apis.length}`);
+  }
+  const firstWave = await receiver.waitFor(N);
+  t.same(new Set(firstWave.map(annotationOf)).size, N, 'every event of the first wave arrived');
+
+  // A job submitted on a node that is not the worker is run by the worker (the submitting node only records it).
+  await first.call(credentials, '/v2/users/add', { organizationId: 'org', users: [{ userId: 'gone', name: 'Gone', email: 'gone@example.com' }] });
+  const otherApi = otherApis[0] as ApiClient;
+  const erase = await otherApi.call(credentials, '/v1/users/data/delete', { userId: 'gone' });
+  t.equal(erase.status, 202, 'an erase job was accepted by a node that does not hold the worker role');
+  const jobId = (erase.body as unknown as { data: { jobId: string } }).data.jobId;
+  const status = await until(
+    async () => (await otherApi.call<{ status: string; erased: Record<string, number> }>(credentials, '/v2/users/data/delete/status', { jobId })).body.result?.data,
+    (data) => data?.status === 'completed' || data?.status === 'failed',
+  );
+  t.equal(status?.status, 'completed', 'the worker ran it');
+  t.equal(status?.erased['directory'], 1, 'and it erased the user once');
+
+  // Kill the worker while idle: a survivor takes the role within the lease time and delivers what comes next.
+  worker.child.kill('SIGKILL');
+  await worker.exited;
+  const M = 6;
+  for (let i = 0; i < M; i++) {
+    const api = otherApis[i % otherApis.length] as ApiClient;
+    const added = await api.call(credentials, '/v2/commentannotations/add', thread(`after-${i % 3}`, `after-${i}`));
+    t.equal(added.status, 200, `event ${N + i} acknowledged after the kill`);
+  }
+  const all = await receiver.waitFor(N + M);
+  t.equal(others.filter(holds).length, 1, 'exactly one survivor took the worker role over');
+  const ids = all.map((request) => String(request.headers['webhook-id']));
+  t.equal(new Set(ids).size, ids.length, 'no webhook-id was sent twice');
+  t.same(
+    all.map(annotationOf).sort(),
+    [...Array.from({ length: N }, (_, i) => `before-${i}`), ...Array.from({ length: M }, (_, i) => `after-${i}`)].sort(),
+    'each event delivered exactly once, before and after the take-over',
+  );
+  // Each message records exactly one attempt: no second node attempted it (a duplicate would add an attempt).
+  const survivor = otherApis[0] as ApiClient;
+  for (const id of ids) {
+    const attempts = await survivor.call<{ status: string; attempts: unknown[] }>(credentials, '/v2/workspace/advancedwebhook/endpoints/messages/attempts/get', { endpointId, messageId: id });
+    t.equal(attempts.body.result?.data.attempts.length, 1, `one attempt for ${id}`);
+  }
+  t.equal(receiver.requests.length, N + M, 'and nothing more arrived meanwhile');
+  for (const node of others) node.child.kill('SIGTERM');
+  for (const node of others) t.equal(await node.exited, 0, 'a survivor stopped cleanly');
+});
