@@ -7,8 +7,6 @@ import type { WorkerRole } from './worker-role.js';
 
 /** The backstop: how often the holder looks for work nobody woke it for (a lost wake-up, a row from another node). */
 export const WORK_SCAN_MS = 5_000;
-/** Agent-run recovery reads every run record: every this many scans only (and whenever the role is taken). */
-const RUN_RECOVERY_EVERY = 12;
 
 export interface BackgroundWorkDeps {
   readonly role: WorkerRole;
@@ -32,7 +30,6 @@ export class BackgroundWork {
   private stopped = false;
   /** The current start or pause, so a quick lose-then-take never runs both halves at once. */
   private transition: Promise<void> = Promise.resolve();
-  private scans = 0;
 
   constructor(private readonly deps: BackgroundWorkDeps) {}
 
@@ -62,6 +59,7 @@ export class BackgroundWork {
   private follow(held: boolean): void {
     this.transition = this.transition.then(async () => {
       if (held && !this.stopped && this.deps.role.held()) {
+        this.deps.delivery.dispatcher.takeOver();
         if (this.deps.autoDeliver) this.deps.delivery.start();
         this.scan(true);
       } else if (!held && this.deps.autoDeliver) {
@@ -74,7 +72,7 @@ export class BackgroundWork {
     const { role, jobs, runs, log } = this.deps;
     if (this.stopped || !role.held()) return;
     jobs.resume();
-    if (!taken && ++this.scans % RUN_RECOVERY_EVERY !== 0) return;
-    runs.recover((processId) => role.alive(processId)).catch((error: unknown) => log.warn('recovering interrupted agent runs failed; retrying at the next scan', { error: String(error) }));
+    // Taking the role reads every run row once (rows from before the running index); later scans read the index.
+    runs.recover((processId) => role.alive(processId), { full: taken }).catch((error: unknown) => log.warn('recovering interrupted agent runs failed; retrying at the next scan', { error: String(error) }));
   }
 }

@@ -52,9 +52,18 @@ export interface RunInput {
 /** [apiKey, createdAt, executionId] rows sort by time; the id lookup is a second key per run. */
 const byTime = (apiKey: string, createdAt: number, id: string): Key => [apiKey, createdAt, id];
 const byId = (apiKey: string, id: string): Key => [apiKey, '#', id];
+/**
+ * [0, executionId] -> [apiKey, createdAt] while a run is running: the worker's recovery reads only these. A number
+ * first, so no apiKey range (list, count) ever meets them.
+ */
+const RUNNING = 0;
+const runningKey = (id: string): Key => [RUNNING, id];
+type RunningEntry = readonly [apiKey: string, createdAt: number];
+type Row = ExecutionRecord | number | RunningEntry;
+const isRecord = (value: Row | undefined): value is ExecutionRecord => typeof value === 'object' && !Array.isArray(value);
 
 export class AgentRuns {
-  private readonly db: Database<ExecutionRecord | number, Key>;
+  private readonly db: Database<Row, Key>;
   private readonly active = new Map<string, { controller: AbortController; done: Promise<void> }>();
   /** Runs this process executes, from before their record is written until their outcome is: recovery skips them. */
   private readonly mine = new Set<string>();
@@ -72,7 +81,7 @@ export class AgentRuns {
       readonly processId?: string;
     },
   ) {
-    this.db = deps.store.records<ExecutionRecord | number>(DB.agentExecutions);
+    this.db = deps.store.records<Row>(DB.agentExecutions);
   }
 
   private now(): number {
@@ -85,11 +94,14 @@ export class AgentRuns {
    * run of a live process is left alone, so a node starting never fails another node's runs. Called by the holder of
    * the worker role when it takes the role and on its periodic scan.
    */
-  async recover(alive: (processId: string) => Promise<boolean> = () => Promise.resolve(false)): Promise<number> {
+  async recover(alive: (processId: string) => Promise<boolean> = () => Promise.resolve(false), options: { readonly full?: boolean } = {}): Promise<number> {
     const self = this.deps.processId ?? 'local';
     const running: Array<{ key: Key; node: string | undefined; executionId: string }> = [];
-    for (const { key, value } of this.db.getRange({})) {
-      if (typeof value !== 'number' && value.status === 'running') running.push({ key, node: value.node, executionId: value.executionId });
+    // `full`: every row (when the role is taken: rows written before the running index existed); else the index.
+    const rows = options.full === true ? this.db.getRange({}) : this.db.getRange({ start: [RUNNING], end: [RUNNING + 1] });
+    for (const { key, value } of rows) {
+      const record = Array.isArray(value) ? this.db.get(byTime(...(value as RunningEntry), String((key as Key[])[1]))) : value;
+      if (isRecord(record) && record.status === 'running') running.push({ key: byTime(apiKeyOf(key, value), record.createdAt, record.executionId), node: record.node, executionId: record.executionId });
     }
     const liveness = new Map<string, Promise<boolean>>();
     const stale: typeof running = [];
@@ -100,12 +112,13 @@ export class AgentRuns {
     if (stale.length === 0) return 0;
     let count = 0;
     await this.deps.store.transaction(() => {
-      for (const { key } of stale) {
+      for (const { key, executionId } of stale) {
         const value = this.db.get(key);
         // Read again inside the transaction: it may have finished meanwhile.
-        if (value === undefined || typeof value === 'number' || value.status !== 'running') continue;
+        if (!isRecord(value) || value.status !== 'running') continue;
         if (value.node === self && this.mine.has(value.executionId)) continue;
         this.db.putSync(key, { ...value, status: 'failed', completedAt: this.now(), error: { code: 'INTERRUPTED', message: 'the server running it stopped during the run' } });
+        this.db.removeSync(runningKey(executionId));
         count++;
       }
     });
@@ -141,6 +154,7 @@ export class AgentRuns {
       await this.deps.store.transaction(() => {
         this.db.putSync(byTime(apiKey, createdAt, executionId), record);
         this.db.putSync(byId(apiKey, executionId), createdAt);
+        this.db.putSync(runningKey(executionId), [apiKey, createdAt]);
       });
       await this.deps.definitions.countRun(apiKey, input.agentId, createdAt);
     } catch (error) {
@@ -191,13 +205,16 @@ export class AgentRuns {
   }
 
   private async finish(apiKey: string, record: ExecutionRecord, outcome: Pick<ExecutionRecord, 'status' | 'error' | 'summary'> & Partial<ExecutionRecord>): Promise<void> {
-    await this.deps.store.transaction(() => this.db.putSync(byTime(apiKey, record.createdAt, record.executionId), { ...record, ...outcome, completedAt: this.now() }));
+    await this.deps.store.transaction(() => {
+      this.db.putSync(byTime(apiKey, record.createdAt, record.executionId), { ...record, ...outcome, completedAt: this.now() });
+      this.db.removeSync(runningKey(record.executionId));
+    });
   }
 
   private record(apiKey: string, executionId: string): ExecutionRecord {
     const createdAt = this.db.get(byId(apiKey, executionId));
     const record = typeof createdAt === 'number' ? this.db.get(byTime(apiKey, createdAt, executionId)) : undefined;
-    if (record === undefined || typeof record === 'number') throw notFound(`execution ${executionId} not found`);
+    if (!isRecord(record)) throw notFound(`execution ${executionId} not found`);
     return record;
   }
 
@@ -230,7 +247,7 @@ export class AgentRuns {
     const executions: ExecutionRecord[] = [];
     let more = false;
     for (const { value } of this.db.getRange({ start, end: [apiKey, 0], reverse: true })) {
-      if (typeof value === 'number') continue;
+      if (!isRecord(value)) continue;
       if (after !== undefined && value.executionId === after) continue;
       if (options.agentId !== undefined && value.agentId !== options.agentId) continue;
       if (options.status !== undefined && value.status !== options.status) continue;
@@ -250,7 +267,7 @@ export class AgentRuns {
     const byAgent: Record<string, number> = {};
     let total = 0;
     for (const { value } of this.db.getRange({ start: [apiKey, 0], end: [apiKey, Number.MAX_SAFE_INTEGER] })) {
-      if (typeof value === 'number' || (agentId !== undefined && value.agentId !== agentId)) continue;
+      if (!isRecord(value) || (agentId !== undefined && value.agentId !== agentId)) continue;
       total++;
       byStatus[value.status] = (byStatus[value.status] ?? 0) + 1;
       byAgent[value.agentId] = (byAgent[value.agentId] ?? 0) + 1;
@@ -273,6 +290,11 @@ export class AgentRuns {
   async finished(executionId: string): Promise<void> {
     await this.active.get(executionId)?.done;
   }
+}
+
+/** The apiKey of a row read in recovery: the index entry's value, or the record's own key. */
+function apiKeyOf(key: Key, value: Row): string {
+  return Array.isArray(value) ? String(value[0]) : String((key as Key[])[0]);
 }
 
 /** One liveness question per process per recovery pass. */

@@ -27,6 +27,7 @@ export class Dispatcher {
   private timer: NodeJS.Timeout | undefined;
   private running = false;
   private pumping: Promise<number> | undefined;
+  private reclaim = false;
 
   constructor(private readonly options: DispatcherOptions) {}
 
@@ -40,6 +41,14 @@ export class Dispatcher {
     if (this.timer !== undefined) clearTimeout(this.timer);
     this.timer = undefined;
     await this.pumping;
+  }
+
+  /**
+   * This process just became the one dispatcher (the worker role, or a start): events a dead dispatcher claimed but
+   * never acked are taken at once instead of after their claim lapses (planning is idempotent).
+   */
+  takeOver(): void {
+    this.reclaim = true;
   }
 
   /** New events were committed (here or on another node): look at once instead of at the next poll. */
@@ -75,7 +84,9 @@ export class Dispatcher {
     const { outbox, store, planners, clock, queue, log } = this.options;
     if (this.options.mayRun?.() === false) return 0;
     const now = clock.now();
-    const events = await outbox.claim({ limit: this.options.batchSize ?? 100, leaseMs: LEASE_MS, now });
+    const reclaim = this.reclaim;
+    this.reclaim = false;
+    const events = await outbox.claim({ limit: this.options.batchSize ?? 100, leaseMs: LEASE_MS, now, reclaim });
     if (events.length === 0) return 0;
     await store.transaction((tx) => {
       for (const event of events) {

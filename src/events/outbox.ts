@@ -10,6 +10,8 @@ export interface ClaimOptions {
   /** How long a claimed event stays invisible to other claims; an unacked event comes back after it. */
   readonly leaseMs: number;
   readonly now: number;
+  /** Take claimed events too: a new dispatcher taking over from a dead one (whose claims would hold them until they lapse). */
+  readonly reclaim?: boolean;
 }
 
 /** Keys are the bare seq number, not [seq]: lmdb-js reads a one-element array key back as a bare number, which get() then misses. */
@@ -70,7 +72,7 @@ export class Outbox {
       const claimed: OutboxEvent[] = [];
       for (const { value } of this.db.getRange({ start: 0 })) {
         if (claimed.length >= options.limit) break;
-        if (value.claimedUntil !== undefined && value.claimedUntil > options.now) continue;
+        if (options.reclaim !== true && value.claimedUntil !== undefined && value.claimedUntil > options.now) continue;
         const leased: OutboxEvent = { ...value, claimedUntil: options.now + options.leaseMs, attempts: value.attempts + 1 };
         this.db.putSync(value.seq, leased);
         claimed.push(leased);
