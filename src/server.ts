@@ -405,9 +405,8 @@ export async function startServer(config: Config, log: Logger, options: ServerOp
   const background = new BackgroundWork({ role: services.workerRole, delivery: services.delivery, jobs: services.jobs, runs: services.agents.runs, log: log.child({ component: 'background' }), autoDeliver: options.autoDeliver !== false });
   background.start();
   const stop = async (): Promise<void> => {
-    // Drain (docs/cluster.md): readiness is false from here on; a cluster node claims no new document.
-    cluster?.drain();
-    // No new connections; requests on open connections are answered UNAVAILABLE from now on.
+    // Drain (docs/cluster.md): readiness is false from here on (`stopping`). No new connections; requests on open
+    // connections are answered UNAVAILABLE from now on.
     uws.us_listen_socket_close(listenSocket);
     if (metricsSocket !== undefined) uws.us_listen_socket_close(metricsSocket);
     // Requests in flight finish against an open store (their replies promise a commit); sync upgrades get 503 from now on.
@@ -419,6 +418,8 @@ export async function startServer(config: Config, log: Logger, options: ServerOp
     // and store (one cut short by a crash resumes on the next holder). Only then does the worker role move on.
     await background.stop();
     await cluster?.worker.release();
+    // What could still take a document here (in-flight REST, jobs) has finished: from now on documents only move away.
+    cluster?.drain();
     await services.agents.close();
     await services.documentActors.shutdown();
     // After the final snapshots: stop relaying, release the leases so other nodes take the documents at once.

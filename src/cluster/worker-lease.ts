@@ -54,15 +54,14 @@ export class WorkerLease implements WorkerRole {
     this.timer.unref();
   }
 
-  /** Binds the role bucket, takes this node's liveness key (refusing a NODE_ID another live node uses) and tries the role. */
+  /**
+   * Binds the role bucket, takes this node's liveness key and tries the role. A lease value names only the node id, so
+   * a restart under the same NODE_ID takes its own keys back at once; two live nodes must never share a NODE_ID.
+   */
   static async start(nc: NatsConnection, options: WorkerLeaseOptions): Promise<WorkerLease> {
     const roles = await Leases.open(nc, { bucket: ROLE_BUCKET, nodeId: options.nodeId, leaseMs: options.leaseMs, replicas: options.replicas, log: options.log });
     const lease = new WorkerLease(roles, nc, options);
-    const liveness = await roles.claim(nodeLivenessKey(options.nodeId));
-    if (!liveness.mine) {
-      await lease.close();
-      throw new Error(`NODE_ID ${options.nodeId} is in use by a live node; every node needs its own NODE_ID`);
-    }
+    await lease.claimLiveness();
     await lease.take();
     return lease;
   }
