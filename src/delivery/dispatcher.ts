@@ -32,6 +32,8 @@ export class Dispatcher {
   constructor(private readonly options: DispatcherOptions) {}
 
   start(): void {
+    // Idempotent: a second start must not add a second polling loop.
+    if (this.running) return;
     this.running = true;
     this.schedule(0);
   }
