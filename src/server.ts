@@ -404,6 +404,8 @@ export async function startServer(config: Config, log: Logger, options: ServerOp
   // elsewhere) runs the dispatcher and the delivery queue and resumes jobs a crash interrupted (each is idempotent).
   const background = new BackgroundWork({ role: services.workerRole, delivery: services.delivery, jobs: services.jobs, runs: services.agents.runs, log: log.child({ component: 'background' }), autoDeliver: options.autoDeliver !== false });
   background.start();
+  // In a cluster, compete for the worker role only now that this node can do the work.
+  await cluster?.worker.begin();
   const stop = async (): Promise<void> => {
     // Drain (docs/cluster.md): readiness is false from here on (`stopping`). No new connections; requests on open
     // connections are answered UNAVAILABLE from now on.

@@ -33,7 +33,7 @@ export class WorkerLease implements WorkerRole {
   private taking: Promise<void> | undefined;
   private readonly changeListeners: Array<(held: boolean) => void> = [];
   private readonly wakeListeners: Array<(kind: WorkKind) => void> = [];
-  private readonly timer: NodeJS.Timeout;
+  private timer: NodeJS.Timeout | undefined;
   private readonly sub: Subscription;
 
   private constructor(private readonly roles: Leases, private readonly nc: NatsConnection, private readonly options: WorkerLeaseOptions) {
@@ -50,20 +50,30 @@ export class WorkerLease implements WorkerRole {
         else if (KINDS.has(kind)) for (const listener of this.wakeListeners) listener(kind as WorkKind);
       },
     });
-    this.timer = setInterval(() => void this.take(), Math.max(100, Math.floor(options.leaseMs / 3)));
-    this.timer.unref();
   }
 
   /**
-   * Binds the role bucket, takes this node's liveness key and tries the role. A lease value names only the node id, so
-   * a restart under the same NODE_ID takes its own keys back at once; two live nodes must never share a NODE_ID.
+   * Binds the role bucket and takes this node's liveness key; the role itself is tried from `begin()`. A lease value
+   * names only the node id, so a restart under the same NODE_ID takes its own keys back at once; two live nodes must
+   * never share a NODE_ID.
    */
   static async start(nc: NatsConnection, options: WorkerLeaseOptions): Promise<WorkerLease> {
     const roles = await Leases.open(nc, { bucket: ROLE_BUCKET, nodeId: options.nodeId, leaseMs: options.leaseMs, replicas: options.replicas, log: options.log });
     const lease = new WorkerLease(roles, nc, options);
     await lease.claimLiveness();
-    await lease.take();
     return lease;
+  }
+
+  /**
+   * Starts competing for the role: now, then every third of the lease time while another node holds it. Called once
+   * the server is up, so a node never holds the role while its start (which may block for seconds) keeps it from
+   * working, or from renewing the lease in time.
+   */
+  async begin(): Promise<void> {
+    if (this.stopped || this.timer !== undefined) return;
+    this.timer = setInterval(() => void this.take(), Math.max(100, Math.floor(this.options.leaseMs / 3)));
+    this.timer.unref();
+    await this.take();
   }
 
   get processId(): string {
@@ -102,7 +112,7 @@ export class WorkerLease implements WorkerRole {
    */
   async release(): Promise<void> {
     this.stopped = true;
-    clearInterval(this.timer);
+    if (this.timer !== undefined) clearInterval(this.timer);
     await this.taking;
     if (!this.holding) return;
     this.set(false);

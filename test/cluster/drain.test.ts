@@ -5,20 +5,8 @@ import { balancer } from '../helpers/balancer.js';
 import { natsOrSkip, startNats } from '../helpers/nats.js';
 import { startServerProcess, type ServerProcess } from '../helpers/process.js';
 import { startReceiver } from '../helpers/receiver.js';
-import { connect, editorOf, synced, userToken, whenDocs, type Client, type Room } from '../helpers/sync.js';
-
-/** Resolves at the client's next completed sync (after a reconnect). */
-const resynced = (client: Client): Promise<void> =>
-  new Promise((resolve) => {
-    const onSync = (state: boolean): void => {
-      if (!state) return;
-      client.provider.off('sync', onSync);
-      resolve();
-    };
-    client.provider.on('sync', onSync);
-  });
-
-const holds = (node: ServerProcess): boolean => node.stdout().includes('worker role taken');
+import { connect, editorOf, synced, userToken, whenDocs, type Room } from '../helpers/sync.js';
+import { holdsWorker as holds, nodeEnv, resynced } from '../helpers/cluster.js';
 
 t.test('SIGTERM the owner mid-edit: clients reconnect elsewhere, acknowledged writes and committed updates survive, the worker role moves', async (t) => {
   const bin = natsOrSkip(t);
@@ -26,16 +14,7 @@ t.test('SIGTERM the owner mid-edit: clients reconnect elsewhere, acknowledged wr
   const nats = await startNats(t, bin);
   const receiver = await startReceiver(t);
   const dataDir = t.testdir();
-  const env = (nodeId: string): Record<string, string> => ({
-    DATA_DIR: dataDir,
-    NATS_URL: nats.url,
-    SECRET_KEY: 'r'.repeat(64),
-    NODE_ID: nodeId,
-    CLUSTER_LEASE_MS: '3000',
-    DEV_BOOTSTRAP: 'false',
-    LOG_LEVEL: 'info',
-    OUTBOUND_ALLOWED_NETWORKS: '127.0.0.0/8',
-  });
+  const env = (nodeId: string): Record<string, string> => nodeEnv(dataDir, nats.url, nodeId, { CLUSTER_LEASE_MS: '3000' });
   const nodes: ServerProcess[] = [];
   for (const id of ['d1', 'd2', 'd3']) nodes.push(await startServerProcess(t, env(id)));
   const [d1, d2, d3] = nodes as [ServerProcess, ServerProcess, ServerProcess];

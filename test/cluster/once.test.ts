@@ -4,20 +4,10 @@ import { ApiClient, type Credentials } from '../helpers/api.js';
 import { natsOrSkip, startNats } from '../helpers/nats.js';
 import { startServerProcess, type ServerProcess } from '../helpers/process.js';
 import { startReceiver, type Received } from '../helpers/receiver.js';
-
-/** Polls a REST read until `ready` holds: the servers' committed state, not a timer, decides when the test goes on. */
-async function until<T>(read: () => Promise<T>, ready: (value: T) => boolean): Promise<T> {
-  for (;;) {
-    const value = await read();
-    if (ready(value)) return value;
-    await new Promise<void>((resolve) => setImmediate(resolve));
-  }
-}
+import { holdsWorker as holds, nodeEnv, until } from '../helpers/cluster.js';
 
 const annotationOf = (request: Received): string =>
   (JSON.parse(request.body) as { data: { commentAnnotation: { annotationId: string } } }).data.commentAnnotation.annotationId;
-
-const holds = (node: ServerProcess): boolean => node.stdout().includes('worker role taken');
 
 const thread = (documentId: string, annotationId: string): unknown => ({
   organizationId: 'org',
@@ -31,19 +21,10 @@ t.test('three nodes: every event is delivered exactly once by the worker; SIGKIL
   const nats = await startNats(t, bin);
   const receiver = await startReceiver(t);
   const dataDir = t.testdir();
-  const env = (nodeId: string): Record<string, string> => ({
-    DATA_DIR: dataDir,
-    NATS_URL: nats.url,
-    SECRET_KEY: 'o'.repeat(64),
-    NODE_ID: nodeId,
-    CLUSTER_LEASE_MS: '2000',
-    DEV_BOOTSTRAP: 'false',
-    LOG_LEVEL: 'info',
-    OUTBOUND_ALLOWED_NETWORKS: '127.0.0.0/8',
-  });
+  const env = (nodeId: string): Record<string, string> => nodeEnv(dataDir, nats.url, nodeId);
   const nodes: ServerProcess[] = [];
   for (const id of ['o1', 'o2', 'o3']) nodes.push(await startServerProcess(t, env(id)));
-  t.equal(nodes.filter(holds).length, 1, 'exactly one node took the worker role');
+  t.equal(nodes.filter(holds).length, 1, 'exactly one node holds the worker role');
   const worker = nodes.find(holds) as ServerProcess;
   const others = nodes.filter((node) => node !== worker);
   const apis = nodes.map((node) => new ApiClient(`http://127.0.0.1:${node.port}`));
@@ -88,7 +69,7 @@ t.test('three nodes: every event is delivered exactly once by the worker; SIGKIL
     t.equal(added.status, 200, `event ${N + i} acknowledged after the kill`);
   }
   const all = await receiver.waitFor(N + M);
-  t.equal(others.filter(holds).length, 1, 'exactly one survivor took the worker role over');
+  t.equal(others.filter(holds).length, 1, 'exactly one survivor holds the worker role now');
   const ids = all.map((request) => String(request.headers['webhook-id']));
   t.equal(new Set(ids).size, ids.length, 'no webhook-id was sent twice');
   t.same(

@@ -26,6 +26,8 @@ t.test('worker role', async (t) => {
 
   // Three nodes starting at once race for the role: exactly one wins.
   const nodes = await Promise.all(['w1', 'w2', 'w3'].map((id) => node(id)));
+  t.notOk(nodes.some((lease) => lease.held()), 'nobody holds it before it begins to compete');
+  await Promise.all(nodes.map((lease) => lease.begin()));
   const holders = nodes.filter((lease) => lease.held());
   t.equal(holders.length, 1, 'exactly one of three racing nodes holds the role');
   const holder = holders[0] as WorkerLease;
