@@ -36,6 +36,8 @@ export class Jobs {
   private readonly running = new Set<Promise<void>>();
   /** Their ids, so a scan never starts a job twice in this process. */
   private readonly runningIds = new Set<string>();
+  /** Stored jobs of a kind this process has no runner for (already reported). */
+  private readonly unrunnable = new Set<string>();
   private stopped = false;
 
   /**
@@ -81,7 +83,7 @@ export class Jobs {
     if (this.stopped || !this.role.held()) return 0;
     let resumed = 0;
     for (const { value } of this.db.getRange()) {
-      if ((value.status === 'pending' || value.status === 'in_progress') && !this.runningIds.has(value.jobId)) {
+      if ((value.status === 'pending' || value.status === 'in_progress') && !this.runningIds.has(value.jobId) && !this.unrunnable.has(value.jobId)) {
         this.start(value);
         resumed++;
       }
@@ -106,7 +108,9 @@ export class Jobs {
     if (this.stopped || !this.role.held() || this.runningIds.has(job.jobId)) return;
     const runner = this.runners.get(job.kind);
     if (runner === undefined) {
-      this.log.error('no runner for a stored job; it stays pending', { kind: job.kind, jobId: job.jobId });
+      // Said once per job: the worker's scan comes back to it every few seconds.
+      if (!this.unrunnable.has(job.jobId)) this.log.error('no runner for a stored job; it stays pending', { kind: job.kind, jobId: job.jobId });
+      this.unrunnable.add(job.jobId);
       return;
     }
     this.runningIds.add(job.jobId);
