@@ -1,18 +1,25 @@
-// Tests once-only background work in a three-process cluster: each event delivered once by one node, jobs run by the worker, take-over after SIGKILL.
+// Tests once-only background work in a three-process cluster: each webhook and email sent once by one node, jobs run by the worker, take-over after SIGKILL.
 import t from 'tap';
 import { ApiClient, type Credentials } from '../helpers/api.js';
 import { natsOrSkip, startNats } from '../helpers/nats.js';
 import { startServerProcess, type ServerProcess } from '../helpers/process.js';
 import { startReceiver, type Received } from '../helpers/receiver.js';
+import { startSmtpSink } from '../helpers/smtp-sink.js';
 import { holdsWorker as holds, nodeEnv, until } from '../helpers/cluster.js';
 
 const annotationOf = (request: Received): string =>
   (JSON.parse(request.body) as { data: { commentAnnotation: { annotationId: string } } }).data.commentAnnotation.annotationId;
 
+/** A thread mentioning Bob: one advanced webhook and one email (to Bob) per thread. */
 const thread = (documentId: string, annotationId: string): unknown => ({
   organizationId: 'org',
   documentId,
-  commentAnnotations: [{ annotationId, commentData: [{ commentText: `about ${annotationId}`, from: { userId: 'alice', name: 'Alice' } }] }],
+  commentAnnotations: [
+    {
+      annotationId,
+      commentData: [{ commentText: `about ${annotationId}, @bob`, from: { userId: 'alice', name: 'Alice', email: 'alice@example.com' }, taggedUserContacts: [{ text: '@bob', userId: 'bob', contact: { email: 'bob@example.com', name: 'Bob', userId: 'bob' } }] }],
+    },
+  ],
 });
 
 t.test('three nodes: every event is delivered exactly once by the worker; SIGKILL the worker and another takes over', async (t) => {
@@ -20,8 +27,9 @@ t.test('three nodes: every event is delivered exactly once by the worker; SIGKIL
   if (bin === undefined) return;
   const nats = await startNats(t, bin);
   const receiver = await startReceiver(t);
+  const sink = await startSmtpSink(t);
   const dataDir = t.testdir();
-  const env = (nodeId: string): Record<string, string> => nodeEnv(dataDir, nats.url, nodeId);
+  const env = (nodeId: string): Record<string, string> => nodeEnv(dataDir, nats.url, nodeId, { SMTP_URL: sink.url });
   const nodes: ServerProcess[] = [];
   for (const id of ['o1', 'o2', 'o3']) nodes.push(await startServerProcess(t, env(id)));
   t.equal(nodes.filter(holds).length, 1, 'exactly one node holds the worker role');
@@ -32,6 +40,7 @@ t.test('three nodes: every event is delivered exactly once by the worker; SIGKIL
   const first = apis[0] as ApiClient;
   const credentials: Credentials = await first.createWorkspace();
   await first.call(credentials, '/v2/workspace/advancedwebhookconfig/update', { isEnabled: true });
+  await first.call(credentials, '/v2/workspace/emailconfig/update', { useEmailService: true });
   const endpoint = await first.call<{ id: string }>(credentials, '/v2/workspace/advancedwebhook/endpoints/create', { url: `${receiver.url}/hook` });
   const endpointId = endpoint.body.result?.data.id ?? '';
   t.ok(endpointId.startsWith('ep_'), 'an endpoint on the loopback receiver');
@@ -84,6 +93,11 @@ t.test('three nodes: every event is delivered exactly once by the worker; SIGKIL
     t.equal(attempts.body.result?.data.attempts.length, 1, `one attempt for ${id}`);
   }
   t.equal(receiver.requests.length, N + M, 'and nothing more arrived meanwhile');
+  // Email through a real SMTP sink: one mail to Bob per thread, each once, each with its own Message-ID.
+  const toBob = (await until(() => Promise.resolve(sink.mails.filter((mail) => mail.envelopeTo.includes('bob@example.com'))), (mails) => mails.length >= N + M));
+  const about = toBob.map((mail) => /about ([a-z]+-\d+)/.exec(mail.parsed.text ?? '')?.[1] ?? '?').sort();
+  t.same(about, all.map(annotationOf).sort(), 'each thread mailed to Bob exactly once, across the take-over');
+  t.equal(new Set(toBob.map((mail) => mail.parsed.messageId)).size, N + M, 'each with its own Message-ID');
   for (const node of others) node.child.kill('SIGTERM');
   for (const node of others) t.equal(await node.exited, 0, 'a survivor stopped cleanly');
 });
