@@ -6,6 +6,7 @@ import { AppError, failedPrecondition, invalidArgument, notFound } from '../erro
 import type { Logger } from '../log.js';
 import type { Store } from '../store/env.js';
 import { DB } from '../store/keys.js';
+import { NotOwnerError } from '../doc/ownership.js';
 import type { AgentDefinitions } from './definitions.js';
 import { stageOn } from './model.js';
 import type { AgentPool } from './pool.js';
@@ -229,6 +230,8 @@ export class AgentRuns {
   async cancel(apiKey: string, executionId: string): Promise<ExecutionRecord> {
     const record = this.record(apiKey, executionId);
     const active = this.active.get(executionId);
+    // Running in another node's pool (a cluster): the route forwards the cancel to that node, which can end it.
+    if (record.status === 'running' && active === undefined && record.node !== undefined && record.node !== (this.deps.processId ?? 'local')) throw new NotOwnerError(record.node);
     if (record.status !== 'running' || active === undefined) throw failedPrecondition(`execution ${executionId} is ${record.status}, not running`);
     active.controller.abort();
     await active.done;

@@ -48,6 +48,15 @@ t.test('agent runs: once, on the node that started them; a joining node leaves t
   t.equal(done?.status, 'completed', 'it completed on a2');
   t.equal(pages.requests.filter((request) => request === 'GET /page').length, 1, 'executed once: one node fetched the page');
 
+  // Cancelled through a node that does not run it: the cancel is forwarded to a2, whose pool ends it.
+  held = pages.hold('/page');
+  const cancelled = await run();
+  await held.arrived;
+  const cancel = await api1.call<{ execution: Execution }>(credentials, '/v2/agents/execution/cancel', { executionId: cancelled });
+  t.equal(cancel.status, 200, 'a cancel sent to a1 was answered');
+  t.equal(cancel.body.result?.data.execution.status, 'cancelled', 'by a2, which cancelled the run it executes');
+  held.release();
+
   // A run in progress on a2 when a2 is killed: once a2's liveness lapses, the worker (a1) fails it as interrupted.
   held = pages.hold('/page');
   const second = await run();
@@ -59,7 +68,7 @@ t.test('agent runs: once, on the node that started them; a joining node leaves t
   t.equal(interrupted?.error?.code, 'INTERRUPTED', 'the worker marked the dead node\'s run interrupted');
   await until(() => Promise.resolve(a1.stdout()), (out) => out.includes('interrupted agent runs marked failed'));
   t.pass('a1 logged it');
-  t.equal(pages.requests.filter((request) => request === 'GET /page').length, 2, 'and nobody ran it again');
+  t.equal(pages.requests.filter((request) => request === 'GET /page').length, 3, 'and nobody ran it again');
   held.release();
   for (const node of [a1, a3]) node.child.kill('SIGTERM');
   for (const node of [a1, a3]) t.equal(await node.exited, 0);
