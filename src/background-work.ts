@@ -41,7 +41,8 @@ export class BackgroundWork {
       if (kind === 'outbox') delivery.dispatcher.wake();
       else jobs.resume();
     });
-    // Events appended here wake the holder wherever it runs (here too: the role delivers its own wake-ups).
+    // Wake-ups come from every node, this one included (server.ts wires `Outbox.committed` to `role.wake`); the scan
+    // is the backstop for a lost one.
     this.timer = setInterval(() => this.scan(), this.deps.scanMs ?? WORK_SCAN_MS);
     this.timer.unref();
     if (role.held()) this.follow(true);
