@@ -1,7 +1,7 @@
 // Owns durable background jobs (document migration, GDPR erase): submitted, run once, resumed after a restart, status kept.
 import type { Database, Key } from 'lmdb';
 import { randomId } from '../auth/secrets.js';
-import { notFound } from '../errors.js';
+import { AppError, notFound } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Store } from '../store/env.js';
 import { DB } from '../store/keys.js';
@@ -127,6 +127,15 @@ export class Jobs {
       const result = await runner(job);
       await this.save({ ...job, status: 'completed', updatedAt: this.now(), ...(result === undefined ? {} : { result }) });
     } catch (error) {
+      if (error instanceof AppError && error.status === 'UNAVAILABLE') {
+        // Transient (a document owned by another node, the server stopping): pending again, so the worker's next
+        // scan (or the next start) runs it again; jobs are idempotent.
+        this.log.warn('background job postponed; it runs again', { kind: job.kind, jobId: job.jobId, reason: error.message });
+        await this.save({ ...job, status: 'pending', updatedAt: this.now() }).catch((saveError: unknown) =>
+          this.log.error('could not record a postponed job', { jobId: job.jobId, error: saveError }),
+        );
+        return;
+      }
       this.log.warn('background job failed', { kind: job.kind, jobId: job.jobId, error });
       const message = error instanceof Error ? error.message : String(error);
       // A failure to record the failure (the store closing) leaves the job in progress: it runs again next start.
