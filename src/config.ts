@@ -58,6 +58,8 @@ export interface Config {
   /** This node's name in the cluster; undefined: host:port, filled in at start. */
   readonly nodeId: string | undefined;
   readonly clusterLeaseMs: number;
+  /** Stream replicas of the cluster's KV buckets (leases, roles): 1 on one NATS server, 3 in production. */
+  readonly clusterReplicas: number;
   readonly awarenessMaxStateBytes: number;
   readonly awarenessUpdatesPerSecond: number;
 }
@@ -228,6 +230,7 @@ const OPTIONS: readonly OptionSpec<keyof Config>[] = [
   { key: 'natsUrl', env: 'NATS_URL', fallback: undefined, parse: natsUrl, doc: 'NATS server(s) with JetStream, e.g. `nats://127.0.0.1:4222` (comma-separated for several); set: this process joins a cluster (docs/cluster.md) and `SECRET_KEY` is required. Unset: one process, nothing external.' },
   { key: 'nodeId', env: 'NODE_ID', fallback: undefined, parse: optionalText, doc: 'This node\'s name in the cluster (leases and relay subjects name it); default: `HOST:PORT` (with `PORT=0`: host name and process id).' },
   { key: 'clusterLeaseMs', env: 'CLUSTER_LEASE_MS', fallback: 10_000, parse: integer(1000, 10_000), doc: 'How long a document\'s ownership lease lasts without renewal (renewed every third of it); a dead node\'s documents move within it.' },
+  { key: 'clusterReplicas', env: 'CLUSTER_REPLICAS', fallback: 1, parse: integer(1, 5), doc: 'Replicas of the cluster\'s JetStream KV buckets (document leases, the worker role): 1 on a single NATS server (tests, dev), 3 on a production three-server NATS cluster.' },
   { key: 'awarenessMaxStateBytes', env: 'AWARENESS_MAX_STATE_BYTES', fallback: 16 * 1024, parse: integer(256, MiB), doc: 'Largest awareness state (as JSON) one client id may announce; larger entries are dropped (docs/limits.md).' },
   { key: 'awarenessUpdatesPerSecond', env: 'AWARENESS_UPDATES_PER_SECOND', fallback: 30, parse: integer(1, 10_000), doc: 'Awareness frames one sync connection may send per second (a burst of as many); the excess is dropped.' },
 ];

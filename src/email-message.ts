@@ -8,6 +8,11 @@ export interface EmailMessage {
   readonly subject: string;
   readonly text: string;
   readonly html: string;
+  /**
+   * The Message-ID (with its angle brackets), fixed per delivery so a send repeated after a crash carries the same
+   * one and receivers can drop it; SMTP only (SendGrid's API takes no Message-ID). Default: the transport makes one.
+   */
+  readonly messageId?: string;
 }
 
 export interface EmailTransport {

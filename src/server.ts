@@ -72,6 +72,8 @@ import { notificationOperations } from './http/routes/notifications.js';
 import { activityOperations } from './http/routes/activities.js';
 import { ClusterNode } from './cluster/node.js';
 import type { DocumentOwnership } from './doc/ownership.js';
+import { LocalWorkerRole, type WorkerRole } from './worker-role.js';
+import { BackgroundWork } from './background-work.js';
 
 export interface Services {
   readonly config: Config;
@@ -110,6 +112,8 @@ export interface Services {
   readonly agents: AgentServices;
   /** Outbox dispatcher, delivery queue and channels, delivery configs, notifications, activity logs (src/delivery). */
   readonly delivery: Delivery;
+  /** Whether this process runs the shared background work now (one process: always; a cluster: one node). */
+  readonly workerRole: WorkerRole;
 }
 
 /** Test seams: a manual clock, the account-email transport. */
@@ -127,6 +131,8 @@ export interface ServerOptions {
   readonly ownership?: DocumentOwnership;
   /** Cluster mode: durable state in JetStream (src/cluster/state.ts); attached, and caught up, before any service opens. */
   readonly replication?: Replication & { attach(store: Store): Promise<void>; catchUpFound(): Promise<boolean> };
+  /** Cluster mode: which node runs the outbox, the delivery queue and jobs (src/cluster/ worker lease); default: this one. */
+  readonly workerRole?: WorkerRole;
 }
 
 export interface RunningServer {
@@ -145,6 +151,7 @@ export interface RunningServer {
 export async function openServices(config: Config, log: Logger, publisher: TopicPublisher, options: ServerOptions = {}): Promise<Services> {
   const clock = serverClock(options);
   const now = clock.now;
+  const workerRole = options.workerRole ?? new LocalWorkerRole();
   const store = Store.open(config.dataDir, { log: log.child({ component: 'store' }), ...(options.replication === undefined ? {} : { replication: options.replication }) });
   await options.replication?.attach(store);
   const secrets = Secrets.load(config.dataDir, config.secretKey);
@@ -161,6 +168,7 @@ export async function openServices(config: Config, log: Logger, publisher: Topic
     dataOwners: [new LmdbDocumentData(store)],
   });
   const outbox = new Outbox(store);
+  outbox.onCommitted(() => workerRole.wake('outbox'));
   const documentActors = new DocumentActors(config, store, log.child({ component: 'documents' }), publisher, options.ownership);
   directory.addDataOwner(documentActors);
   const collab = new CollabDocuments({
@@ -176,7 +184,7 @@ export async function openServices(config: Config, log: Logger, publisher: Topic
   // After the registry: its eviction drains the actor, whose departing connections write presence.
   directory.addDataOwner(collab);
   const domains = new Domains(store);
-  const jobs = new Jobs(store, log.child({ component: 'jobs' }));
+  const jobs = new Jobs(store, log.child({ component: 'jobs' }), Date.now, workerRole);
   const recordings = new Recordings(store);
   const permissionProvider = new PermissionProvider({
     store,
@@ -231,19 +239,20 @@ export async function openServices(config: Config, log: Logger, publisher: Topic
     verificationLinkTtlMs: config.verificationLinkTtlMs,
     loginLinkTtlMs: config.loginLinkTtlMs,
   });
-  const agents = await openAgents({ store, secrets, config, collab, log });
+  const agents = await openAgents({ store, secrets, config, collab, log, processId: workerRole.processId });
   const delivery = new Delivery({
     config,
     store,
     outbox,
     secrets,
     log,
+    mayRun: () => workerRole.held(),
     // Workspace emails go through their own transport from SMTP_URL; `options.emailTransport` is for account emails.
     ...(options.clock === undefined ? {} : { clock: options.clock }),
   });
   for (const source of deliveryUserData(store)) userData.addSource(source);
   if (options.replication !== undefined) invalidateOnReplicatedChange(store, { workspaces, userTokens, domains, permissionProvider, ownerEmails }, log);
-  return { config, log, clock, store, secrets, workspaces, userTokens, directory, outbox, collab, documentActors, domains, liveStates, recordings, jobs, migrations, userData, permissionProvider, ownerEmails, accountMail, agents, delivery };
+  return { config, log, clock, store, secrets, workspaces, userTokens, directory, outbox, collab, documentActors, domains, liveStates, recordings, jobs, migrations, userData, permissionProvider, ownerEmails, accountMail, agents, delivery, workerRole };
 }
 
 function clockOf(options: ServerOptions): () => number {
@@ -313,7 +322,7 @@ export async function startServer(config: Config, log: Logger, options: ServerOp
   const cluster = config.natsUrl === undefined ? undefined : await ClusterNode.start(config, log.child({ component: 'cluster' }), local);
   let services: Services;
   try {
-    services = await openServices(config, log, cluster?.relay.clusterPublisher() ?? local, { ...options, ...(cluster === undefined ? {} : { ownership: cluster.ownership(), replication: cluster.state }) });
+    services = await openServices(config, log, cluster?.relay.clusterPublisher() ?? local, { ...options, ...(cluster === undefined ? {} : { ownership: cluster.ownership(), replication: cluster.state, workerRole: cluster.worker }) });
   } catch (error) {
     // A refused start (a DATA_DIR another node holds, the cluster log unreachable) leaves no NATS connection behind.
     await cluster?.stop();
@@ -410,11 +419,15 @@ export async function startServer(config: Config, log: Logger, options: ServerOp
     config.metricsPort === undefined ? undefined : await listen(metricsApp, config.host, config.metricsPort, 'metrics');
   cluster?.serveRest(config.host, port);
   boundPorts.set(config, port);
-  // Every job kind is registered by now; jobs a crash interrupted run again (each is idempotent).
-  services.jobs.resume();
-  if (options.autoDeliver !== false) services.delivery.start();
+  // Every job kind is registered by now. The holder of the worker role (this process, unless a cluster node holds it
+  // elsewhere) runs the dispatcher and the delivery queue and resumes jobs a crash interrupted (each is idempotent).
+  const background = new BackgroundWork({ role: services.workerRole, delivery: services.delivery, jobs: services.jobs, runs: services.agents.runs, log: log.child({ component: 'background' }), autoDeliver: options.autoDeliver !== false });
+  background.start();
+  // In a cluster, compete for the worker role only now that this node can do the work.
+  await cluster?.worker.begin();
   const stop = async (): Promise<void> => {
-    // No new connections; requests on open connections are answered UNAVAILABLE from now on.
+    // Drain (docs/cluster.md): readiness is false from here on (`stopping`). No new connections; requests on open
+    // connections are answered UNAVAILABLE from now on.
     uws.us_listen_socket_close(listenSocket);
     if (metricsSocket !== undefined) uws.us_listen_socket_close(metricsSocket);
     // Requests in flight finish against an open store (their replies promise a commit); sync upgrades get 503 from now on.
@@ -422,8 +435,12 @@ export async function startServer(config: Config, log: Logger, options: ServerOp
       log.warn('stopping with requests still in flight', { requests: deps.gate.size, waitedMs: config.stopDrainMs });
     }
     await services.accountMail.stop(5000);
-    // Jobs in flight finish against open documents and store; one cut short by a crash resumes at the next start.
-    await services.jobs.stop();
+    // Dispatching and sending stop (attempts in flight settle, recorded); jobs in flight finish against open documents
+    // and store (one cut short by a crash resumes on the next holder). Only then does the worker role move on.
+    await background.stop();
+    await cluster?.worker.release();
+    // What could still take a document here (in-flight REST, jobs) has finished: from now on documents only move away.
+    cluster?.drain();
     await services.agents.close();
     await services.documentActors.shutdown();
     // After the final snapshots: stop relaying, release the leases so other nodes take the documents at once.

@@ -58,12 +58,15 @@ t.test('cluster mode (NATS_URL) requires SECRET_KEY; without NATS_URL nothing ch
   t.equal(single.natsUrl, undefined, 'off by default');
   t.equal(single.nodeId, undefined);
   t.equal(single.clusterLeaseMs, 10_000);
+  t.equal(single.clusterReplicas, 1, 'one replica by default (one NATS server)');
   t.throws(() => loadConfig({ NATS_URL: 'nats://127.0.0.1:4222' }, []), new ConfigError('NATS_URL is set (cluster mode) but SECRET_KEY is not: set the same SECRET_KEY on every node'));
   const key = 'a'.repeat(64);
   const clustered = loadConfig({ NATS_URL: 'nats://127.0.0.1:4222', SECRET_KEY: key, NODE_ID: 'n1', CLUSTER_LEASE_MS: '3000' }, []);
   t.equal(clustered.natsUrl, 'nats://127.0.0.1:4222');
   t.equal(clustered.nodeId, 'n1');
   t.equal(clustered.clusterLeaseMs, 3000);
+  t.equal(loadConfig({ NATS_URL: 'nats://127.0.0.1:4222', SECRET_KEY: key, CLUSTER_REPLICAS: '3' }, []).clusterReplicas, 3);
+  t.throws(() => loadConfig({ NATS_URL: 'nats://x', SECRET_KEY: key, CLUSTER_REPLICAS: '0' }, []), { message: /CLUSTER_REPLICAS must be an integer from 1 to 5/ });
   t.throws(() => loadConfig({ NATS_URL: 'http://x', SECRET_KEY: key }, []), { message: /NATS_URL must be nats:\/\/host:port/ });
   t.throws(() => loadConfig({ NATS_URL: 'nats://x', SECRET_KEY: key, CLUSTER_LEASE_MS: '60000' }, []), { message: /CLUSTER_LEASE_MS must be an integer from 1000 to 10000/ });
 });

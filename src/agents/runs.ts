@@ -6,6 +6,7 @@ import { AppError, failedPrecondition, invalidArgument, notFound } from '../erro
 import type { Logger } from '../log.js';
 import type { Store } from '../store/env.js';
 import { DB } from '../store/keys.js';
+import { NotOwnerError } from '../doc/ownership.js';
 import type { AgentDefinitions } from './definitions.js';
 import { stageOn } from './model.js';
 import type { AgentPool } from './pool.js';
@@ -37,6 +38,8 @@ export interface ExecutionRecord {
   } | null;
   readonly results?: readonly Finding[];
   readonly annotationIds?: readonly string[];
+  /** Internal, never in a reply: the process executing it (WorkerRole.processId), so recovery knows whose it is. */
+  readonly node?: string;
 }
 
 export interface RunInput {
@@ -50,10 +53,21 @@ export interface RunInput {
 /** [apiKey, createdAt, executionId] rows sort by time; the id lookup is a second key per run. */
 const byTime = (apiKey: string, createdAt: number, id: string): Key => [apiKey, createdAt, id];
 const byId = (apiKey: string, id: string): Key => [apiKey, '#', id];
+/**
+ * [0, executionId] -> [apiKey, createdAt] while a run is running: the worker's recovery reads only these. A number
+ * first, so no apiKey range (list, count) ever meets them.
+ */
+const RUNNING = 0;
+const runningKey = (id: string): Key => [RUNNING, id];
+type RunningEntry = readonly [apiKey: string, createdAt: number];
+type Row = ExecutionRecord | number | RunningEntry;
+const isRecord = (value: Row | undefined): value is ExecutionRecord => typeof value === 'object' && !Array.isArray(value);
 
 export class AgentRuns {
-  private readonly db: Database<ExecutionRecord | number, Key>;
+  private readonly db: Database<Row, Key>;
   private readonly active = new Map<string, { controller: AbortController; done: Promise<void> }>();
+  /** Runs this process executes, from before their record is written until their outcome is: recovery skips them. */
+  private readonly mine = new Set<string>();
 
   constructor(
     private readonly deps: {
@@ -64,25 +78,52 @@ export class AgentRuns {
       readonly env: WorkerEnv;
       readonly log: Logger;
       readonly now?: () => number;
+      /** This process's id, recorded with each run it executes (default: one process, `local`). */
+      readonly processId?: string;
     },
   ) {
-    this.db = deps.store.records<ExecutionRecord | number>(DB.agentExecutions);
+    this.db = deps.store.records<Row>(DB.agentExecutions);
   }
 
   private now(): number {
     return (this.deps.now ?? Date.now)();
   }
 
-  /** Runs that were running when the process stopped can never finish: mark them failed at start. */
-  async recover(): Promise<number> {
+  /**
+   * Runs recorded as running whose process is gone (or which this process no longer runs: a restart) can never
+   * finish: mark them failed. `alive` says whether another process still runs (in a cluster, its liveness lease); a
+   * run of a live process is left alone, so a node starting never fails another node's runs. Called by the holder of
+   * the worker role when it takes the role and on its periodic scan.
+   */
+  async recover(alive: (processId: string) => Promise<boolean> = () => Promise.resolve(false), options: { readonly full?: boolean } = {}): Promise<number> {
+    const self = this.deps.processId ?? 'local';
+    const running: Array<{ key: Key; node: string | undefined; executionId: string }> = [];
+    // `full`: every row (when the role is taken: rows written before the running index existed); else the index.
+    const rows = options.full === true ? this.db.getRange({}) : this.db.getRange({ start: [RUNNING], end: [RUNNING + 1] });
+    for (const { key, value } of rows) {
+      const record = Array.isArray(value) ? this.db.get(byTime(...(value as RunningEntry), String((key as Key[])[1]))) : value;
+      if (isRecord(record) && record.status === 'running') running.push({ key: byTime(apiKeyOf(key, value), record.createdAt, record.executionId), node: record.node, executionId: record.executionId });
+    }
+    const liveness = new Map<string, Promise<boolean>>();
+    const stale: typeof running = [];
+    for (const run of running) {
+      if (run.node === self ? this.mine.has(run.executionId) : run.node !== undefined && (await memo(liveness, run.node, alive))) continue;
+      stale.push(run);
+    }
+    if (stale.length === 0) return 0;
     let count = 0;
     await this.deps.store.transaction(() => {
-      for (const { key, value } of this.db.getRange({})) {
-        if (typeof value === 'number' || value.status !== 'running') continue;
-        this.db.putSync(key, { ...value, status: 'failed', completedAt: this.now(), error: { code: 'INTERRUPTED', message: 'the server stopped during the run' } });
+      for (const { key, executionId } of stale) {
+        const value = this.db.get(key);
+        // Read again inside the transaction: it may have finished meanwhile.
+        if (!isRecord(value) || value.status !== 'running') continue;
+        if (value.node === self && this.mine.has(value.executionId)) continue;
+        this.db.putSync(key, { ...value, status: 'failed', completedAt: this.now(), error: { code: 'INTERRUPTED', message: 'the server running it stopped during the run' } });
+        this.db.removeSync(runningKey(executionId));
         count++;
       }
     });
+    if (count > 0) this.deps.log.warn('interrupted agent runs marked failed', { count, nodes: [...new Set(stale.map((run) => run.node ?? 'unknown'))] });
     return count;
   }
 
@@ -107,16 +148,27 @@ export class AgentRuns {
       completedAt: null,
       error: null,
       summary: null,
+      node: this.deps.processId ?? 'local',
     };
-    await this.deps.store.transaction(() => {
-      this.db.putSync(byTime(apiKey, createdAt, executionId), record);
-      this.db.putSync(byId(apiKey, executionId), createdAt);
-    });
-    await this.deps.definitions.countRun(apiKey, input.agentId, createdAt);
+    this.mine.add(executionId);
+    try {
+      await this.deps.store.transaction(() => {
+        this.db.putSync(byTime(apiKey, createdAt, executionId), record);
+        this.db.putSync(byId(apiKey, executionId), createdAt);
+        this.db.putSync(runningKey(executionId), [apiKey, createdAt]);
+      });
+      await this.deps.definitions.countRun(apiKey, input.agentId, createdAt);
+    } catch (error) {
+      this.mine.delete(executionId);
+      throw error;
+    }
     const controller = new AbortController();
     const done = this.execute(apiKey, record, agent.behaviour, input.userContext ?? {}, controller.signal)
       .catch((error: unknown) => this.deps.log.error('agent run bookkeeping failed', { executionId, error }))
-      .finally(() => this.active.delete(executionId));
+      .finally(() => {
+        this.active.delete(executionId);
+        this.mine.delete(executionId);
+      });
     this.active.set(executionId, { controller, done });
     return { executionId };
   }
@@ -154,18 +206,21 @@ export class AgentRuns {
   }
 
   private async finish(apiKey: string, record: ExecutionRecord, outcome: Pick<ExecutionRecord, 'status' | 'error' | 'summary'> & Partial<ExecutionRecord>): Promise<void> {
-    await this.deps.store.transaction(() => this.db.putSync(byTime(apiKey, record.createdAt, record.executionId), { ...record, ...outcome, completedAt: this.now() }));
+    await this.deps.store.transaction(() => {
+      this.db.putSync(byTime(apiKey, record.createdAt, record.executionId), { ...record, ...outcome, completedAt: this.now() });
+      this.db.removeSync(runningKey(record.executionId));
+    });
   }
 
   private record(apiKey: string, executionId: string): ExecutionRecord {
     const createdAt = this.db.get(byId(apiKey, executionId));
     const record = typeof createdAt === 'number' ? this.db.get(byTime(apiKey, createdAt, executionId)) : undefined;
-    if (record === undefined || typeof record === 'number') throw notFound(`execution ${executionId} not found`);
+    if (!isRecord(record)) throw notFound(`execution ${executionId} not found`);
     return record;
   }
 
   get(apiKey: string, executionId: string, includeResults: boolean): ExecutionRecord {
-    const record = this.record(apiKey, executionId);
+    const { node: _node, ...record } = this.record(apiKey, executionId);
     if (includeResults) return record;
     const { results: _results, ...rest } = record;
     return rest;
@@ -175,6 +230,8 @@ export class AgentRuns {
   async cancel(apiKey: string, executionId: string): Promise<ExecutionRecord> {
     const record = this.record(apiKey, executionId);
     const active = this.active.get(executionId);
+    // Running in another node's pool (a cluster): the route forwards the cancel to that node, which can end it.
+    if (record.status === 'running' && active === undefined && record.node !== undefined && record.node !== (this.deps.processId ?? 'local')) throw new NotOwnerError(record.node);
     if (record.status !== 'running' || active === undefined) throw failedPrecondition(`execution ${executionId} is ${record.status}, not running`);
     active.controller.abort();
     await active.done;
@@ -193,7 +250,7 @@ export class AgentRuns {
     const executions: ExecutionRecord[] = [];
     let more = false;
     for (const { value } of this.db.getRange({ start, end: [apiKey, 0], reverse: true })) {
-      if (typeof value === 'number') continue;
+      if (!isRecord(value)) continue;
       if (after !== undefined && value.executionId === after) continue;
       if (options.agentId !== undefined && value.agentId !== options.agentId) continue;
       if (options.status !== undefined && value.status !== options.status) continue;
@@ -201,7 +258,7 @@ export class AgentRuns {
         more = true;
         break;
       }
-      const { results: _results, ...row } = value;
+      const { results: _results, node: _node, ...row } = value;
       executions.push(row);
     }
     const last = executions.at(-1);
@@ -213,7 +270,7 @@ export class AgentRuns {
     const byAgent: Record<string, number> = {};
     let total = 0;
     for (const { value } of this.db.getRange({ start: [apiKey, 0], end: [apiKey, Number.MAX_SAFE_INTEGER] })) {
-      if (typeof value === 'number' || (agentId !== undefined && value.agentId !== agentId)) continue;
+      if (!isRecord(value) || (agentId !== undefined && value.agentId !== agentId)) continue;
       total++;
       byStatus[value.status] = (byStatus[value.status] ?? 0) + 1;
       byAgent[value.agentId] = (byAgent[value.agentId] ?? 0) + 1;
@@ -236,6 +293,18 @@ export class AgentRuns {
   async finished(executionId: string): Promise<void> {
     await this.active.get(executionId)?.done;
   }
+}
+
+/** The apiKey of a row read in recovery: the index entry's value, or the record's own key. */
+function apiKeyOf(key: Key, value: Row): string {
+  return Array.isArray(value) ? String(value[0]) : String((key as Key[])[0]);
+}
+
+/** One liveness question per process per recovery pass. */
+function memo(cache: Map<string, Promise<boolean>>, processId: string, alive: (processId: string) => Promise<boolean>): Promise<boolean> {
+  let answer = cache.get(processId);
+  if (answer === undefined) cache.set(processId, (answer = alive(processId)));
+  return answer;
 }
 
 function encodeToken(createdAt: number, id: string): string {

@@ -29,6 +29,8 @@ export interface AgentDeps {
   readonly config: Config;
   readonly collab: CollabDocuments;
   readonly log: Logger;
+  /** Recorded with each run this process executes (WorkerRole.processId). */
+  readonly processId?: string;
 }
 
 /** Providers configured by base URL and model (the key is optional: local model servers often need none). */
@@ -52,11 +54,11 @@ export async function openAgents(deps: AgentDeps): Promise<AgentServices> {
     fetchMaxBytes: config.agentFetchMaxBytes,
     chromiumPath: config.chromiumPath,
   };
-  const runs = new AgentRuns({ store: deps.store, definitions, pool, collab: deps.collab, env, log });
+  const runs = new AgentRuns({ store: deps.store, definitions, pool, collab: deps.collab, env, log, ...(deps.processId === undefined ? {} : { processId: deps.processId }) });
   const memory = new Memory(deps.store, log);
   deps.collab.onAnnotationsCommitted((ref, changes) => memory.observe(ref, changes));
-  const interrupted = await runs.recover();
-  if (interrupted > 0) log.warn('runs interrupted by the last stop were marked failed', { count: interrupted });
+  // Runs a stop interrupted are marked failed by the holder of the worker role (src/background-work.ts), which knows
+  // which processes are still alive; a node starting never touches another node's runs.
   return {
     definitions,
     groups,

@@ -4,6 +4,8 @@ import type { Logger } from '../log.js';
 
 /** The KV bucket of leases; one per cluster (every node binds the same one). */
 export const LEASE_BUCKET = 'plait_leases';
+/** The KV bucket of cluster roles (the worker role) and node liveness; apart, so document-lease listeners never see them. */
+export const ROLE_BUCKET = 'plait_roles';
 
 /** What a lease's value says: who holds it and until when (wall-clock ms), so a taker can tell a lapsed one. */
 interface LeaseValue {
@@ -21,6 +23,8 @@ export interface LeasesOptions {
   readonly log: Pick<Logger, 'warn' | 'debug'>;
   /** Stream replicas of the bucket (3 in production on a three-server NATS cluster; 1 in tests). */
   readonly replicas?: number;
+  /** The KV bucket (default `LEASE_BUCKET`; the worker role and node liveness use `ROLE_BUCKET`). */
+  readonly bucket?: string;
   /** Wall clock; tests may move it. */
   readonly now?: () => number;
 }
@@ -61,7 +65,7 @@ export class Leases {
 
   /** Binds (creating if needed) the lease bucket. */
   static async open(nc: NatsConnection, options: LeasesOptions): Promise<Leases> {
-    const kv = await nc.jetstream().views.kv(LEASE_BUCKET, { history: 1, ttl: options.leaseMs, replicas: options.replicas ?? 1 });
+    const kv = await nc.jetstream().views.kv(options.bucket ?? LEASE_BUCKET, { history: 1, ttl: options.leaseMs, replicas: options.replicas ?? 1 });
     return new Leases(kv, options);
   }
 

@@ -12,14 +12,12 @@ import { Leases } from './leases.js';
 import { Relay } from './relay.js';
 import { RestForwarding } from './rest-forward.js';
 import { ClusterState } from './state.js';
+import { WorkerLease } from './worker-lease.js';
 
 /** How long a graceful stop waits for the NATS connection to drain before closing it. */
 const STOP_DRAIN_MS = 2_000;
 
-export type ClusterConfig = Pick<Config, 'natsUrl' | 'nodeId' | 'host' | 'port' | 'clusterLeaseMs'> & {
-  /** Stream, bucket and object-store replicas (CLUSTER_REPLICAS when configured; default 1). */
-  readonly clusterReplicas?: number;
-};
+export type ClusterConfig = Pick<Config, 'natsUrl' | 'nodeId' | 'host' | 'port' | 'clusterLeaseMs'> & Partial<Pick<Config, 'clusterReplicas'>>;
 
 /** NODE_ID, else HOST:PORT; with PORT=0 the port is not known yet, so the host name and process id. */
 export function nodeIdOf(config: ClusterConfig): string {
@@ -34,10 +32,15 @@ export class ClusterNode {
     readonly leases: Leases,
     readonly relay: Relay,
     readonly rest: RestForwarding,
+    /** The worker role (once-only background work) and this node's liveness: the core's WorkerRole port. */
+    readonly worker: WorkerLease,
     private readonly log: Logger,
     /** Durable state in JetStream: the store's Replication port, the applier and catch-up (src/cluster/state.ts). */
     readonly state: ClusterState,
   ) {}
+
+  /** Set by `drain()`: no new document is claimed here, so the ones it serves can only move away. */
+  private draining = false;
 
   /** Connects to NATS (reconnecting by itself for ever), binds the lease bucket and starts the relay's inbox. */
   static async start(config: ClusterConfig, log: Logger, local: TopicPublisher): Promise<ClusterNode> {
@@ -49,7 +52,9 @@ export class ClusterNode {
         if (status.type === 'disconnect' || status.type === 'reconnect' || status.type === 'error') log.warn(`nats ${status.type}`, { data: String(status.data) });
       }
     })();
-    const leases = await Leases.open(nc, { nodeId, leaseMs: config.clusterLeaseMs, log });
+    const replicas = config.clusterReplicas ?? 1;
+    const leases = await Leases.open(nc, { nodeId, leaseMs: config.clusterLeaseMs, log, replicas });
+    const worker = await WorkerLease.start(nc, { nodeId, leaseMs: config.clusterLeaseMs, replicas, log });
     const relay = new Relay({
       nc,
       nodeId,
@@ -58,9 +63,9 @@ export class ClusterNode {
       ownerOf: (key) => leases.owner(documentKeyString(key)),
       watchMs: Math.max(250, Math.floor(config.clusterLeaseMs / 3)),
     });
-    const state = await ClusterState.open(nc, { nodeId, log, replicas: config.clusterReplicas ?? 1 });
-    log.info('joined the cluster', { nodeId, nats: config.natsUrl, leaseMs: config.clusterLeaseMs, origin: state.origin });
-    return new ClusterNode(nodeId, nc, leases, relay, new RestForwarding(nc, nodeId, log), log, state);
+    const state = await ClusterState.open(nc, { nodeId, log, replicas });
+    log.info('joined the cluster', { nodeId, nats: config.natsUrl, leaseMs: config.clusterLeaseMs, replicas, origin: state.origin });
+    return new ClusterNode(nodeId, nc, leases, relay, new RestForwarding(nc, nodeId, log), worker, log, state);
   }
 
   /** The core's ownership port, backed by the leases (the lease key is the document key string). */
@@ -69,6 +74,8 @@ export class ClusterNode {
     return {
       owns: (key: DocumentKey) => leases.owns(documentKeyString(key)),
       claim: async (key: DocumentKey): Promise<Ownership> => {
+        // A draining node takes no new document: the caller is told to retry, and its retry lands on another node.
+        if (this.draining) throw unavailable('this node is draining; retry shortly');
         let claim: Ownership;
         try {
           claim = await leases.claim(documentKeyString(key));
@@ -108,9 +115,16 @@ export class ClusterNode {
     this.rest.serve(`http://${loopback.includes(':') ? `[${loopback}]` : loopback}:${port}`);
   }
 
+  /** First step of a graceful stop (SIGTERM): from now on this node claims no new document. */
+  drain(): void {
+    this.draining = true;
+  }
+
   /** Graceful stop, after the documents were unloaded: stop relaying, release every lease (the connection stays for `finish`). */
   async stop(): Promise<void> {
+    this.draining = true;
     this.rest.stop();
+    await this.worker.close();
     await this.relay.close();
     await this.leases.close();
   }

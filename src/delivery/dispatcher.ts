@@ -16,6 +16,8 @@ export interface DispatcherOptions {
   /** How often an idle dispatcher looks at the outbox. */
   readonly pollMs?: number;
   readonly batchSize?: number;
+  /** Whether this process may dispatch now (the worker role, src/worker-role.ts); default: always. */
+  readonly mayRun?: () => boolean;
 }
 
 /** A claimed event not acked within this time (a crash mid-plan) is claimed again; planning is idempotent. */
@@ -25,10 +27,13 @@ export class Dispatcher {
   private timer: NodeJS.Timeout | undefined;
   private running = false;
   private pumping: Promise<number> | undefined;
+  private reclaim = false;
 
   constructor(private readonly options: DispatcherOptions) {}
 
   start(): void {
+    // Idempotent: a second start must not add a second polling loop.
+    if (this.running) return;
     this.running = true;
     this.schedule(0);
   }
@@ -36,7 +41,23 @@ export class Dispatcher {
   async stop(): Promise<void> {
     this.running = false;
     if (this.timer !== undefined) clearTimeout(this.timer);
+    this.timer = undefined;
     await this.pumping;
+  }
+
+  /**
+   * This process just became the one dispatcher (the worker role, or a start): events a dead dispatcher claimed but
+   * never acked are taken at once instead of after their claim lapses (planning is idempotent).
+   */
+  takeOver(): void {
+    this.reclaim = true;
+  }
+
+  /** New events were committed (here or on another node): look at once instead of at the next poll. */
+  wake(): void {
+    if (!this.running) return;
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.schedule(0);
   }
 
   /**
@@ -63,8 +84,11 @@ export class Dispatcher {
 
   private async pumpOnce(): Promise<number> {
     const { outbox, store, planners, clock, queue, log } = this.options;
+    if (this.options.mayRun?.() === false) return 0;
     const now = clock.now();
-    const events = await outbox.claim({ limit: this.options.batchSize ?? 100, leaseMs: LEASE_MS, now });
+    const reclaim = this.reclaim;
+    this.reclaim = false;
+    const events = await outbox.claim({ limit: this.options.batchSize ?? 100, leaseMs: LEASE_MS, now, reclaim });
     if (events.length === 0) return 0;
     await store.transaction((tx) => {
       for (const event of events) {

@@ -29,6 +29,8 @@ export interface RunnerOptions {
   readonly log: Logger;
   readonly maxInFlight?: number;
   readonly maxInFlightPerTarget?: number;
+  /** Whether this process may send now (the worker role, src/worker-role.ts), checked before each attempt; default: always. */
+  readonly mayRun?: () => boolean;
 }
 
 /** Never sleep longer than this between looks at the queue (a clock jump, a missed wake-up). */
@@ -63,6 +65,7 @@ export class DeliveryRunner {
   async stop(): Promise<void> {
     this.running = false;
     if (this.timer !== undefined) clearTimeout(this.timer);
+    this.timer = undefined;
     await Promise.allSettled([...this.inFlight.values()]);
   }
 
@@ -75,6 +78,7 @@ export class DeliveryRunner {
    * Jobs held back by a full target stay pending for the next call.
    */
   async runDue(): Promise<number> {
+    if (this.options.mayRun?.() === false) return 0;
     const now = this.options.clock.now();
     const room = this.maxInFlight - this.inFlight.size;
     if (room <= 0) return 0;
@@ -132,7 +136,7 @@ export class DeliveryRunner {
   private tick(): void {
     this.timer = undefined;
     const now = this.options.clock.now();
-    if (now - this.lastPrune >= PRUNE_EVERY_MS) {
+    if (now - this.lastPrune >= PRUNE_EVERY_MS && this.options.mayRun?.() !== false) {
       this.lastPrune = now;
       this.options.queue.prune(now - KEEP_FINISHED_MS).catch((error: unknown) => this.options.log.error('pruning finished deliveries failed', { error }));
     }
@@ -144,6 +148,8 @@ export class DeliveryRunner {
 
   private async run(job: DeliveryJob): Promise<void> {
     const channel = this.options.channels[job.channel];
+    // The worker role may have been lost since the scan: send nothing; the job stays pending for the next holder.
+    if (this.options.mayRun?.() === false) return;
     let result: AttemptResult;
     try {
       result = await channel.attempt(job);

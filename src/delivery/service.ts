@@ -29,6 +29,8 @@ export interface DeliveryOptions {
   readonly clock?: Clock;
   /** Tests may hand in their own transport; default: from SMTP_URL. */
   readonly emailTransport?: EmailTransport;
+  /** Whether this process runs the dispatcher and the queue now (the worker role); default: always. */
+  readonly mayRun?: () => boolean;
 }
 
 export class Delivery {
@@ -70,13 +72,19 @@ export class Delivery {
     const notification = new NotificationChannel({ configs: this.configs, queue: this.queue, notifications: this.notifications });
     const activity = new ActivityChannel({ configs: this.configs, activities: this.activities });
     const deliveryLog = log.child({ component: 'delivery' });
-    this.dispatcher = new Dispatcher({ store, outbox: options.outbox, queue: this.queue, planners: [activity, notification, email, webhook, this.advanced], clock: this.clock, log: deliveryLog });
-    this.runner = new DeliveryRunner({ queue: this.queue, channels: { email, webhook, advancedWebhook: this.advanced, notification }, clock: this.clock, log: deliveryLog });
+    this.dispatcher = new Dispatcher({ store, outbox: options.outbox, queue: this.queue, planners: [activity, notification, email, webhook, this.advanced], clock: this.clock, log: deliveryLog, ...(options.mayRun === undefined ? {} : { mayRun: options.mayRun }) });
+    this.runner = new DeliveryRunner({ queue: this.queue, channels: { email, webhook, advancedWebhook: this.advanced, notification }, clock: this.clock, log: deliveryLog, ...(options.mayRun === undefined ? {} : { mayRun: options.mayRun }) });
   }
 
   start(): void {
     this.dispatcher.start();
     this.runner.start();
+  }
+
+  /** Stops dispatching and sending (attempts in flight settle) but keeps the transports: `start()` may follow. */
+  async pause(): Promise<void> {
+    await this.dispatcher.stop();
+    await this.runner.stop();
   }
 
   /** Stops claiming and starting; attempts in flight settle (each bounded by its own timeout) before the store closes. */

@@ -334,6 +334,9 @@ export class DocumentActors {
     await Promise.all(actors.map((actor) => actor.finalSnapshot()));
     await this.updateLog.flush();
     for (const actor of actors) actor.dispose();
+    // Everything is in the store now: hand each document over (a cluster lease is released, so the node its clients
+    // reconnect to takes it at once instead of waiting for the lease to lapse).
+    for (const actor of actors) this.ownership.release(actor.key);
     this.entries.clear();
   }
 }

@@ -10,14 +10,28 @@ export interface ClaimOptions {
   /** How long a claimed event stays invisible to other claims; an unacked event comes back after it. */
   readonly leaseMs: number;
   readonly now: number;
+  /** Take claimed events too: a new dispatcher taking over from a dead one (whose claims would hold them until they lapse). */
+  readonly reclaim?: boolean;
 }
 
 /** Keys are the bare seq number, not [seq]: lmdb-js reads a one-element array key back as a bare number, which get() then misses. */
 export class Outbox {
   private readonly db: Database<OutboxEvent, Key>;
 
+  private readonly commitListeners: Array<() => void> = [];
+
   constructor(private readonly store: Store) {
     this.db = store.records<OutboxEvent>(DB.outbox);
+  }
+
+  /** Told after a transaction that appended events committed (the worker's wake-up; see src/worker-role.ts). */
+  onCommitted(listener: () => void): void {
+    this.commitListeners.push(listener);
+  }
+
+  /** The appender's transaction committed: its events can be claimed now. Called by whoever appended. */
+  committed(): void {
+    for (const listener of this.commitListeners) listener();
   }
 
   /** Writes one event in the caller's transaction; its seq is one past the highest committed or pending seq. */
@@ -58,7 +72,7 @@ export class Outbox {
       const claimed: OutboxEvent[] = [];
       for (const { value } of this.db.getRange({ start: 0 })) {
         if (claimed.length >= options.limit) break;
-        if (value.claimedUntil !== undefined && value.claimedUntil > options.now) continue;
+        if (options.reclaim !== true && value.claimedUntil !== undefined && value.claimedUntil > options.now) continue;
         const leased: OutboxEvent = { ...value, claimedUntil: options.now + options.leaseMs, attempts: value.attempts + 1 };
         this.db.putSync(value.seq, leased);
         claimed.push(leased);

@@ -1,10 +1,11 @@
 // Owns durable background jobs (document migration, GDPR erase): submitted, run once, resumed after a restart, status kept.
 import type { Database, Key } from 'lmdb';
 import { randomId } from '../auth/secrets.js';
-import { notFound } from '../errors.js';
+import { AppError, notFound } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Store } from '../store/env.js';
 import { DB } from '../store/keys.js';
+import { LocalWorkerRole, type WorkerRole } from '../worker-role.js';
 
 export type JobStatus = 'pending' | 'in_progress' | 'completed' | 'failed';
 
@@ -33,9 +34,22 @@ export class Jobs {
   private readonly runners = new Map<string, JobRunner<unknown, unknown>>();
   /** Jobs running in this process, so stop() can wait for them. */
   private readonly running = new Set<Promise<void>>();
+  /** Their ids, so a scan never starts a job twice in this process. */
+  private readonly runningIds = new Set<string>();
+  /** Stored jobs of a kind this process has no runner for (already reported). */
+  private readonly unrunnable = new Set<string>();
   private stopped = false;
 
-  constructor(private readonly store: Store, private readonly log: Logger, private readonly now: () => number = Date.now) {
+  /**
+   * `role`: only the holder of the worker role runs jobs (one process: always this one). A job submitted on another
+   * node is recorded there and the holder is woken; the holder also scans for unfinished jobs (`resume`).
+   */
+  constructor(
+    private readonly store: Store,
+    private readonly log: Logger,
+    private readonly now: () => number = Date.now,
+    private readonly role: Pick<WorkerRole, 'held' | 'wake'> = new LocalWorkerRole(),
+  ) {
     this.db = store.records<JobRecord>(DB.jobs);
   }
 
@@ -43,12 +57,13 @@ export class Jobs {
     this.runners.set(kind, runner as JobRunner<unknown, unknown>);
   }
 
-  /** Records the job (committed before this resolves, so it survives a crash) and starts it. */
+  /** Records the job (committed before this resolves, so it survives a crash) and starts it here or wakes the worker. */
   async submit<P>(apiKey: string, kind: string, params: P, jobId = randomId(24)): Promise<JobRecord<P>> {
     const now = this.now();
     const job: JobRecord<P> = { jobId, apiKey, kind, params, status: 'pending', createdAt: now, updatedAt: now };
     await this.store.transaction(() => this.db.putSync([apiKey, jobId], job));
-    this.start(job);
+    if (this.role.held()) this.start(job);
+    else this.role.wake('jobs');
     return job;
   }
 
@@ -59,11 +74,16 @@ export class Jobs {
     return job;
   }
 
-  /** Starts every job a stop or crash left pending or in progress (call once, after every runner is registered). */
+  /**
+   * Starts every job left pending or in progress (by a stop, a crash, or another node) that is not running here
+   * already; call after every runner is registered. The worker calls it when it takes the role, on a wake-up and on
+   * its periodic scan.
+   */
   resume(): number {
+    if (this.stopped || !this.role.held()) return 0;
     let resumed = 0;
     for (const { value } of this.db.getRange()) {
-      if (value.status === 'pending' || value.status === 'in_progress') {
+      if ((value.status === 'pending' || value.status === 'in_progress') && !this.runningIds.has(value.jobId) && !this.unrunnable.has(value.jobId)) {
         this.start(value);
         resumed++;
       }
@@ -84,13 +104,20 @@ export class Jobs {
   }
 
   private start(job: JobRecord): void {
-    if (this.stopped) return;
+    // Not the worker (any more): the holder runs it. A job already running here finishes (see docs/cluster.md).
+    if (this.stopped || !this.role.held() || this.runningIds.has(job.jobId)) return;
     const runner = this.runners.get(job.kind);
     if (runner === undefined) {
-      this.log.error('no runner for a stored job; it stays pending', { kind: job.kind, jobId: job.jobId });
+      // Said once per job: the worker's scan comes back to it every few seconds.
+      if (!this.unrunnable.has(job.jobId)) this.log.error('no runner for a stored job; it stays pending', { kind: job.kind, jobId: job.jobId });
+      this.unrunnable.add(job.jobId);
       return;
     }
-    const run = this.run(job, runner).finally(() => this.running.delete(run));
+    this.runningIds.add(job.jobId);
+    const run = this.run(job, runner).finally(() => {
+      this.running.delete(run);
+      this.runningIds.delete(job.jobId);
+    });
     this.running.add(run);
   }
 
@@ -100,6 +127,15 @@ export class Jobs {
       const result = await runner(job);
       await this.save({ ...job, status: 'completed', updatedAt: this.now(), ...(result === undefined ? {} : { result }) });
     } catch (error) {
+      if (error instanceof AppError && error.status === 'UNAVAILABLE') {
+        // Transient (a document owned by another node, the server stopping): pending again, so the worker's next
+        // scan (or the next start) runs it again; jobs are idempotent.
+        this.log.warn('background job postponed; it runs again', { kind: job.kind, jobId: job.jobId, reason: error.message });
+        await this.save({ ...job, status: 'pending', updatedAt: this.now() }).catch((saveError: unknown) =>
+          this.log.error('could not record a postponed job', { jobId: job.jobId, error: saveError }),
+        );
+        return;
+      }
       this.log.warn('background job failed', { kind: job.kind, jobId: job.jobId, error });
       const message = error instanceof Error ? error.message : String(error);
       // A failure to record the failure (the store closing) leaves the job in progress: it runs again next start.

@@ -3,6 +3,7 @@ import t from 'tap';
 import { Webhook } from 'standardwebhooks';
 import { startReceiver } from '../helpers/receiver.js';
 import { startSmtpSink } from '../helpers/smtp-sink.js';
+import { messageIdOf } from '../../src/delivery/channels/email.js';
 import { alice, deliveryEnv, scope, threadBody } from './delivery-env.js';
 
 t.test('a comment added over REST is delivered on every configured channel', async (t) => {
@@ -36,6 +37,9 @@ t.test('a comment added over REST is delivered on every configured channel', asy
   t.match(toBob?.parsed.text, /Please check this, @bob/);
   t.match(toBob?.parsed.html, /<blockquote>Please check this, @bob<\/blockquote>/);
   t.match(toBob?.parsed.text, /You were mentioned/);
+  // The Message-ID derives from the delivery job, so a send repeated after a crash (docs/cluster.md) carries the same one.
+  const ids = env.running.services.delivery.queue.list((j) => j.channel === 'email').map((j) => messageIdOf(j.id, 'review@acme.test'));
+  t.ok(toBob?.parsed.messageId !== undefined && ids.includes(toBob.parsed.messageId), `Message-ID ${String(toBob?.parsed.messageId)} is the job's`);
 
   // Basic webhook: raw and processed, each with the auth header and the V1 payload.
   const posts = await basic.waitFor(2);

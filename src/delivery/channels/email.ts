@@ -1,4 +1,5 @@
 // Owns the email channel: which events become emails for whom (email config triggers), and sending them by config type.
+import { createHash } from 'node:crypto';
 import type { WriteTx } from '../../store/env.js';
 import type { OutboxEvent } from '../../events/types.js';
 import type { DeliveryConfigStore } from '../../tenant/delivery-config-store.js';
@@ -62,10 +63,16 @@ export class EmailChannel implements Planner, ChannelRunner {
         ? new SendGridEmailTransport({ http: this.deps.http, apiKey: config.apiKey, baseUrl: this.deps.sendgridBaseUrl })
         : this.deps.server;
     try {
-      await transport.send({ to: [payload.to], from, ...(fromName === undefined ? {} : { fromName }), subject: payload.subject, text: payload.text, html: payload.html });
+      await transport.send({ to: [payload.to], from, ...(fromName === undefined ? {} : { fromName }), subject: payload.subject, text: payload.text, html: payload.html, messageId: messageIdOf(job.id, from) });
       return { ok: true };
     } catch (error) {
       return { ok: false, error: errorText(error), permanent: error instanceof EmailSendError && error.permanent };
     }
   }
+}
+
+/** One Message-ID per delivery job (its id is derived from the event and recipient), the same on every attempt. */
+export function messageIdOf(jobId: string, from: string): string {
+  const domain = /@([A-Za-z0-9.-]+)$/.exec(from)?.[1] ?? 'plait.localhost';
+  return `<${createHash('sha256').update(jobId).digest('hex').slice(0, 32)}@${domain}>`;
 }

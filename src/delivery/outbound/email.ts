@@ -63,6 +63,7 @@ export class SmtpEmailTransport implements ClosableEmailTransport {
         subject: msg.subject,
         text: msg.text,
         html: msg.html,
+        ...(msg.messageId === undefined ? {} : { messageId: msg.messageId }),
       });
     } catch (error) {
       throw new EmailSendError(`SMTP send failed: ${error instanceof Error ? error.message : String(error)}`, isPermanentSmtp(error), { cause: error });

@@ -78,5 +78,7 @@ export class ThreadChanges implements DocumentChange {
 
   committed(): void {
     this.deps.published?.(this.live);
+    // The events are visible now: wake the dispatcher (in a cluster, on whichever node runs it).
+    if (this.changes.some((change) => change.events.length > 0)) this.deps.outbox.committed();
   }
 }
