@@ -2,7 +2,7 @@
 import t, { type Test } from 'tap';
 import type { Config } from '../../src/config.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
-import { connect, editorOf, synced, userToken, whenDocs, type Room } from '../helpers/sync.js';
+import { connect, editorOf, resynced, synced, userToken, whenDocs, type Room } from '../helpers/sync.js';
 import { natsOrSkip, startNats } from '../helpers/nats.js';
 
 const SECRET_KEY = 'c'.repeat(64);
@@ -71,9 +71,11 @@ t.test('a graceful stop of the owner releases its lease: clients reconnect, anot
   const docs = relayed.map((client) => client.doc);
   await whenDocs([first.doc, ...docs], () => [first, ...relayed].every((client) => client.text.toString() === 'before the stop'));
 
+  // Registered before the stop: the relayed clients are closed with SERVICE_RESTART and reconnect to their own
+  // nodes, one of which then owns it.
+  const reconnected = relayed.map((client) => resynced(client));
   await n1.server.stop();
-  // The relayed clients were closed with SERVICE_RESTART and reconnect to their own nodes, one of which now owns it.
-  await Promise.all(relayed.map((client) => new Promise<void>((resolve) => client.provider.once('sync', (state: boolean) => state && resolve()))));
+  await Promise.all(reconnected);
   const owners = [n2, n3].filter((node) => node.server.services.documentActors.peek(key) !== undefined);
   t.equal(owners.length, 1, 'exactly one of the remaining nodes owns it now');
   relayed[1]?.text.insert(relayed[1].text.length, ', and after');
