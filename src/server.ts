@@ -123,6 +123,13 @@ export interface ServerOptions {
   readonly autoDeliver?: boolean;
   /** Cluster mode: who owns each document (src/cluster/ leases); default: this process owns everything. */
   readonly ownership?: DocumentOwnership;
+  /**
+   * Tests only: an open store to use instead of opening DATA_DIR, for several cluster nodes in one process on one
+   * DATA_DIR. Two lmdb-js handles on one environment in one process deadlock (one handle's write thread holds LMDB's
+   * write lock while it waits for the main thread, which is blocked beginning a write on the other handle), so such
+   * nodes share one. The server does not close a store it was given.
+   */
+  readonly store?: Store;
 }
 
 export interface RunningServer {
@@ -141,7 +148,7 @@ export interface RunningServer {
 export async function openServices(config: Config, log: Logger, publisher: TopicPublisher, options: ServerOptions = {}): Promise<Services> {
   const clock = serverClock(options);
   const now = clock.now;
-  const store = Store.open(config.dataDir, { log: log.child({ component: 'store' }) });
+  const store = options.store ?? Store.open(config.dataDir, { log: log.child({ component: 'store' }) });
   const secrets = Secrets.load(config.dataDir, config.secretKey);
   const workspaces = new Workspaces(store, secrets);
   const userTokens = await UserTokens.open(store, secrets, { now: clock.now, lifetimeSeconds: config.userTokenLifetimeSeconds });
@@ -412,7 +419,7 @@ export async function startServer(config: Config, log: Logger, options: ServerOp
     services.collab.close();
     // Attempts in flight settle (each within its own timeout) so their outcome is recorded before the store closes.
     await services.delivery.stop();
-    await services.store.close();
+    if (options.store === undefined) await services.store.close();
   };
   return {
     port,

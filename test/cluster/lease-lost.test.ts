@@ -4,7 +4,7 @@ import t from 'tap';
 import { LEASE_BUCKET, leaseKey } from '../../src/cluster/leases.js';
 import { documentKeyString } from '../../src/document-key.js';
 import { natsOrSkip, startNats } from '../helpers/nats.js';
-import { startTestServer } from '../helpers/server.js';
+import { startClusterNodes } from '../helpers/server.js';
 import { connect, editorOf, synced, userToken, whenDocs, type Client, type Room } from '../helpers/sync.js';
 
 /** Resolves with the close code of the client's socket, and stops the client there so it holds no state to resend. */
@@ -25,8 +25,9 @@ t.test('a lease taken by another node: the owner closes with 1012 and drops the 
   const dataDir = t.testdir();
   // The group-commit window at its longest, so the updates are likely still queued when the lease goes (drop appends them).
   const node = (nodeId: string) => ({ natsUrl: nats.url, nodeId, secretKey: 'a'.repeat(64), clusterLeaseMs: 3000, groupCommitMs: 1000 });
-  const n1 = await startTestServer(t, node('first'), dataDir);
-  const n2 = await startTestServer(t, node('second'), dataDir);
+  // One DATA_DIR in one process: the nodes share one Store (startClusterNodes says why).
+  const [n1, n2] = await startClusterNodes(t, [node('first'), node('second')], dataDir);
+  if (n1 === undefined || n2 === undefined) throw new Error('two nodes');
   const credentials = await n1.api.createWorkspace();
   const room: Room = { organizationId: 'org', documentId: 'lease-lost', editorId: 'main' };
   const key = { apiKey: credentials.apiKey, ...room };

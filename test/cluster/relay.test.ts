@@ -1,32 +1,31 @@
 // Tests three Plait nodes and one nats-server: sync clients of one document on different nodes converge through the owner.
 import t, { type Test } from 'tap';
 import type { Config } from '../../src/config.js';
-import { startTestServer, type TestServer } from '../helpers/server.js';
+import { startClusterNodes, type TestServer } from '../helpers/server.js';
 import { connect, editorOf, resynced, synced, userToken, whenDocs, type Room } from '../helpers/sync.js';
 import { natsOrSkip, startNats } from '../helpers/nats.js';
 
 const SECRET_KEY = 'c'.repeat(64);
-/**
- * These two tests hang about one run in four since the reliability and cluster work were merged (the first or the
- * second test waits forever for clients to converge); the cause is not found yet (docs/cluster.md, "Known issues").
- * They run with PLAIT_CLUSTER_RELAY_TESTS=1 and otherwise skip, saying why, so they cannot fail CI at random.
- */
-const FLAKY = process.env['PLAIT_CLUSTER_RELAY_TESTS'] === '1' ? false : 'skipped: hangs about one run in four (docs/cluster.md, Known issues); run with PLAIT_CLUSTER_RELAY_TESTS=1';
 
-/** Three nodes on one nats-server. Today they share one DATA_DIR (processes on one host; docs/cluster.md says why). */
+/**
+ * Three nodes on one nats-server, in this process. Today they share one DATA_DIR (processes on one host; docs/cluster.md
+ * says why), so in one process they share one Store (startClusterNodes says why: two handles deadlock, which is what
+ * made these tests hang about one run in four).
+ */
 async function cluster(t: Test, bin: string): Promise<TestServer[]> {
   const nats = await startNats(t, bin);
-  const dataDir = t.testdir();
   const node = (nodeId: string): Partial<Config> => ({ natsUrl: nats.url, nodeId, secretKey: SECRET_KEY, clusterLeaseMs: 3000 });
-  const nodes: TestServer[] = [];
-  for (const id of ['n1', 'n2', 'n3']) nodes.push(await startTestServer(t, node(id), dataDir));
-  return nodes;
+  return startClusterNodes(t, ['n1', 'n2', 'n3'].map(node));
 }
 
-t.test('three nodes: clients of one document on different nodes converge, and one node owns it', { skip: FLAKY }, async (t) => {
+/** Stops the nodes while NATS is up (teardown stops NATS first, and the nodes would wait out their release timeouts). */
+const stopAll = (nodes: readonly TestServer[]): Promise<unknown> => Promise.all(nodes.map((node) => node.server.stop()));
+
+t.test('three nodes: clients of one document on different nodes converge, and one node owns it', async (t) => {
   const bin = natsOrSkip(t);
   if (bin === undefined) return;
-  const [n1, n2, n3] = await cluster(t, bin);
+  const nodes = await cluster(t, bin);
+  const [n1, n2, n3] = nodes;
   if (n1 === undefined || n2 === undefined || n3 === undefined) throw new Error('three nodes');
   const credentials = await n1.api.createWorkspace();
   const room: Room = { organizationId: 'org', documentId: 'shared-doc', editorId: 'main' };
@@ -49,9 +48,10 @@ t.test('three nodes: clients of one document on different nodes converge, and on
     await whenDocs(docs, () => clients.every((client) => client.text.toString().endsWith(marker)));
     t.pass(`the write on n${i + 1} reached the clients on all three nodes`);
   }
+  await stopAll(nodes);
 });
 
-t.test('a graceful stop of the owner releases its lease: clients reconnect, another node takes the document, nothing is lost', { skip: FLAKY }, async (t) => {
+t.test('a graceful stop of the owner releases its lease: clients reconnect, another node takes the document, nothing is lost', async (t) => {
   const bin = natsOrSkip(t);
   if (bin === undefined) return;
   const nodes = await cluster(t, bin);
@@ -83,4 +83,5 @@ t.test('a graceful stop of the owner releases its lease: clients reconnect, anot
   t.pass('the edit made before the stop is kept, and the remaining nodes converge on the next one');
   const rest = await n2.api.call<Array<{ data: unknown }>>(credentials, '/v2/crdt/get', room);
   t.same(rest.body.result?.data.map((record) => record.data), ['before the stop, and after'], 'REST on a remaining node reads it');
+  await stopAll(nodes);
 });

@@ -2,6 +2,7 @@
 import type { Test } from 'tap';
 import { loadConfig, type Config } from '../../src/config.js';
 import { createLogger, type Logger } from '../../src/log.js';
+import { Store } from '../../src/store/env.js';
 import { startServer, type RunningServer, type ServerOptions } from '../../src/server.js';
 import { ApiClient } from './api.js';
 
@@ -38,4 +39,38 @@ export async function startTestServer(t: Test, overrides: Partial<Config> = {}, 
       return startTestServer(t, overrides, config.dataDir, options);
     },
   };
+}
+
+/**
+ * Cluster nodes in this process on one DATA_DIR (today's clusters share it; docs/cluster.md). They share one Store:
+ * two lmdb-js handles on one environment in one process deadlock (ServerOptions.store in src/server.ts says how), which
+ * separate processes, as in production, do not. Stopped together at teardown (each `stop` is idempotent, so a test may
+ * stop one earlier), the store closed after the last; `restart` starts a node again on the same store.
+ */
+export async function startClusterNodes(t: Test, nodes: ReadonlyArray<Partial<Config>>, dataDir: string = t.testdir(), options: TestStartOptions = {}): Promise<TestServer[]> {
+  const store = Store.open(dataDir);
+  const running: RunningServer[] = [];
+  t.teardown(async () => {
+    await Promise.all(running.map((server) => server.stop()));
+    await store.close();
+  });
+  const start = async (overrides: Partial<Config>): Promise<TestServer> => {
+    const config = testConfig(dataDir, overrides);
+    const server = await startServer(config, options.log ?? createLogger(config.logLevel), { ...options, store });
+    running.push(server);
+    const url = `http://127.0.0.1:${server.port}`;
+    return {
+      server,
+      config,
+      url,
+      api: new ApiClient(url),
+      restart: async () => {
+        await server.stop();
+        return start(overrides);
+      },
+    };
+  };
+  const started: TestServer[] = [];
+  for (const overrides of nodes) started.push(await start(overrides));
+  return started;
 }
