@@ -15,7 +15,7 @@ import { emit, isMain, progress, type Figure } from './lib/report.js';
 const USAGE = `node --import=tsx bench/cluster.ts [flags]
   --docs D            documents in the throughput phase, spread over the processes (default 64)
   --readers R         readers per document (default 4)
-  --window W          throughput: updates in flight per document (default 4)
+  --window W          throughput: updates in flight per document (default 16)
   --seconds S         throughput: measured seconds per configuration (default 8)
   --latency-docs D    latency phase: documents, all owned by node 1 (default 20)
   --rate R            latency phase: updates/s per document (default 20)
@@ -236,10 +236,14 @@ if (isMain(import.meta.url)) {
     const options: ThroughputOptions = {
       docs: num(values, 'docs', 64, 1, 10_000),
       readers: num(values, 'readers', 4, 1, 1000),
-      window: num(values, 'window', 4, 1, 1000),
+      window: num(values, 'window', 16, 1, 1000),
       seconds: num(values, 'seconds', 8, 1, 600),
       payload,
     };
+    if (natsServerBinary() === undefined) {
+      progress('cluster bench skipped: nats-server is not installed (apt-get install nats-server)');
+      return;
+    }
     const nats = await startNats();
     const figures: Figure[] = [];
     try {
