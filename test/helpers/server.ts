@@ -56,7 +56,8 @@ export async function startClusterNodes(t: Test, nodes: ReadonlyArray<Partial<Co
   });
   const start = async (overrides: Partial<Config>): Promise<TestServer> => {
     const config = testConfig(dataDir, overrides);
-    const server = await startServer(config, options.log ?? createLogger(config.logLevel), { ...options, store });
+    // Each node's lines name it, so a cluster test's log can be read node by node.
+    const server = await startServer(config, options.log ?? createLogger(config.logLevel, config.nodeId === undefined ? {} : { node: config.nodeId }), { ...options, store });
     running.push(server);
     const url = `http://127.0.0.1:${server.port}`;
     return {
