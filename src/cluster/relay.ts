@@ -27,6 +27,9 @@ export const subjects = {
   topic: (topic: string): string => `plait.topic.${leaseKey(topic)}`,
 } as const;
 
+/** Frames a relayed connection may send before its attach request is out; past it, the edge sheds it (1013). */
+const MAX_WAITING_FRAMES = 256;
+
 /** How long a relaying node waits for the owner to attach a connection before refusing it (UNAVAILABLE). */
 const ATTACH_TIMEOUT_MS = 5_000;
 
@@ -195,7 +198,10 @@ export class Relay implements DocumentRelay {
       peer: { sessionId: peer.sessionId, userId: peer.userId, name: peer.name, email: peer.email, editorId: peer.editorId, readOnly: peer.readOnly, extensions: peer.extensions },
     };
     try {
-      const reply = parse<AttachReply>((await this.deps.nc.request(subjects.attach(session.owner), json(request), { timeout: ATTACH_TIMEOUT_MS })).data);
+      // request() publishes before it returns: the frames that arrived meanwhile follow the attach request, in order.
+      const answer = this.deps.nc.request(subjects.attach(session.owner), json(request), { timeout: ATTACH_TIMEOUT_MS });
+      session.requested();
+      const reply = parse<AttachReply>((await answer).data);
       if (!reply.ok) peer.close(CLOSE.SERVICE_RESTART, reply.message);
     } catch (error) {
       // The owner is gone (its lease will lapse) or NATS is away: the client reconnects and is served anew.
@@ -324,6 +330,8 @@ class RelayedSession implements ConnectionLease, ConnectionTarget {
   readonly topics = new Set<string>();
   /** Topics the owner put the local socket in (uWS). */
   readonly joined = new Set<string>();
+  /** Frames received before the attach request went out (the topics are being subscribed first); then undefined. */
+  private waiting: Uint8Array[] | undefined = [];
 
   constructor(private readonly relay: Relay, readonly key: DocumentKey, readonly owner: string) {}
 
@@ -342,8 +350,22 @@ class RelayedSession implements ConnectionLease, ConnectionTarget {
   }
 
   receive(peer: Peer, _message: unknown, bytes: Uint8Array): boolean {
-    this.relay.forward(this, peer.sessionId, 'frame', bytes);
+    if (this.waiting === undefined) {
+      this.relay.forward(this, peer.sessionId, 'frame', bytes);
+      return true;
+    }
+    // The owner drops frames of a connection it has not been asked to attach; these wait for the attach request.
+    if (this.waiting.length >= MAX_WAITING_FRAMES) return false;
+    this.waiting.push(bytes);
     return true;
+  }
+
+  /** The attach request went out: the frames that waited for it follow it. */
+  requested(): void {
+    const waiting = this.waiting ?? [];
+    this.waiting = undefined;
+    const sessionId = this.peer?.sessionId;
+    if (sessionId !== undefined) for (const bytes of waiting) this.relay.forward(this, sessionId, 'frame', bytes);
   }
 
   detach(peer: Peer): void {
