@@ -7,7 +7,7 @@ import { writeResults, type ScriptRun } from './lib/results.js';
 import { textTable } from './lib/table.js';
 
 const USAGE = `node --import=tsx bench/run-all.ts [flags]   (npm run bench)
-  --only a,b     run only these steps: ${'fanout-50, fanout-500, fanout-docs, durability, memory, load, rest, delivery'}
+  --only a,b     run only these steps: ${'fanout-50, fanout-500, fanout-docs, durability, memory, load, rest, delivery, cluster'}
   --quick        much smaller sizes (a smoke run of the harness, not figures to quote)
   --profile      profile the Plait server in the fan-out and REST steps (summaries on stderr)
 Every step is also a script of its own: see bench/README.md.`;
@@ -43,6 +43,8 @@ const STEPS: readonly Step[] = [
   { name: 'load', script: 'load.ts', args: [], quick: ['--small-docs', '3', '--large-docs', '1'], profiles: false },
   { name: 'rest', script: 'rest.ts', args: [], quick: ['--duration', '1', '--warmup', '0'], profiles: true },
   { name: 'delivery', script: 'delivery.ts', args: [], quick: ['--events', '100', '--pending', '100', '--writes', '50'], profiles: false },
+  // Skipped, saying so, when nats-server is missing.
+  { name: 'cluster', script: 'cluster.ts', args: [], quick: ['--docs', '8', '--readers', '2', '--seconds', '2', '--latency-docs', '4', '--latency-seconds', '2'], profiles: false },
 ];
 
 const STEP_TIMEOUT_MS = 8 * 60_000;

@@ -1,6 +1,7 @@
 // Owns relaying between nodes: sync sockets on a node that does not own their document reach the owner's actor over NATS.
 import { ErrorCode, type Msg, type NatsConnection, type Subscription } from 'nats';
 import type { RootHint } from '../doc/actor.js';
+import { topics } from '../doc/fanout.js';
 import type { Peer, TopicPublisher } from '../doc/peer.js';
 import type { ConnectionLease, ConnectionTarget, DocumentRelay } from '../doc/relay-port.js';
 import type { DocumentActors } from '../doc/registry.js';
@@ -26,8 +27,26 @@ export const subjects = {
   topic: (topic: string): string => `plait.topic.${leaseKey(topic)}`,
 } as const;
 
+/** Frames a relayed connection may send before its attach request is out; past it, the edge sheds it (1013). */
+const MAX_WAITING_FRAMES = 256;
+
 /** How long a relaying node waits for the owner to attach a connection before refusing it (UNAVAILABLE). */
 const ATTACH_TIMEOUT_MS = 5_000;
+
+/** The topics the owner's actor puts a connection in (DocumentActor.attach): the document's, its store's, and live with ext=1. */
+function connectionTopics(key: DocumentKey, peer: Peer): string[] {
+  return [topics.document(key), topics.store(key, peer.editorId), ...(peer.extensions ? [topics.live(key)] : [])];
+}
+
+/** `work`, or a rejection with `message` once `ms` have passed (NATS away: a flush would wait for the reconnect). */
+async function within<T>(work: Promise<T>, ms: number, message: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([work, new Promise<never>((_resolve, reject) => (timer = setTimeout(() => reject(new Error(message)), ms)))]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
 
 type AttachReply = { readonly ok: true } | { readonly ok: false; readonly status: string; readonly message: string };
 
@@ -154,9 +173,24 @@ export class Relay implements DocumentRelay {
     return new RelayedSession(this, key, owner);
   }
 
-  /** Called by a RelayedSession when its socket opens: registers it, then asks the owner to attach it. */
+  /**
+   * Called by a RelayedSession when its socket opens: registers it, subscribes to the topics the owner will put it
+   * in, then asks the owner to attach it. The subscriptions go first, confirmed by a flush (the server has them once
+   * it answers): the owner publishes to a topic as soon as the connection is attached, and a topic frame the server
+   * routed before this node's subscription would never reach the socket (a gap in its document until it reconnects).
+   */
   async open(session: RelayedSession, peer: Peer, hint: RootHint): Promise<void> {
     this.relayed.set(peer.sessionId, session);
+    for (const topic of connectionTopics(session.key, peer)) this.listen(session, topic);
+    try {
+      await within(this.deps.nc.flush(), ATTACH_TIMEOUT_MS, 'NATS did not confirm the subscriptions');
+    } catch (error) {
+      this.deps.log.warn('relay subscribe failed', { owner: session.owner, error: String(error) });
+      peer.close(CLOSE.SERVICE_RESTART, 'the document owner is unreachable; reconnect');
+      return;
+    }
+    // Closed meanwhile: its detach went out already, so asking now would attach a connection nobody detaches.
+    if (this.relayed.get(peer.sessionId) !== session) return;
     const request: AttachRequest = {
       key: session.key,
       from: this.deps.nodeId,
@@ -164,7 +198,10 @@ export class Relay implements DocumentRelay {
       peer: { sessionId: peer.sessionId, userId: peer.userId, name: peer.name, email: peer.email, editorId: peer.editorId, readOnly: peer.readOnly, extensions: peer.extensions },
     };
     try {
-      const reply = parse<AttachReply>((await this.deps.nc.request(subjects.attach(session.owner), json(request), { timeout: ATTACH_TIMEOUT_MS })).data);
+      // request() publishes before it returns: the frames that arrived meanwhile follow the attach request, in order.
+      const answer = this.deps.nc.request(subjects.attach(session.owner), json(request), { timeout: ATTACH_TIMEOUT_MS });
+      session.requested();
+      const reply = parse<AttachReply>((await answer).data);
       if (!reply.ok) peer.close(CLOSE.SERVICE_RESTART, reply.message);
     } catch (error) {
       // The owner is gone (its lease will lapse) or NATS is away: the client reconnects and is served anew.
@@ -201,12 +238,12 @@ export class Relay implements DocumentRelay {
         return;
       case 'subscribe': {
         const topic = msg.headers?.get('t') ?? '';
-        if (session.topics.has(topic)) return;
-        session.topics.add(topic);
-        peer.subscribe(topic);
-        const entry = this.topicSubs.get(topic);
-        if (entry !== undefined) entry.count++;
-        else this.topicSubs.set(topic, { sub: this.deps.nc.subscribe(subjects.topic(topic), { callback: (error, m) => (error === null ? this.fromTopic(topic, m) : this.failed(error)) }), count: 1 });
+        if (!session.joined.has(topic)) {
+          session.joined.add(topic);
+          peer.subscribe(topic);
+        }
+        // Usually subscribed already (open); a topic the owner adds later is subscribed now.
+        this.listen(session, topic);
         return;
       }
       case 'close':
@@ -215,6 +252,15 @@ export class Relay implements DocumentRelay {
       default:
         this.deps.log.warn('relay: unknown message from an owner', { kind: msg.headers?.get('k') });
     }
+  }
+
+  /** Counts `session` among the listeners of `topic`'s subject, subscribing to it for the first one. */
+  private listen(session: RelayedSession, topic: string): void {
+    if (session.topics.has(topic)) return;
+    session.topics.add(topic);
+    const entry = this.topicSubs.get(topic);
+    if (entry !== undefined) entry.count++;
+    else this.topicSubs.set(topic, { sub: this.deps.nc.subscribe(subjects.topic(topic), { callback: (error, m) => (error === null ? this.fromTopic(topic, m) : this.failed(error)) }), count: 1 });
   }
 
   private fromTopic(topic: string, msg: Msg): void {
@@ -280,7 +326,12 @@ export class Relay implements DocumentRelay {
 /** Relaying side: one local socket of a document owned by `owner`; the sync edge sees it as the connection's target. */
 class RelayedSession implements ConnectionLease, ConnectionTarget {
   peer: Peer | undefined;
+  /** Topics whose NATS subject this session is counted on. */
   readonly topics = new Set<string>();
+  /** Topics the owner put the local socket in (uWS). */
+  readonly joined = new Set<string>();
+  /** Frames received before the attach request went out (the topics are being subscribed first); then undefined. */
+  private waiting: Uint8Array[] | undefined = [];
 
   constructor(private readonly relay: Relay, readonly key: DocumentKey, readonly owner: string) {}
 
@@ -299,8 +350,22 @@ class RelayedSession implements ConnectionLease, ConnectionTarget {
   }
 
   receive(peer: Peer, _message: unknown, bytes: Uint8Array): boolean {
-    this.relay.forward(this, peer.sessionId, 'frame', bytes);
+    if (this.waiting === undefined) {
+      this.relay.forward(this, peer.sessionId, 'frame', bytes);
+      return true;
+    }
+    // The owner drops frames of a connection it has not been asked to attach; these wait for the attach request.
+    if (this.waiting.length >= MAX_WAITING_FRAMES) return false;
+    this.waiting.push(bytes);
     return true;
+  }
+
+  /** The attach request went out: the frames that waited for it follow it. */
+  requested(): void {
+    const waiting = this.waiting ?? [];
+    this.waiting = undefined;
+    const sessionId = this.peer?.sessionId;
+    if (sessionId !== undefined) for (const bytes of waiting) this.relay.forward(this, sessionId, 'frame', bytes);
   }
 
   detach(peer: Peer): void {

@@ -7,7 +7,7 @@ import * as Y from 'yjs';
 import type { LiveMessage } from '../../src/doc/collab-state.js';
 import { LIVE_MESSAGE_TYPE } from '../../src/ws/live-messages.js';
 import { natsOrSkip, startNats } from '../helpers/nats.js';
-import { startTestServer } from '../helpers/server.js';
+import { startClusterNodes } from '../helpers/server.js';
 import { userToken } from '../helpers/sync.js';
 
 const scope = { organizationId: 'org-live', documentId: 'doc-live' };
@@ -48,8 +48,8 @@ t.test('comments and presence are live across nodes', async (t) => {
   const nats = await startNats(t, bin);
   const dataDir = t.testdir();
   const node = (nodeId: string) => ({ natsUrl: nats.url, nodeId, secretKey: 'f'.repeat(64) });
-  const n1 = await startTestServer(t, node('l1'), `${dataDir}/l1`);
-  const n2 = await startTestServer(t, node('l2'), `${dataDir}/l2`);
+  const [n1, n2] = await startClusterNodes(t, [node('l1'), node('l2')], dataDir);
+  if (n1 === undefined || n2 === undefined) throw new Error('two nodes');
   const credentials = await n1.api.createWorkspace();
   const token = (userId: string): Promise<string> => userToken(n1.api, credentials, [{ type: 'organization', id: scope.organizationId }], userId);
 

@@ -1,6 +1,6 @@
 // Tests a nats-server restart under two nodes: requests that need it answer UNAVAILABLE in the gap, nodes reconnect by themselves.
 import t from 'tap';
-import { startTestServer } from '../helpers/server.js';
+import { startClusterNodes } from '../helpers/server.js';
 import { natsOrSkip, startNats } from '../helpers/nats.js';
 
 t.test('kill and restart nats-server: UNAVAILABLE in the gap, then the nodes work again with nothing lost', async (t) => {
@@ -10,8 +10,8 @@ t.test('kill and restart nats-server: UNAVAILABLE in the gap, then the nodes wor
   const nats = await startNats(t, bin, `${natsDir}/store`);
   const dataDir = `${natsDir}/plait`;
   const node = { natsUrl: nats.url, secretKey: 'e'.repeat(64), clusterLeaseMs: 10_000 };
-  const n1 = await startTestServer(t, { ...node, nodeId: 'r1' }, `${dataDir}/r1`);
-  const n2 = await startTestServer(t, { ...node, nodeId: 'r2' }, `${dataDir}/r2`);
+  const [n1, n2] = await startClusterNodes(t, [{ ...node, nodeId: 'r1' }, { ...node, nodeId: 'r2' }], dataDir);
+  if (n1 === undefined || n2 === undefined) throw new Error('two nodes');
   const credentials = await n1.api.createWorkspace();
   const room = { organizationId: 'org', documentId: 'through-restart', editorId: 'main' };
   t.equal((await n1.api.call(credentials, '/v2/crdt/add', { ...room, type: 'text', data: 'before' })).status, 200, 'n1 writes and owns the document');

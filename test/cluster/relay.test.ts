@@ -1,32 +1,27 @@
 // Tests three Plait nodes and one nats-server: sync clients of one document on different nodes converge through the owner.
 import t, { type Test } from 'tap';
 import type { Config } from '../../src/config.js';
-import { startTestServer, type TestServer } from '../helpers/server.js';
-import { connect, editorOf, synced, userToken, whenDocs, type Room } from '../helpers/sync.js';
+import { startClusterNodes, type TestServer } from '../helpers/server.js';
+import { connect, editorOf, resynced, synced, userToken, whenDocs, type Room } from '../helpers/sync.js';
 import { natsOrSkip, startNats } from '../helpers/nats.js';
 
 const SECRET_KEY = 'c'.repeat(64);
-/**
- * These two tests hang about one run in four since the reliability and cluster work were merged (the first or the
- * second test waits forever for clients to converge); the cause is not found yet (docs/cluster.md, "Known issues").
- * They run with PLAIT_CLUSTER_RELAY_TESTS=1 and otherwise skip, saying why, so they cannot fail CI at random.
- */
-const FLAKY = process.env['PLAIT_CLUSTER_RELAY_TESTS'] === '1' ? false : 'skipped: hangs about one run in four (docs/cluster.md, Known issues); run with PLAIT_CLUSTER_RELAY_TESTS=1';
 
 /** Three nodes on one nats-server, each with its own DATA_DIR (durable state lives in JetStream). */
 async function cluster(t: Test, bin: string): Promise<TestServer[]> {
   const nats = await startNats(t, bin);
-  const dataDir = t.testdir();
   const node = (nodeId: string): Partial<Config> => ({ natsUrl: nats.url, nodeId, secretKey: SECRET_KEY, clusterLeaseMs: 3000 });
-  const nodes: TestServer[] = [];
-  for (const id of ['n1', 'n2', 'n3']) nodes.push(await startTestServer(t, node(id), `${dataDir}/${id}`));
-  return nodes;
+  return startClusterNodes(t, ['n1', 'n2', 'n3'].map(node));
 }
 
-t.test('three nodes: clients of one document on different nodes converge, and one node owns it', { skip: FLAKY }, async (t) => {
+/** Stops the nodes while NATS is up (teardown stops NATS first, and the nodes would wait out their release timeouts). */
+const stopAll = (nodes: readonly TestServer[]): Promise<unknown> => Promise.all(nodes.map((node) => node.server.stop()));
+
+t.test('three nodes: clients of one document on different nodes converge, and one node owns it', async (t) => {
   const bin = natsOrSkip(t);
   if (bin === undefined) return;
-  const [n1, n2, n3] = await cluster(t, bin);
+  const nodes = await cluster(t, bin);
+  const [n1, n2, n3] = nodes;
   if (n1 === undefined || n2 === undefined || n3 === undefined) throw new Error('three nodes');
   const credentials = await n1.api.createWorkspace();
   const room: Room = { organizationId: 'org', documentId: 'shared-doc', editorId: 'main' };
@@ -49,9 +44,10 @@ t.test('three nodes: clients of one document on different nodes converge, and on
     await whenDocs(docs, () => clients.every((client) => client.text.toString().endsWith(marker)));
     t.pass(`the write on n${i + 1} reached the clients on all three nodes`);
   }
+  await stopAll(nodes);
 });
 
-t.test('a graceful stop of the owner releases its lease: clients reconnect, another node takes the document, nothing is lost', { skip: FLAKY }, async (t) => {
+t.test('a graceful stop of the owner releases its lease: clients reconnect, another node takes the document, nothing is lost', async (t) => {
   const bin = natsOrSkip(t);
   if (bin === undefined) return;
   const nodes = await cluster(t, bin);
@@ -71,9 +67,11 @@ t.test('a graceful stop of the owner releases its lease: clients reconnect, anot
   const docs = relayed.map((client) => client.doc);
   await whenDocs([first.doc, ...docs], () => [first, ...relayed].every((client) => client.text.toString() === 'before the stop'));
 
+  // Registered before the stop: the relayed clients are closed with SERVICE_RESTART and reconnect to their own
+  // nodes, one of which then owns it.
+  const reconnected = relayed.map((client) => resynced(client));
   await n1.server.stop();
-  // The relayed clients were closed with SERVICE_RESTART and reconnect to their own nodes, one of which now owns it.
-  await Promise.all(relayed.map((client) => new Promise<void>((resolve) => client.provider.once('sync', (state: boolean) => state && resolve()))));
+  await Promise.all(reconnected);
   const owners = [n2, n3].filter((node) => node.server.services.documentActors.peek(key) !== undefined);
   t.equal(owners.length, 1, 'exactly one of the remaining nodes owns it now');
   relayed[1]?.text.insert(relayed[1].text.length, ', and after');
@@ -81,4 +79,5 @@ t.test('a graceful stop of the owner releases its lease: clients reconnect, anot
   t.pass('the edit made before the stop is kept, and the remaining nodes converge on the next one');
   const rest = await n2.api.call<Array<{ data: unknown }>>(credentials, '/v2/crdt/get', room);
   t.same(rest.body.result?.data.map((record) => record.data), ['before the stop, and after'], 'REST on a remaining node reads it');
+  await stopAll(nodes);
 });

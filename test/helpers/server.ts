@@ -2,6 +2,7 @@
 import type { Test } from 'tap';
 import { loadConfig, type Config } from '../../src/config.js';
 import { createLogger, type Logger } from '../../src/log.js';
+import { join } from 'node:path';
 import { startServer, type RunningServer, type ServerOptions } from '../../src/server.js';
 import { ApiClient } from './api.js';
 
@@ -38,4 +39,35 @@ export async function startTestServer(t: Test, overrides: Partial<Config> = {}, 
       return startTestServer(t, overrides, config.dataDir, options);
     },
   };
+}
+
+/**
+ * Starts cluster nodes in this process, each on its own DATA_DIR under `dataDir` (`<dataDir>/<nodeId>`): in cluster
+ * mode LMDB is each node's cache of the state stream, and a node refuses a DATA_DIR another node holds. Each node's
+ * log lines name it, so a cluster test's log can be read node by node. Stopped at teardown.
+ */
+export async function startClusterNodes(t: Test, nodes: ReadonlyArray<Partial<Config>>, dataDir: string = t.testdir(), options: TestStartOptions = {}): Promise<TestServer[]> {
+  const running: RunningServer[] = [];
+  t.teardown(async () => {
+    await Promise.all(running.map((server) => server.stop()));
+  });
+  const start = async (overrides: Partial<Config>, index: number): Promise<TestServer> => {
+    const config = testConfig(join(dataDir, overrides.nodeId ?? `node-${index}`), overrides);
+    const server = await startServer(config, options.log ?? createLogger(config.logLevel, config.nodeId === undefined ? {} : { node: config.nodeId }), options);
+    running.push(server);
+    const url = `http://127.0.0.1:${server.port}`;
+    return {
+      server,
+      config,
+      url,
+      api: new ApiClient(url),
+      restart: async () => {
+        await server.stop();
+        return start(overrides, index);
+      },
+    };
+  };
+  const started: TestServer[] = [];
+  for (const [index, overrides] of nodes.entries()) started.push(await start(overrides, index));
+  return started;
 }

@@ -81,6 +81,27 @@ export function synced(client: Client): Promise<void> {
   });
 }
 
+/**
+ * Resolves at the client's next completed sync, which comes after a reconnect. Call it before causing the
+ * disconnect: the provider reports sync(false) when its socket closes and sync(true) after the resync, and a
+ * listener registered later could miss either (waiting once for 'sync' would take the false one and hang).
+ */
+export function resynced(client: Client): Promise<void> {
+  return new Promise((resolve) => {
+    let disconnected = !client.provider.synced;
+    const onSync = (state: boolean): void => {
+      if (!state) {
+        disconnected = true;
+        return;
+      }
+      if (!disconnected) return;
+      client.provider.off('sync', onSync);
+      resolve();
+    };
+    client.provider.on('sync', onSync);
+  });
+}
+
 /** Resolves when `check` holds, re-checking after every update of `docs` (no polling, no sleeps). */
 export function whenDocs(docs: readonly Y.Doc[], check: () => boolean): Promise<void> {
   return new Promise((resolve) => {
