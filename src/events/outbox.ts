@@ -12,19 +12,39 @@ export interface ClaimOptions {
   readonly now: number;
 }
 
+/** A claim held in memory (see `Outbox.claim`). */
+interface Lease {
+  readonly claimedUntil: number;
+  readonly attempts: number;
+}
+
+/** What every Outbox over the same database shares (tests and the server may make several over one store). */
+interface OutboxShared {
+  /** The seq this process appended last (0: none yet); see `nextSeq`. */
+  lastAppended: number;
+  readonly leases: Map<number, Lease>;
+}
+
+const sharedByDb = new WeakMap<object, OutboxShared>();
+
 /** Keys are the bare seq number, not [seq]: lmdb-js reads a one-element array key back as a bare number, which get() then misses. */
 export class Outbox {
   private readonly db: Database<OutboxEvent, Key>;
 
+  private readonly shared: OutboxShared;
+
   constructor(private readonly store: Store) {
     this.db = store.records<OutboxEvent>(DB.outbox);
+    let shared = sharedByDb.get(this.db);
+    if (shared === undefined) sharedByDb.set(this.db, (shared = { lastAppended: 0, leases: new Map() }));
+    this.shared = shared;
   }
 
   /** Writes one event in the caller's transaction; its seq is one past the highest committed or pending seq. */
   append(_tx: WriteTx, draft: EventDraft, now: number): OutboxEvent {
     const event: OutboxEvent = {
       ...draft,
-      seq: this.lastSeq() + 1,
+      seq: this.nextSeq(),
       id: `evt_${randomUUID().replaceAll('-', '')}`,
       actionType: V1_ACTION[draft.type],
       source: 'comment',
@@ -32,7 +52,20 @@ export class Outbox {
       attempts: 0,
     };
     this.db.putSync(event.seq, event);
+    this.shared.lastAppended = event.seq;
     return event;
+  }
+
+  /**
+   * One past the highest seq, without a cursor when it can: the seq this process appended last is still the highest
+   * while its row is there (every append goes through this database's shared state). A failed transaction took that
+   * row back, or an ack removed it (the outbox may be empty again): then one reverse scan, as before, so an aborted
+   * append leaves no gap and an emptied outbox starts again at 1.
+   */
+  private nextSeq(): number {
+    const last = this.shared.lastAppended;
+    if (last > 0 && this.db.doesExist(last)) return last + 1;
+    return this.lastSeq() + 1;
   }
 
   /** Highest seq written so far (0 when empty). Inside a write transaction this sees the transaction's own rows. */
@@ -52,25 +85,38 @@ export class Outbox {
     return Array.from(range, ({ value }) => value);
   }
 
-  /** Takes up to `limit` events no one holds (never claimed, or lease lapsed), leases them and returns them. */
+  /**
+   * Takes up to `limit` events no one holds (never claimed, or lease lapsed), leases them and returns them (with
+   * `claimedUntil` and `attempts` set). Leases live in memory, not in the rows: rewriting each event to lease it cost a
+   * decode, an encode and a put per event (bench/README.md, "REST comment writes"). A lease only keeps a second claim
+   * in this process away while the first is planning; after a crash nothing is planning, so every unacked event is
+   * claimable at once on restart, as it was after the lease lapsed. `attempts` counts the claims since this start.
+   */
   claim(options: ClaimOptions): Promise<OutboxEvent[]> {
-    return this.store.transaction(() => {
-      const claimed: OutboxEvent[] = [];
-      for (const { value } of this.db.getRange({ start: 0 })) {
-        if (claimed.length >= options.limit) break;
-        if (value.claimedUntil !== undefined && value.claimedUntil > options.now) continue;
-        const leased: OutboxEvent = { ...value, claimedUntil: options.now + options.leaseMs, attempts: value.attempts + 1 };
-        this.db.putSync(value.seq, leased);
-        claimed.push(leased);
-      }
-      return claimed;
-    });
+    const leases = this.shared.leases;
+    const claimed: OutboxEvent[] = [];
+    for (const seq of this.db.getKeys({ start: 0 })) {
+      if (claimed.length >= options.limit) break;
+      if (typeof seq !== 'number') continue;
+      const lease = leases.get(seq);
+      if (lease !== undefined && lease.claimedUntil > options.now) continue;
+      const value = this.db.get(seq);
+      if (value === undefined) continue;
+      const held: Lease = { claimedUntil: options.now + options.leaseMs, attempts: (lease?.attempts ?? value.attempts) + 1 };
+      leases.set(seq, held);
+      claimed.push({ ...value, ...held });
+    }
+    return Promise.resolve(claimed);
   }
 
   /** Removes delivered events. Acking an unknown seq is a no-op (at-least-once delivery may ack twice). */
   ack(seqs: readonly number[]): Promise<void> {
+    const leases = this.shared.leases;
     return this.store.transaction(() => {
-      for (const seq of seqs) this.db.removeSync(seq);
+      for (const seq of seqs) {
+        this.db.removeSync(seq);
+        leases.delete(seq);
+      }
     });
   }
 }

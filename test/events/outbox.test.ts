@@ -76,3 +76,31 @@ t.test('Store.transaction refuses an asynchronous body', async (t) => {
   t.teardown(() => store.close());
   await t.rejects(store.transaction(async () => 1), /must be synchronous/);
 });
+
+t.test('appends through several Outbox objects over one store share the seq; an emptied outbox starts again at 1', async (t) => {
+  const store = Store.open(t.testdir());
+  t.teardown(() => store.close());
+  const a = new Outbox(store);
+  const b = new Outbox(store);
+  await store.transaction((tx) => {
+    a.append(tx, draft('comment.add'), 1);
+    b.append(tx, draft('comment.add'), 2);
+    a.append(tx, draft('comment.add'), 3);
+  });
+  t.same(a.read().map((e) => e.seq), [1, 2, 3], 'no seq given twice');
+  await a.ack([1, 2, 3]);
+  await store.transaction((tx) => b.append(tx, draft('comment.add'), 4));
+  t.same(a.read().map((e) => e.seq), [1], 'after every event was acked, the next is 1 again (as a scan of an empty outbox gives)');
+});
+
+t.test('a claim writes nothing: the lease is held in memory and the stored event is unchanged', async (t) => {
+  const store = Store.open(t.testdir());
+  t.teardown(() => store.close());
+  const outbox = new Outbox(store);
+  await store.transaction((tx) => outbox.append(tx, draft('comment.add'), 1));
+  const stored = store.records<unknown>(DB.outbox).getBinary(1);
+  const [claimed] = await outbox.claim({ limit: 10, leaseMs: 1000, now: 5_000 });
+  t.same([claimed?.attempts, claimed?.claimedUntil], [1, 6_000], 'the claimed copy carries its lease');
+  t.same(store.records<unknown>(DB.outbox).getBinary(1), stored, 'the row is byte for byte as appended');
+  t.same(await new Outbox(store).claim({ limit: 10, leaseMs: 1000, now: 5_500 }), [], 'another Outbox over the store sees the lease');
+});
