@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import type { Database, Key } from 'lmdb';
 import type { Store, WriteTx } from '../store/env.js';
 import { DB } from '../store/keys.js';
-import { V1_ACTION, type EventDraft, type OutboxEvent } from './types.js';
+import { V1_ACTION, type EventDraft, type EventPayload, type OutboxEvent } from './types.js';
 
 export interface ClaimOptions {
   readonly limit: number;
@@ -27,14 +27,30 @@ interface OutboxShared {
 
 const sharedByDb = new WeakMap<object, OutboxShared>();
 
+/**
+ * One row of DB.outbox as stored: the event with its `data` as JSON text (`payload`). Decoding a whole comment payload
+ * was most of a claim, and a channel the API key has not configured never reads it: `data` is parsed on first read
+ * (`eventOf`). Rows written before schema 2 hold `data` itself and are read as they are.
+ */
+type StoredEvent = Omit<OutboxEvent, 'data'> & ({ readonly payload: string; readonly data?: undefined } | { readonly payload?: undefined; readonly data: EventPayload });
+
+/** The event of a row, its `data` parsed when first read (an own, enumerable property, so a spread copies it). */
+function eventOf(row: StoredEvent): OutboxEvent {
+  if (row.payload === undefined) return row;
+  const { payload, data: _absent, ...header } = row;
+  let data: EventPayload | undefined;
+  // `header` has every field but `data`, which the accessor adds: a cast to the subtype it becomes.
+  return Object.defineProperty(header as OutboxEvent, 'data', { enumerable: true, get: () => (data ??= JSON.parse(payload) as EventPayload) });
+}
+
 /** Keys are the bare seq number, not [seq]: lmdb-js reads a one-element array key back as a bare number, which get() then misses. */
 export class Outbox {
-  private readonly db: Database<OutboxEvent, Key>;
+  private readonly db: Database<StoredEvent, Key>;
 
   private readonly shared: OutboxShared;
 
   constructor(private readonly store: Store) {
-    this.db = store.records<OutboxEvent>(DB.outbox);
+    this.db = store.records<StoredEvent>(DB.outbox);
     let shared = sharedByDb.get(this.db);
     if (shared === undefined) sharedByDb.set(this.db, (shared = { lastAppended: 0, leases: new Map() }));
     this.shared = shared;
@@ -42,8 +58,10 @@ export class Outbox {
 
   /** Writes one event in the caller's transaction; its seq is one past the highest committed or pending seq. */
   append(_tx: WriteTx, draft: EventDraft, now: number): OutboxEvent {
-    const event: OutboxEvent = {
-      ...draft,
+    const { data, ...header } = draft;
+    const row: StoredEvent = {
+      ...header,
+      payload: JSON.stringify(data),
       seq: this.nextSeq(),
       id: `evt_${randomUUID().replaceAll('-', '')}`,
       actionType: V1_ACTION[draft.type],
@@ -51,9 +69,10 @@ export class Outbox {
       createdAt: now,
       attempts: 0,
     };
-    this.db.putSync(event.seq, event);
-    this.shared.lastAppended = event.seq;
-    return event;
+    this.db.putSync(row.seq, row);
+    this.shared.lastAppended = row.seq;
+    const { payload: _payload, ...event } = row;
+    return { ...event, data };
   }
 
   /**
@@ -82,7 +101,7 @@ export class Outbox {
       start: (options.afterSeq ?? 0) + 1,
       ...(options.limit === undefined ? {} : { limit: options.limit }),
     });
-    return Array.from(range, ({ value }) => value);
+    return Array.from(range, ({ value }) => eventOf(value));
   }
 
   /**
@@ -104,7 +123,7 @@ export class Outbox {
       if (value === undefined) continue;
       const held: Lease = { claimedUntil: options.now + options.leaseMs, attempts: (lease?.attempts ?? value.attempts) + 1 };
       leases.set(seq, held);
-      claimed.push({ ...value, ...held });
+      claimed.push(Object.assign(eventOf(value), held));
     }
     return Promise.resolve(claimed);
   }

@@ -104,3 +104,24 @@ t.test('a claim writes nothing: the lease is held in memory and the stored event
   t.same(store.records<unknown>(DB.outbox).getBinary(1), stored, 'the row is byte for byte as appended');
   t.same(await new Outbox(store).claim({ limit: 10, leaseMs: 1000, now: 5_500 }), [], 'another Outbox over the store sees the lease');
 });
+
+t.test('an event stores its data as JSON text, read back as the payload it was; rows from before (data itself) still read', async (t) => {
+  const store = Store.open(t.testdir());
+  t.teardown(() => store.close());
+  const outbox = new Outbox(store);
+  const written = draft('comment.add');
+  await store.transaction((tx) => outbox.append(tx, written, 1));
+  const row = store.records<{ payload?: unknown; data?: unknown }>(DB.outbox).get(1);
+  t.equal(typeof row?.payload, 'string', 'the payload is stored as text');
+  t.equal(row?.data, undefined);
+  const [event] = outbox.read();
+  t.same(event?.data, written.data, 'data reads back whole');
+  t.same({ ...event }.data, written.data, 'a spread copies data (an own, enumerable property)');
+  // A row as schema 1 wrote it: the event with its data object.
+  const { data, ...header } = event as NonNullable<typeof event>;
+  await store.records<unknown>(DB.outbox).put(2, { ...header, seq: 2, data });
+  const [claimed] = await outbox.claim({ limit: 1, leaseMs: 10, now: 0 });
+  t.same(claimed?.data, written.data, 'the new row claims first, its data whole');
+  const old = (await outbox.claim({ limit: 1, leaseMs: 10, now: 0 }))[0];
+  t.same([old?.seq, old?.data], [2, written.data], 'the old row reads as it was written');
+});
