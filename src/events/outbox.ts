@@ -136,12 +136,15 @@ export class Outbox {
 
   /** Removes delivered events. Acking an unknown seq is a no-op (at-least-once delivery may ack twice). */
   ack(seqs: readonly number[]): Promise<void> {
+    return this.store.transaction((tx) => this.ackIn(tx, seqs));
+  }
+
+  /** `ack` inside the caller's transaction (the dispatcher acks in the transaction that planned the events). */
+  ackIn(_tx: WriteTx, seqs: readonly number[]): void {
     const leases = this.shared.leases;
-    return this.store.transaction(() => {
-      for (const seq of seqs) {
-        this.db.removeSync(seq);
-        leases.delete(seq);
-      }
-    });
+    for (const seq of seqs) {
+      this.db.removeSync(seq);
+      leases.delete(seq);
+    }
   }
 }

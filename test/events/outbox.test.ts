@@ -125,3 +125,23 @@ t.test('an event stores its data as JSON text, read back as the payload it was; 
   const old = (await outbox.claim({ limit: 1, leaseMs: 10, now: 0 }))[0];
   t.same([old?.seq, old?.data], [2, written.data], 'the old row reads as it was written');
 });
+
+t.test('ackIn removes events inside the caller's transaction: a transaction that fails removes none', async (t) => {
+  const store = Store.open(t.testdir());
+  t.teardown(() => store.close());
+  const outbox = new Outbox(store);
+  await store.transaction((tx) => {
+    outbox.append(tx, draft('comment.add'), 1);
+    outbox.append(tx, draft('comment.add'), 2);
+  });
+  const claimed = await outbox.claim({ limit: 10, leaseMs: 1000, now: 0 });
+  await t.rejects(
+    store.transaction((tx) => {
+      outbox.ackIn(tx, [1]);
+      throw new Error('planning transaction failed');
+    }),
+  );
+  t.same(outbox.read().map((e) => e.seq), [1, 2], 'nothing was removed');
+  await store.transaction((tx) => outbox.ackIn(tx, claimed.map((e) => e.seq)));
+  t.same(outbox.read(), [], 'acked in a transaction that committed');
+});
