@@ -126,7 +126,7 @@ t.test('an event stores its data as JSON text, read back as the payload it was; 
   t.same([old?.seq, old?.data], [2, written.data], 'the old row reads as it was written');
 });
 
-t.test('ackIn removes events inside the caller's transaction: a transaction that fails removes none', async (t) => {
+t.test('ackIn removes events inside the transaction it is given: one that fails removes none', async (t) => {
   const store = Store.open(t.testdir());
   t.teardown(() => store.close());
   const outbox = new Outbox(store);
