@@ -34,13 +34,29 @@ const sharedByDb = new WeakMap<object, OutboxShared>();
  */
 type StoredEvent = Omit<OutboxEvent, 'data'> & ({ readonly payload: string; readonly data?: undefined } | { readonly payload?: undefined; readonly data: EventPayload });
 
-/** The event of a row, its `data` parsed when first read (an own, enumerable property, so a spread copies it). */
+/**
+ * The event of a row, its `data` parsed when first read: an own, enumerable getter (a spread copies it). Built as one
+ * literal, field by field: object rest and defineProperty were the top frame of a claim.
+ */
 function eventOf(row: StoredEvent): OutboxEvent {
-  if (row.payload === undefined) return row;
-  const { payload, data: _absent, ...header } = row;
+  const payload = row.payload;
+  if (payload === undefined) return row;
   let data: EventPayload | undefined;
-  // `header` has every field but `data`, which the accessor adds: a cast to the subtype it becomes.
-  return Object.defineProperty(header as OutboxEvent, 'data', { enumerable: true, get: () => (data ??= JSON.parse(payload) as EventPayload) });
+  return {
+    type: row.type,
+    apiKey: row.apiKey,
+    organizationId: row.organizationId,
+    documentId: row.documentId,
+    seq: row.seq,
+    id: row.id,
+    actionType: row.actionType,
+    source: row.source,
+    createdAt: row.createdAt,
+    attempts: row.attempts,
+    get data(): EventPayload {
+      return (data ??= JSON.parse(payload) as EventPayload);
+    },
+  };
 }
 
 /** Keys are the bare seq number, not [seq]: lmdb-js reads a one-element array key back as a bare number, which get() then misses. */
