@@ -2,6 +2,7 @@
 import autocannon from 'autocannon';
 import { finish, flags, main, num, profileDir, reportProfiles } from './lib/cli.js';
 import { plaitCredentials } from './lib/clients.js';
+import { commitFloor } from './lib/commit-floor.js';
 import { launchServer, type ServerHandle, type ServerKind } from './lib/launch.js';
 import { emit, isMain, progress, type Figure } from './lib/report.js';
 
@@ -12,6 +13,8 @@ const USAGE = `node --import=tsx bench/rest.ts [flags]
   --warmup S          unmeasured seconds before each (default 1)
   --spread-docs D     also run Update Presence rotating over D documents, 1 to skip (default 100)
   --ops LIST          which operations: presence,comments (default both)
+  --floor-batches N   with comments: the commit floor below HTTP, N batches per variant, 0 to skip (default 200)
+  --floor-batch B     changes per batch of the commit floor (default 24)
   --profile           write and summarize a V8 CPU profile of the Plait server`;
 
 interface Load {
@@ -112,7 +115,19 @@ async function hammer(server: ServerHandle, bench: string, path: string, headers
   ];
 }
 
-export async function runRest(load: Load, spread: number, cpuProfileDir?: string, only: ReadonlySet<string> = new Set(OPS)): Promise<Figure[]> {
+/** The commit floor's size (bench/lib/commit-floor.ts); batches 0 skips it. */
+export interface FloorLoad {
+  readonly batches: number;
+  readonly batch: number;
+}
+
+export async function runRest(
+  load: Load,
+  spread: number,
+  cpuProfileDir?: string,
+  only: ReadonlySet<string> = new Set(OPS),
+  floor: FloorLoad = { batches: 200, batch: 24 },
+): Promise<Figure[]> {
   const figures: Figure[] = [];
   const ops = operations(spread, only);
   if (ops.length === 0) throw new Error(`--ops names none of ${OPS.join(', ')}`);
@@ -140,6 +155,12 @@ export async function runRest(load: Load, spread: number, cpuProfileDir?: string
   } finally {
     await plait.stop();
   }
+  // After the server run (which built dist/ and has stopped, so the two do not share the cores).
+  if (only.has('comments') && floor.batches > 0) {
+    const floorFigures = await commitFloor(floor);
+    for (const figure of floorFigures) progress(`${figure.bench}: ${figure.value.toFixed(1)} µs CPU / change`);
+    figures.push(...floorFigures);
+  }
   return figures;
 }
 
@@ -152,6 +173,8 @@ if (isMain(import.meta.url)) {
       warmup: { type: 'string' },
       'spread-docs': { type: 'string' },
       ops: { type: 'string' },
+      'floor-batches': { type: 'string' },
+      'floor-batch': { type: 'string' },
     });
     const load: Load = {
       connections: num(values, 'connections', 32, 1, 10_000),
@@ -161,7 +184,8 @@ if (isMain(import.meta.url)) {
     };
     const prof = profileDir(values);
     const only = new Set(typeof values['ops'] === 'string' ? values['ops'].split(',') : OPS);
-    const figures = await runRest(load, num(values, 'spread-docs', 100, 1, 100_000), prof, only);
+    const floor: FloorLoad = { batches: num(values, 'floor-batches', 200, 0, 100_000), batch: num(values, 'floor-batch', 24, 1, 10_000) };
+    const figures = await runRest(load, num(values, 'spread-docs', 100, 1, 100_000), prof, only, floor);
     for (const figure of figures) emit(figure);
     reportProfiles(prof);
     finish(figures);

@@ -41,7 +41,7 @@ const STEPS: readonly Step[] = [
   { name: 'durability', script: 'durability.ts', args: [], quick: ['--latency-ms', '1000', '--throughput-ms', '1000'], profiles: false },
   { name: 'memory', script: 'memory.ts', args: [], quick: ['--small-docs', '30', '--large-docs', '2'], profiles: false },
   { name: 'load', script: 'load.ts', args: [], quick: ['--small-docs', '3', '--large-docs', '1'], profiles: false },
-  { name: 'rest', script: 'rest.ts', args: [], quick: ['--duration', '1', '--warmup', '0'], profiles: true },
+  { name: 'rest', script: 'rest.ts', args: [], quick: ['--duration', '1', '--warmup', '0', '--floor-batches', '20'], profiles: true },
   { name: 'delivery', script: 'delivery.ts', args: [], quick: ['--events', '100', '--pending', '100', '--writes', '50'], profiles: false },
   // Skipped, saying so, when nats-server is missing.
   { name: 'cluster', script: 'cluster.ts', args: [], quick: ['--docs', '8', '--readers', '2', '--seconds', '2', '--latency-docs', '4', '--latency-seconds', '2'], profiles: false },

@@ -167,7 +167,7 @@ export async function openServices(config: Config, log: Logger, publisher: Topic
     // Until the sync and comment owners register (directory.addDataOwner), document data is removed by LMDB range.
     dataOwners: [new LmdbDocumentData(store)],
   });
-  const outbox = new Outbox(store);
+  const outbox = new Outbox(store, options.workerRole === undefined ? {} : { node: workerRole.processId });
   outbox.onCommitted(() => workerRole.wake('outbox'));
   const documentActors = new DocumentActors(config, store, log.child({ component: 'documents' }), publisher, options.ownership);
   directory.addDataOwner(documentActors);

@@ -33,6 +33,8 @@ export const TARGETS: readonly Target[] = [
   { bench: 'memory, small docs', metric: 'memory / loaded doc', maxRatio: 1, peers: ['hocuspocus', 'y-websocket'], text: 'no worse than either' },
   { bench: 'memory, small docs', metric: 'retained after eviction', maxRatio: 1, peers: ['hocuspocus', 'y-websocket'], text: 'no worse than either' },
   { bench: 'REST Update Presence', metric: 'requests/s', minRatio: 0.5, peers: ['uws-hello'], text: '≥ 1/2 of uWS hello' },
+  // Issue 18. Throughput here is bound by the commit latency of the disk as much as by CPU; see bench/README.md.
+  { bench: 'REST Add Comment Annotations', metric: 'requests/s', minRatio: 0.25, peers: ['uws-hello'], text: '≥ 1/4 of uWS hello' },
 ];
 
 export type Verdict = { readonly target: Target; readonly met: boolean; readonly detail: string } | undefined;

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import type { Database, Key } from 'lmdb';
 import type { Store, WriteTx } from '../store/env.js';
 import { DB } from '../store/keys.js';
-import { V1_ACTION, type EventDraft, type OutboxEvent } from './types.js';
+import { V1_ACTION, type EventDraft, type EventPayload, type OutboxEvent } from './types.js';
 
 export interface ClaimOptions {
   readonly limit: number;
@@ -14,14 +14,98 @@ export interface ClaimOptions {
   readonly reclaim?: boolean;
 }
 
+/** A claim held in memory (see `Outbox.claim`). */
+interface Lease {
+  readonly claimedUntil: number;
+  readonly attempts: number;
+}
+
+/** What every Outbox over the same database shares (tests and the server may make several over one store). */
+interface OutboxShared {
+  /** The key this process appended last (undefined: none yet); see `nextSeq`. */
+  lastAppended: OutboxKey | undefined;
+  /** By `leaseKey` of the event's key. */
+  readonly leases: Map<string | number, Lease>;
+}
+
+/**
+ * A row's key: the bare seq on one process; `[seq, node]` in a cluster, where every node appends from its own cache of
+ * the state stream, so two nodes appending at once pick the same seq and would otherwise write one key
+ * (docs/cluster.md, "Once-only background work"). Rows sort by seq either way.
+ */
+type OutboxKey = number | readonly [number, string];
+
+/** Which row an event is: its seq and, in a cluster, the node that appended it. */
+export type OutboxRef = Pick<OutboxEvent, 'seq' | 'node'>;
+
+/** A bare number is the seq of a row appended on one process. */
+function keyOf(ref: OutboxRef | number): OutboxKey {
+  if (typeof ref === 'number') return ref;
+  return ref.node === undefined ? ref.seq : [ref.seq, ref.node];
+}
+
+function seqOfKey(key: Key): number | undefined {
+  if (typeof key === 'number') return key;
+  if (Array.isArray(key) && typeof key[0] === 'number' && typeof key[1] === 'string') return key[0];
+  return undefined;
+}
+
+function leaseKey(key: OutboxKey): string | number {
+  return typeof key === 'number' ? key : `${key[0]}/${key[1]}`;
+}
+
+const sharedByDb = new WeakMap<object, OutboxShared>();
+
+/**
+ * One row of DB.outbox as stored: the event with its `data` as JSON text (`payload`). Decoding a whole comment payload
+ * was most of a claim, and a channel the API key has not configured never reads it: `data` is parsed on first read
+ * (`eventOf`). Rows written before schema 2 hold `data` itself and are read as they are.
+ */
+type StoredEvent = Omit<OutboxEvent, 'data'> & ({ readonly payload: string; readonly data?: undefined } | { readonly payload?: undefined; readonly data: EventPayload });
+
+/**
+ * The event of a row, its `data` parsed when first read: an own, enumerable getter (a spread copies it). Built as one
+ * literal, field by field: object rest and defineProperty were the top frame of a claim.
+ */
+function eventOf(row: StoredEvent): OutboxEvent {
+  const payload = row.payload;
+  if (payload === undefined) return row;
+  let data: EventPayload | undefined;
+  return {
+    type: row.type,
+    apiKey: row.apiKey,
+    organizationId: row.organizationId,
+    documentId: row.documentId,
+    seq: row.seq,
+    ...(row.node === undefined ? {} : { node: row.node }),
+    id: row.id,
+    actionType: row.actionType,
+    source: row.source,
+    createdAt: row.createdAt,
+    attempts: row.attempts,
+    get data(): EventPayload {
+      return (data ??= JSON.parse(payload) as EventPayload);
+    },
+  };
+}
+
 /** Keys are the bare seq number, not [seq]: lmdb-js reads a one-element array key back as a bare number, which get() then misses. */
 export class Outbox {
-  private readonly db: Database<OutboxEvent, Key>;
+  private readonly db: Database<StoredEvent, Key>;
+
+  private readonly shared: OutboxShared;
 
   private readonly commitListeners: Array<() => void> = [];
 
-  constructor(private readonly store: Store) {
-    this.db = store.records<OutboxEvent>(DB.outbox);
+  /** In a cluster, this node's id: it goes into every key this process appends (see `OutboxKey`). */
+  private readonly node: string | undefined;
+
+  constructor(private readonly store: Store, options: { readonly node?: string } = {}) {
+    this.node = options.node;
+    this.db = store.records<StoredEvent>(DB.outbox);
+    let shared = sharedByDb.get(this.db);
+    if (shared === undefined) sharedByDb.set(this.db, (shared = { lastAppended: undefined, leases: new Map() }));
+    this.shared = shared;
   }
 
   /** Told after a transaction that appended events committed (the worker's wake-up; see src/worker-role.ts). */
@@ -34,25 +118,50 @@ export class Outbox {
     for (const listener of this.commitListeners) listener();
   }
 
-  /** Writes one event in the caller's transaction; its seq is one past the highest committed or pending seq. */
-  append(_tx: WriteTx, draft: EventDraft, now: number): OutboxEvent {
-    const event: OutboxEvent = {
-      ...draft,
-      seq: this.lastSeq() + 1,
+  /**
+   * Writes one event in the caller's transaction and answers its seq: one past the highest committed or pending seq.
+   * The row is built field by field (no spread or rest: copying unknown keys is V8's slow path, and this runs for
+   * every comment written).
+   */
+  append(_tx: WriteTx, draft: EventDraft, now: number): number {
+    const seq = this.nextSeq();
+    const row: StoredEvent = {
+      type: draft.type,
+      apiKey: draft.apiKey,
+      organizationId: draft.organizationId,
+      documentId: draft.documentId,
+      payload: JSON.stringify(draft.data),
+      seq,
+      ...(this.node === undefined ? {} : { node: this.node }),
       id: `evt_${randomUUID().replaceAll('-', '')}`,
       actionType: V1_ACTION[draft.type],
       source: 'comment',
       createdAt: now,
       attempts: 0,
     };
-    this.db.putSync(event.seq, event);
-    return event;
+    const key = keyOf(row);
+    this.db.putSync(key as Key, row);
+    this.shared.lastAppended = key;
+    return seq;
+  }
+
+  /**
+   * One past the highest seq, without a cursor when it can: the seq this process appended last is still the highest
+   * while its row is there (every append goes through this database's shared state). A failed transaction took that
+   * row back, or an ack removed it (the outbox may be empty again): then one reverse scan, as before, so an aborted
+   * append leaves no gap and an emptied outbox starts again at 1.
+   */
+  private nextSeq(): number {
+    const last = this.shared.lastAppended;
+    if (last !== undefined && this.db.doesExist(last as Key)) return (typeof last === 'number' ? last : last[0]) + 1;
+    return this.lastSeq() + 1;
   }
 
   /** Highest seq written so far (0 when empty). Inside a write transaction this sees the transaction's own rows. */
   lastSeq(): number {
     for (const key of this.db.getKeys({ reverse: true, limit: 1 })) {
-      if (typeof key === 'number') return key;
+      const seq = seqOfKey(key);
+      if (seq !== undefined) return seq;
     }
     return 0;
   }
@@ -63,28 +172,46 @@ export class Outbox {
       start: (options.afterSeq ?? 0) + 1,
       ...(options.limit === undefined ? {} : { limit: options.limit }),
     });
-    return Array.from(range, ({ value }) => value);
+    return Array.from(range, ({ value }) => eventOf(value));
   }
 
-  /** Takes up to `limit` events no one holds (never claimed, or lease lapsed), leases them and returns them. */
+  /**
+   * Takes up to `limit` events no one holds (never claimed, or lease lapsed), leases them and returns them (with
+   * `claimedUntil` and `attempts` set). Leases live in memory, not in the rows: rewriting each event to lease it cost a
+   * decode, an encode and a put per event (bench/README.md, "REST comment writes"). A lease only keeps a second claim
+   * in this process away while the first is planning; after a crash nothing is planning, so every unacked event is
+   * claimable at once on restart, as it was after the lease lapsed. `attempts` counts the claims since this start.
+   */
   claim(options: ClaimOptions): Promise<OutboxEvent[]> {
-    return this.store.transaction(() => {
-      const claimed: OutboxEvent[] = [];
-      for (const { value } of this.db.getRange({ start: 0 })) {
-        if (claimed.length >= options.limit) break;
-        if (options.reclaim !== true && value.claimedUntil !== undefined && value.claimedUntil > options.now) continue;
-        const leased: OutboxEvent = { ...value, claimedUntil: options.now + options.leaseMs, attempts: value.attempts + 1 };
-        this.db.putSync(value.seq, leased);
-        claimed.push(leased);
-      }
-      return claimed;
-    });
+    const leases = this.shared.leases;
+    const claimed: OutboxEvent[] = [];
+    for (const key of this.db.getKeys({ start: 0 })) {
+      if (claimed.length >= options.limit) break;
+      if (seqOfKey(key) === undefined) continue;
+      const id = leaseKey(key as OutboxKey);
+      const lease = leases.get(id);
+      if (options.reclaim !== true && lease !== undefined && lease.claimedUntil > options.now) continue;
+      const value = this.db.get(key);
+      if (value === undefined) continue;
+      const held: Lease = { claimedUntil: options.now + options.leaseMs, attempts: (lease?.attempts ?? value.attempts) + 1 };
+      leases.set(id, held);
+      claimed.push(Object.assign(eventOf(value), held));
+    }
+    return Promise.resolve(claimed);
   }
 
   /** Removes delivered events. Acking an unknown seq is a no-op (at-least-once delivery may ack twice). */
-  ack(seqs: readonly number[]): Promise<void> {
-    return this.store.transaction(() => {
-      for (const seq of seqs) this.db.removeSync(seq);
-    });
+  ack(refs: ReadonlyArray<OutboxRef | number>): Promise<void> {
+    return this.store.transaction((tx) => this.ackIn(tx, refs));
+  }
+
+  /** `ack` inside the caller's transaction (the dispatcher acks in the transaction that planned the events). */
+  ackIn(_tx: WriteTx, refs: ReadonlyArray<OutboxRef | number>): void {
+    const leases = this.shared.leases;
+    for (const ref of refs) {
+      const key = keyOf(ref);
+      this.db.removeSync(key as Key);
+      leases.delete(leaseKey(key));
+    }
   }
 }

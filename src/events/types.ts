@@ -63,8 +63,10 @@ export interface EventDraft {
 
 /** One row of DB.outbox. */
 export interface OutboxEvent extends EventDraft {
-  /** Key in DB.outbox; strictly increasing in commit order. */
+  /** Key in DB.outbox (with `node` in a cluster); increasing in commit order on one process. */
   readonly seq: number;
+  /** Cluster mode: the node that appended the event, the second part of its key (src/events/outbox.ts). */
+  readonly node?: string;
   /** Stable id for deliveries (the webhook-id of every attempt). */
   readonly id: string;
   /** V2 `actionType` is the part after the dot; this is the V1 one (V1_ACTION). */

@@ -1,10 +1,10 @@
 // Owns the one LMDB environment: opening it, its named databases, the schema-version stamp, the one way to write, and close.
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { open, type Database, type Key, type RootDatabase } from 'lmdb';
+import { open, type Database, type DatabaseOptions, type Key, type RootDatabase } from 'lmdb';
 import type { Logger } from '../log.js';
 import { GroupCommit, type GroupedChange, type TransactionRoot } from './group-commit.js';
-import { DB, SCHEMA_VERSION, type DbName } from './keys.js';
+import { DB, READABLE_SCHEMA_VERSIONS, SCHEMA_VERSION, type DbName } from './keys.js';
 import { CLUSTER_CACHE_KEY, LOCAL_ONLY, Outgoing, PendingKeys, Recorder, type ChangeListener, type ReplicatedOp, type Replication } from './replication.js';
 
 /**
@@ -17,6 +17,15 @@ export interface WriteTx {
 }
 
 const TX: WriteTx = Object.freeze({ brand: 'WriteTx' });
+
+/** msgpackr options lmdb-js passes on to its encoder (its typings leave them out). */
+interface MsgpackOptions {
+  readonly useRecords?: boolean;
+  readonly mapsAsObjects?: boolean;
+}
+
+/** Plain msgpack maps, decoded as plain objects (see `Store.records`). */
+const MSGPACK_OPTIONS: MsgpackOptions = { useRecords: false, mapsAsObjects: true };
 
 /** A change for `Store.transactionGrouped`. */
 export interface GroupedWrite {
@@ -108,7 +117,7 @@ export class Store {
   private checkSchema(): void {
     const meta = this.records<unknown>(DB.meta);
     const stamped = meta.get('schemaVersion');
-    if (stamped === undefined) {
+    if (stamped === undefined || (typeof stamped === 'number' && READABLE_SCHEMA_VERSIONS.includes(stamped))) {
       meta.putSync('schemaVersion', SCHEMA_VERSION);
       return;
     }
@@ -120,7 +129,11 @@ export class Store {
     }
   }
 
-  /** A named database of msgpackr-encoded records. */
+  /**
+   * A named database of msgpackr-encoded records, written as plain msgpack maps (`useRecords: false`). msgpackr's
+   * default inline record definitions cost twice as much to encode and decode here (no shared structures), and were a
+   * top frame of every REST write (bench/README.md, "REST comment writes"); records written that way still decode.
+   */
   records<V>(name: DbName): Database<V, Key> {
     return this.named(name, 'msgpack') as Database<V, Key>;
   }
@@ -145,7 +158,8 @@ export class Store {
   private raw(name: DbName, encoding: 'msgpack' | 'binary' = encodingOf(name)): Database<unknown, Key> {
     let db = this.rawOpened.get(name);
     if (db === undefined) {
-      db = this.root.openDB<unknown, Key>({ name, encoding });
+      const options: DatabaseOptions & MsgpackOptions & { name: string } = { name, encoding, ...(encoding === 'msgpack' ? MSGPACK_OPTIONS : {}) };
+      db = this.root.openDB<unknown, Key>(options);
       this.rawOpened.set(name, db);
     }
     return db;

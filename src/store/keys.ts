@@ -90,5 +90,11 @@ export type DbName = (typeof DB)[keyof typeof DB];
  */
 export const KEY_END = new Uint8Array([0xff]);
 
-/** Bumped when a stored shape changes incompatibly; checked at start. */
-export const SCHEMA_VERSION = 1;
+/**
+ * Bumped when a stored shape changes incompatibly; checked at start. 2: msgpack records are written as plain maps
+ * (docs/storage.md, "Encoding"), which builds stamped 1 read back as `Map`s, so they must refuse such a directory.
+ */
+export const SCHEMA_VERSION = 2;
+
+/** Older stamps this build reads as they are (and re-stamps): version 1's inline records still decode. */
+export const READABLE_SCHEMA_VERSIONS: readonly number[] = [1];

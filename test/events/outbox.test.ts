@@ -76,3 +76,98 @@ t.test('Store.transaction refuses an asynchronous body', async (t) => {
   t.teardown(() => store.close());
   await t.rejects(store.transaction(async () => 1), /must be synchronous/);
 });
+
+t.test('appends through several Outbox objects over one store share the seq; an emptied outbox starts again at 1', async (t) => {
+  const store = Store.open(t.testdir());
+  t.teardown(() => store.close());
+  const a = new Outbox(store);
+  const b = new Outbox(store);
+  await store.transaction((tx) => {
+    a.append(tx, draft('comment.add'), 1);
+    b.append(tx, draft('comment.add'), 2);
+    a.append(tx, draft('comment.add'), 3);
+  });
+  t.same(a.read().map((e) => e.seq), [1, 2, 3], 'no seq given twice');
+  await a.ack([1, 2, 3]);
+  await store.transaction((tx) => b.append(tx, draft('comment.add'), 4));
+  t.same(a.read().map((e) => e.seq), [1], 'after every event was acked, the next is 1 again (as a scan of an empty outbox gives)');
+});
+
+t.test('a claim writes nothing: the lease is held in memory and the stored event is unchanged', async (t) => {
+  const store = Store.open(t.testdir());
+  t.teardown(() => store.close());
+  const outbox = new Outbox(store);
+  await store.transaction((tx) => outbox.append(tx, draft('comment.add'), 1));
+  const stored = store.records<unknown>(DB.outbox).getBinary(1);
+  const [claimed] = await outbox.claim({ limit: 10, leaseMs: 1000, now: 5_000 });
+  t.same([claimed?.attempts, claimed?.claimedUntil], [1, 6_000], 'the claimed copy carries its lease');
+  t.same(store.records<unknown>(DB.outbox).getBinary(1), stored, 'the row is byte for byte as appended');
+  t.same(await new Outbox(store).claim({ limit: 10, leaseMs: 1000, now: 5_500 }), [], 'another Outbox over the store sees the lease');
+});
+
+t.test('an event stores its data as JSON text, read back as the payload it was; rows from before (data itself) still read', async (t) => {
+  const store = Store.open(t.testdir());
+  t.teardown(() => store.close());
+  const outbox = new Outbox(store);
+  const written = draft('comment.add');
+  await store.transaction((tx) => outbox.append(tx, written, 1));
+  const row = store.records<{ payload?: unknown; data?: unknown }>(DB.outbox).get(1);
+  t.equal(typeof row?.payload, 'string', 'the payload is stored as text');
+  t.equal(row?.data, undefined);
+  const [event] = outbox.read();
+  t.same(event?.data, written.data, 'data reads back whole');
+  t.same({ ...event }.data, written.data, 'a spread copies data (an own, enumerable property)');
+  // A row as schema 1 wrote it: the event with its data object.
+  const { data, ...header } = event as NonNullable<typeof event>;
+  await store.records<unknown>(DB.outbox).put(2, { ...header, seq: 2, data });
+  const [claimed] = await outbox.claim({ limit: 1, leaseMs: 10, now: 0 });
+  t.same(claimed?.data, written.data, 'the new row claims first, its data whole');
+  const old = (await outbox.claim({ limit: 1, leaseMs: 10, now: 0 }))[0];
+  t.same([old?.seq, old?.data], [2, written.data], 'the old row reads as it was written');
+});
+
+t.test('ackIn removes events inside the transaction it is given: one that fails removes none', async (t) => {
+  const store = Store.open(t.testdir());
+  t.teardown(() => store.close());
+  const outbox = new Outbox(store);
+  await store.transaction((tx) => {
+    outbox.append(tx, draft('comment.add'), 1);
+    outbox.append(tx, draft('comment.add'), 2);
+  });
+  const claimed = await outbox.claim({ limit: 10, leaseMs: 1000, now: 0 });
+  await t.rejects(
+    store.transaction((tx) => {
+      outbox.ackIn(tx, [1]);
+      throw new Error('planning transaction failed');
+    }),
+  );
+  t.same(outbox.read().map((e) => e.seq), [1, 2], 'nothing was removed');
+  await store.transaction((tx) => outbox.ackIn(tx, claimed.map((e) => e.seq)));
+  t.same(outbox.read(), [], 'acked in a transaction that committed');
+});
+
+t.test('in a cluster, two nodes appending the same seq write two rows, and the worker claims and acks both', async (t) => {
+  // Two nodes' caches: each appends its first event with seq 1 (neither has seen the other's yet).
+  const onA = Store.open(`${t.testdir()}/a`);
+  const onB = Store.open(`${t.testdir()}/b`);
+  t.teardown(async () => {
+    await onA.close();
+    await onB.close();
+  });
+  const a = new Outbox(onA, { node: 'a' });
+  const b = new Outbox(onB, { node: 'b' });
+  const seqA = await onA.transaction((tx) => a.append(tx, draft('comment.add', 'doc-a'), 1));
+  const seqB = await onB.transaction((tx) => b.append(tx, draft('comment.add', 'doc-b'), 1));
+  t.equal(seqA, seqB, 'both nodes picked seq 1');
+  // What the state stream's applier does on node a: B's row lands under B's key, beside A's.
+  const rowsOfB = [...onB.records<unknown>(DB.outbox).getRange({})];
+  await onA.transaction(() => {
+    for (const { key, value } of rowsOfB) void onA.records<unknown>(DB.outbox).put(key, value);
+  });
+  const claimed = await a.claim({ limit: 10, leaseMs: 1000, now: 1 });
+  t.same(claimed.map((e) => [e.seq, e.node, e.documentId]).sort(), [[1, 'a', 'doc-a'], [1, 'b', 'doc-b']], 'both events are there and claimed');
+  t.same(await a.claim({ limit: 10, leaseMs: 1000, now: 2 }), [], 'each is leased apart (no shared lease by seq)');
+  t.equal((await onA.transaction((tx) => a.append(tx, draft('comment.update', 'doc-a'), 3))), 2, 'the next seq follows the highest');
+  await a.ack(claimed);
+  t.same(a.read().map((e) => [e.seq, e.node]), [[2, 'a']], 'acking removes exactly the two claimed rows');
+});

@@ -1,4 +1,6 @@
 import t from 'tap';
+import { join } from 'node:path';
+import { open } from 'lmdb';
 import { Store, StoreError } from '../../src/store/env.js';
 import { DB, SCHEMA_VERSION } from '../../src/store/keys.js';
 
@@ -15,7 +17,33 @@ t.test('a data directory with another schema version is refused with a message s
   await store.records<number>(DB.meta).put('schemaVersion', SCHEMA_VERSION + 1);
   await store.close();
   t.throws(() => Store.open(dir), StoreError);
-  t.throws(() => Store.open(dir), { message: /schema version 2, this server reads version 1/ });
+  t.throws(() => Store.open(dir), { message: /schema version 3, this server reads version 2/ });
+});
+
+t.test('a version-1 directory (msgpackr inline records) opens, reads as it was written, and is re-stamped', async (t) => {
+  const dir = t.testdir();
+  // Written as builds stamped 1 wrote: lmdb-js's default msgpack encoder, which defines records inline.
+  const old = open({ path: join(dir, 'db'), maxDbs: 64 });
+  await old.openDB<unknown, string>({ name: DB.meta, encoding: 'msgpack' }).put('schemaVersion', 1);
+  const thread = { annotationId: 'a1', comments: [{ commentId: 1, from: { userId: 'u1' } }], status: { id: 'OPEN' } };
+  await old.openDB<unknown, string[]>({ name: DB.annotations, encoding: 'msgpack' }).put(['k', 'o', 'd', 'a1'], thread);
+  await old.close();
+  const store = Store.open(dir);
+  t.teardown(() => store.close());
+  t.same(store.records<unknown>(DB.annotations).get(['k', 'o', 'd', 'a1']), thread, 'the old record reads back whole');
+  t.equal(store.records<number>(DB.meta).get('schemaVersion'), SCHEMA_VERSION, 're-stamped: builds that read only version 1 now refuse it');
+});
+
+t.test('records are written as plain msgpack maps and read back as plain objects', async (t) => {
+  const store = Store.open(t.testdir());
+  t.teardown(() => store.close());
+  const db = store.records<unknown>(DB.annotations);
+  await store.transaction(() => db.putSync(['k', 'o', 'd', 'a1'], { annotationId: 'a1', from: { userId: 'u1' } }));
+  const first = db.getBinary(['k', 'o', 'd', 'a1'])?.[0] ?? 0;
+  t.ok((first >= 0x80 && first <= 0x8f) || first === 0xde || first === 0xdf, `a msgpack map, not a record definition (got 0x${first.toString(16)})`);
+  const read = db.get(['k', 'o', 'd', 'a1']);
+  t.same(read, { annotationId: 'a1', from: { userId: 'u1' } });
+  t.equal(Object.getPrototypeOf(read), Object.prototype, 'an object, not a Map');
 });
 
 t.test('a transaction that throws writes nothing', async (t) => {

@@ -152,28 +152,50 @@ export interface AnnotationView extends Omit<AnnotationRecord, 'comments' | 'nex
 /** Used when a thread is added without a status (upstream sample: id OPEN, type default). */
 export const DEFAULT_STATUS: Status = { id: 'OPEN', name: 'Open', type: 'default', color: '#625DF5', lightColor: '#E7E8FA' };
 
+/**
+ * The views copy a record's fields with a for-in loop, not with object rest (`{ a, ...rest }`): rest with unknown keys
+ * is V8's slow path, and these run for every thread written and every event (annotationView went from ~6 µs to ~1.5 µs,
+ * bench/README.md, "REST comment writes"). Key order is the same as before: the record's own order, then what the view adds.
+ */
 export function commentView(comment: CommentRecord): CommentView {
-  const { commentId, lastUpdated, commentText, commentHtml, attachments, isCommentTextAvailable, ...rest } = comment;
-  const text = commentText ?? '';
-  const html = commentHtml ?? '';
-  return {
-    commentId,
-    ...rest,
-    type: 'text',
-    commentText: text,
-    commentHtml: html,
-    lastUpdated: new Date(lastUpdated).toISOString(),
-    attachments: attachments ?? [],
-    isCommentTextAvailable: isCommentTextAvailable ?? (text !== '' || html !== ''),
-  };
+  const text = comment.commentText ?? '';
+  const html = comment.commentHtml ?? '';
+  const view: FieldBag = { commentId: comment.commentId };
+  const fields = comment as unknown as Readonly<Record<string, unknown>>;
+  for (const key in fields) {
+    if (key === 'commentId' || key === 'lastUpdated' || key === 'commentText' || key === 'commentHtml' || key === 'attachments' || key === 'isCommentTextAvailable') continue;
+    copyField(view, key, fields[key]);
+  }
+  view['type'] = 'text';
+  view['commentText'] = text;
+  view['commentHtml'] = html;
+  view['lastUpdated'] = new Date(comment.lastUpdated).toISOString();
+  view['attachments'] = comment.attachments ?? [];
+  view['isCommentTextAvailable'] = comment.isCommentTextAvailable ?? (text !== '' || html !== '');
+  return view as unknown as CommentView;
 }
 
 export function annotationView(ref: DocumentKey, record: AnnotationRecord): AnnotationView {
-  const { comments, nextCommentId: _next, ...rest } = record;
-  return {
-    ...rest,
-    sourceType: 'rest-api',
-    metadata: { apiKey: ref.apiKey, organizationId: ref.organizationId, documentId: ref.documentId },
-    comments: comments.map(commentView),
-  };
+  const view: FieldBag = {};
+  const fields = record as unknown as Readonly<Record<string, unknown>>;
+  for (const key in fields) {
+    if (key === 'comments' || key === 'nextCommentId') continue;
+    copyField(view, key, fields[key]);
+  }
+  view['sourceType'] = 'rest-api';
+  view['metadata'] = { apiKey: ref.apiKey, organizationId: ref.organizationId, documentId: ref.documentId };
+  view['comments'] = record.comments.map(commentView);
+  return view as unknown as AnnotationView;
+}
+
+/** An object under construction (plain, like the records it is made from). */
+export type FieldBag = Record<string, unknown>;
+
+/**
+ * Sets `target[key]` as an own data property, as a spread would. A caller's extra field may be named `__proto__`
+ * (JSON.parse makes it an own property); a plain assignment would set the prototype instead of copying the field.
+ */
+export function copyField(target: FieldBag, key: string, value: unknown): void {
+  if (key === '__proto__') Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
+  else target[key] = value;
 }

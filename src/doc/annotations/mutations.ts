@@ -1,7 +1,9 @@
 // Owns the pure rules of changing a thread: building one from input, applying an update, swapping users; no I/O.
 import type { EventType } from '../../events/types.js';
 import {
+  copyField,
   DEFAULT_STATUS,
+  type FieldBag,
   type AnnotationInput,
   type AnnotationRecord,
   type CommentInput,
@@ -39,7 +41,8 @@ export function appendComments(
   inputs: readonly CommentInput[],
   now: number,
 ): Outcome<{ comments: CommentRecord[]; added: CommentRecord[]; nextCommentId: number }> {
-  const used = new Set(existing.map((c) => c.commentId));
+  const used = new Set<number>();
+  for (const comment of existing) used.add(comment.commentId);
   let next = nextCommentId;
   const added: CommentRecord[] = [];
   for (const input of inputs) {
@@ -52,20 +55,31 @@ export function appendComments(
     }
     used.add(commentId);
     next = Math.max(next, commentId + 1);
-    const { commentId: _given, createdAt, lastUpdated, taggedUserContacts, ...fields } = input;
-    added.push({
-      ...fields,
-      commentId,
-      createdAt: createdAt ?? now,
-      lastUpdated: lastUpdated ?? createdAt ?? now,
-      status: 'added',
-      taggedUserContacts: taggedUserContacts ?? [],
-    });
+    added.push(commentRecord(input, commentId, now));
   }
-  return { ok: true, value: { comments: [...existing, ...added], added, nextCommentId: next } };
+  return { ok: true, value: { comments: existing.length === 0 ? added.slice() : [...existing, ...added], added, nextCommentId: next } };
 }
 
-/** A new thread from Add Comment Annotations input (spec 2.4). */
+/**
+ * The caller's fields (extra ones kept, as given), then the ones the server sets. A for-in copy, not object rest: rest
+ * with unknown keys is V8's slow path, and this runs for every comment written (model.ts, the views, says more).
+ */
+function commentRecord(input: CommentInput, commentId: number, now: number): CommentRecord {
+  const record: FieldBag = {};
+  const fields = input as unknown as Readonly<Record<string, unknown>>;
+  for (const key in fields) {
+    if (key === 'commentId' || key === 'createdAt' || key === 'lastUpdated' || key === 'taggedUserContacts') continue;
+    copyField(record, key, fields[key]);
+  }
+  record['commentId'] = commentId;
+  record['createdAt'] = input.createdAt ?? now;
+  record['lastUpdated'] = input.lastUpdated ?? input.createdAt ?? now;
+  record['status'] = 'added';
+  record['taggedUserContacts'] = input.taggedUserContacts ?? [];
+  return record as unknown as CommentRecord;
+}
+
+/** A new thread from Add Comment Annotations input (spec 2.4). Optional fields are set only when given (no spreads). */
 export function buildAnnotation(
   input: AnnotationInput,
   annotationId: string,
@@ -80,7 +94,7 @@ export function buildAnnotation(
   const type = input.type ?? (input.suggestion === undefined ? 'comment' : 'suggestion');
   if (type === 'comment' && input.suggestion !== undefined) return fail('suggestion is only accepted on an annotation of type "suggestion"');
   const createdAt = input.createdAt ?? now;
-  const record: AnnotationRecord = {
+  const record: FieldBag = {
     annotationId,
     annotationNumber,
     type,
@@ -88,16 +102,16 @@ export function buildAnnotation(
     lastUpdated: input.lastUpdated ?? createdAt,
     from: first.from,
     status: input.status ?? DEFAULT_STATUS,
-    ...(input.location === undefined ? {} : { location: input.location }),
-    ...(input.targetElement === undefined ? {} : { targetElement: input.targetElement }),
-    ...(input.priority === undefined ? {} : { priority: input.priority }),
-    ...(input.assignedTo === undefined ? {} : { assignedTo: input.assignedTo }),
-    ...(input.context === undefined ? {} : { context: input.context }),
-    ...(type === 'suggestion' ? { suggestion: { ...input.suggestion, status: input.suggestion?.status ?? 'pending' } } : {}),
-    comments: built.value.comments,
-    nextCommentId: built.value.nextCommentId,
   };
-  return { ok: true, value: record };
+  if (input.location !== undefined) record['location'] = input.location;
+  if (input.targetElement !== undefined) record['targetElement'] = input.targetElement;
+  if (input.priority !== undefined) record['priority'] = input.priority;
+  if (input.assignedTo !== undefined) record['assignedTo'] = input.assignedTo;
+  if (input.context !== undefined) record['context'] = input.context;
+  if (type === 'suggestion') record['suggestion'] = { ...input.suggestion, status: input.suggestion?.status ?? 'pending' };
+  record['comments'] = built.value.comments;
+  record['nextCommentId'] = built.value.nextCommentId;
+  return { ok: true, value: record as unknown as AnnotationRecord };
 }
 
 /** `updatedData` of Update Comment Annotations (upstream notes 2.16). `null` clears a field. */
