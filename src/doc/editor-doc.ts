@@ -3,6 +3,7 @@ import * as Y from 'yjs';
 import type { LoadedStore, StoreId, StoreMeta } from '../store/snapshots.js';
 import type { LogStream } from '../store/update-log.js';
 import { DEFAULT_CONTENT_KEY, readData } from './crdt.js';
+import { coversNothing, encodeSyncStep2, NO_JOIN_FRAMES, type JoinFrameHolder, type JoinFrames } from './join-state.js';
 import type { StoreType } from '../store/snapshots.js';
 import type { ChangeOrigin, Peer } from './peer.js';
 import type { DocumentKey } from '../document-key.js';
@@ -46,9 +47,14 @@ class StoreDoc extends Y.Doc {
     this._observers.delete('load');
     this._observers.delete('sync');
   }
+
+  override destroy(): void {
+    this.editorStore.dropJoinFrame();
+    super.destroy();
+  }
 }
 
-export class EditorDoc implements LogStream {
+export class EditorDoc implements LogStream, JoinFrameHolder {
   readonly doc: Y.Doc = new StoreDoc(this);
   /** Set by `listen`; updates replayed by the constructor come before it, so they are never reported. */
   private listener: EditorDocUpdates | undefined;
@@ -66,9 +72,22 @@ export class EditorDoc implements LogStream {
   lastUpdatedBy = '';
   sessionId: string | null = null;
   private foldedSeq = 0;
+  /** The whole state as a SyncStep2 frame while the doc is unchanged (src/doc/join-state.ts); undefined otherwise. */
+  private joinFrame: Uint8Array | undefined;
 
-  constructor(private readonly key: DocumentKey, readonly editorId: string, loaded?: LoadedStore) {
-    if (loaded === undefined) return;
+  constructor(
+    private readonly key: DocumentKey,
+    readonly editorId: string,
+    loaded?: LoadedStore,
+    private readonly joinFrames: JoinFrames = NO_JOIN_FRAMES,
+  ) {
+    // The handler goes on after the replay (replayed updates are reported to no one) and before any listener: the
+    // join frame must be dropped at every later change, whether an actor listens yet or not.
+    if (loaded !== undefined) this.replay(loaded);
+    this.doc.on('update', EditorDoc.forward);
+  }
+
+  private replay(loaded: LoadedStore): void {
     if (loaded.snapshot !== undefined) Y.applyUpdate(this.doc, loaded.snapshot, LOADING);
     for (const update of loaded.updates) Y.applyUpdate(this.doc, update, LOADING);
     const { meta } = loaded;
@@ -86,13 +105,45 @@ export class EditorDoc implements LogStream {
 
   /** Reports every later change to the doc to `listener` (one listener: the actor that owns the store). */
   listen(listener: EditorDocUpdates): void {
-    if (this.listener === undefined) this.doc.on('update', EditorDoc.forward);
     this.listener = listener;
   }
 
   /** The one `update` handler of every store's doc. */
   private static forward(this: void, update: Uint8Array, origin: unknown, doc: Y.Doc): void {
-    if (doc instanceof StoreDoc) doc.editorStore.listener?.storeUpdated(doc.editorStore, update, origin);
+    if (!(doc instanceof StoreDoc)) return;
+    const store = doc.editorStore;
+    store.dropJoinFrame();
+    store.listener?.storeUpdated(store, update, origin);
+  }
+
+  /**
+   * The SyncStep2 frame answering a client's SyncStep1. A state vector that holds nothing of this doc (a new
+   * client) gets the whole state, which is encoded once and then sent from the kept frame until the doc changes.
+   */
+  syncStep2(stateVector: Uint8Array): Uint8Array {
+    if (this.joinFrame !== undefined && coversNothing(this.doc, stateVector)) {
+      this.joinFrames.touch(this);
+      return this.joinFrame;
+    }
+    if (this.joinFrames.budgetBytes === 0 || !coversNothing(this.doc, stateVector)) return encodeSyncStep2(this.doc, stateVector);
+    const frame = encodeSyncStep2(this.doc);
+    if (this.joinFrames.admits(frame.length)) {
+      this.joinFrames.add(this, frame.length);
+      this.joinFrame = frame;
+    }
+    return frame;
+  }
+
+  /** @internal For the budget (JoinFrameHolder): it has already counted the bytes off. */
+  evictJoinFrame(): void {
+    this.joinFrame = undefined;
+  }
+
+  /** The doc changed or is being destroyed: the frame no longer answers anyone. */
+  dropJoinFrame(): void {
+    if (this.joinFrame === undefined) return;
+    this.joinFrame = undefined;
+    this.joinFrames.remove(this);
   }
 
   /** For the update log (LogStream). */

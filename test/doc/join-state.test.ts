@@ -1,0 +1,167 @@
+// Tests the late-join frame: whole-state answers kept while a store is unchanged, dropped at a change, bounded by the budget.
+import t from 'tap';
+import * as Y from 'yjs';
+import * as decoding from 'lib0/decoding';
+import { loadConfig } from '../../src/config.js';
+import { EditorDoc } from '../../src/doc/editor-doc.js';
+import { coversNothing, JOIN_FRAME_MIN_BYTES, JoinFrames, type JoinFrameHolder } from '../../src/doc/join-state.js';
+import { DocumentActors } from '../../src/doc/registry.js';
+import { createLogger } from '../../src/log.js';
+import { Store } from '../../src/store/env.js';
+import { FakeHub, FakePeer } from '../helpers/fake-peer.js';
+
+const KEY = { apiKey: 'key', organizationId: 'org', documentId: 'doc' };
+const EMPTY_SV = Y.encodeStateVector(new Y.Doc());
+
+/** Text from the update carried by a SyncStep2 frame, applied to a fresh doc (what a joining client ends up with). */
+function textOf(frame: Uint8Array, base?: Y.Doc): string {
+  const decoder = decoding.createDecoder(frame);
+  const type = decoding.readVarUint(decoder);
+  const step = decoding.readVarUint(decoder);
+  if (type !== 0 || step !== 1) throw new Error(`not a SyncStep2 frame: ${type}/${step}`);
+  const doc = base ?? new Y.Doc();
+  Y.applyUpdate(doc, decoding.readVarUint8Array(decoder));
+  return doc.getText('content').toString();
+}
+
+/** A store holding `chars` characters typed by one client (large enough to keep a frame when chars ≥ 64 Ki). */
+function storeWith(chars: number, frames: JoinFrames, editorId = 'main'): EditorDoc {
+  const store = new EditorDoc(KEY, editorId, undefined, frames);
+  store.doc.getText('content').insert(0, 'x'.repeat(chars));
+  return store;
+}
+
+t.test('a new client gets the whole state; the frame is kept and reused until the doc changes', async (t) => {
+  const frames = new JoinFrames(8 * JOIN_FRAME_MIN_BYTES);
+  const store = storeWith(JOIN_FRAME_MIN_BYTES, frames);
+  const first = store.syncStep2(EMPTY_SV);
+  t.equal(textOf(first).length, JOIN_FRAME_MIN_BYTES, 'the joiner has the whole text');
+  t.equal(frames.count, 1);
+  t.equal(frames.bytes, first.length);
+  t.equal(store.syncStep2(EMPTY_SV), first, 'the second joiner gets the same frame, not a new encoding');
+
+  store.doc.getText('content').insert(0, 'new');
+  t.equal(frames.count, 0, 'a change drops the frame and its bytes');
+  t.equal(frames.bytes, 0);
+  const after = store.syncStep2(EMPTY_SV);
+  t.not(after, first);
+  t.equal(textOf(after).slice(0, 4), 'newx', 'the next joiner sees the change');
+});
+
+t.test('a client holding part of the doc gets only what it lacks; one holding none of it gets the kept frame', async (t) => {
+  const frames = new JoinFrames(8 * JOIN_FRAME_MIN_BYTES);
+  const store = storeWith(JOIN_FRAME_MIN_BYTES, frames);
+  const whole = store.syncStep2(EMPTY_SV);
+
+  const client = new Y.Doc();
+  textOf(whole, client);
+  store.doc.getText('content').insert(0, 'tail');
+  const diff = store.syncStep2(Y.encodeStateVector(client));
+  t.ok(diff.length < 100, `a reconnecting client gets a small diff (${diff.length} bytes)`);
+  t.equal(textOf(diff, client).slice(0, 5), 'tailx', 'and it completes its state');
+  t.equal(frames.count, 0, 'a diff is not kept');
+
+  const stranger = new Y.Doc();
+  stranger.getText('other').insert(0, 'offline edit');
+  t.ok(coversNothing(store.doc, Y.encodeStateVector(stranger)), 'a state vector of other clients only covers nothing of the doc');
+  t.notOk(coversNothing(store.doc, Y.encodeStateVector(client)));
+  const full = store.syncStep2(Y.encodeStateVector(stranger));
+  t.equal(store.syncStep2(EMPTY_SV), full, 'such a client and a new one get the same kept frame');
+  t.equal(textOf(full).length, JOIN_FRAME_MIN_BYTES + 4);
+});
+
+t.test('small documents, a zero budget and a frame larger than the budget keep nothing', async (t) => {
+  const roomy = new JoinFrames(8 * JOIN_FRAME_MIN_BYTES);
+  const small = storeWith(100, roomy);
+  t.equal(textOf(small.syncStep2(EMPTY_SV)).length, 100);
+  t.equal(roomy.count, 0, 'below JOIN_FRAME_MIN_BYTES the state is encoded for each joiner');
+
+  const off = new JoinFrames(0);
+  const big = storeWith(JOIN_FRAME_MIN_BYTES, off);
+  t.not(big.syncStep2(EMPTY_SV), big.syncStep2(EMPTY_SV), 'budget 0: a new encoding each time');
+  t.equal(off.count, 0);
+
+  const tight = new JoinFrames(JOIN_FRAME_MIN_BYTES);
+  const bigger = storeWith(2 * JOIN_FRAME_MIN_BYTES, tight);
+  t.equal(textOf(bigger.syncStep2(EMPTY_SV)).length, 2 * JOIN_FRAME_MIN_BYTES);
+  t.equal(tight.count, 0, 'a frame larger than the whole budget is not kept');
+});
+
+t.test('the budget drops the least recently used frames; destroying a doc gives its bytes back', async (t) => {
+  const frames = new JoinFrames(3 * JOIN_FRAME_MIN_BYTES);
+  const [a, b, c] = ['a', 'b', 'c'].map((id) => storeWith(JOIN_FRAME_MIN_BYTES, frames, id)) as [EditorDoc, EditorDoc, EditorDoc];
+  const frameA = a.syncStep2(EMPTY_SV);
+  b.syncStep2(EMPTY_SV);
+  t.equal(frames.count, 2);
+  t.equal(a.syncStep2(EMPTY_SV), frameA, 'a is used again: now the most recent');
+  c.syncStep2(EMPTY_SV);
+  t.equal(frames.count, 2, 'a third frame does not fit: one is dropped');
+  t.ok(frames.bytes <= frames.budgetBytes);
+  t.equal(a.syncStep2(EMPTY_SV), frameA, 'the most recently used one (a) stayed');
+  t.equal(frames.count, 2);
+
+  a.doc.destroy();
+  t.equal(frames.count, 1, 'a destroyed doc (unload) leaves the budget');
+  c.doc.destroy();
+  b.doc.destroy();
+  t.equal(frames.bytes, 0);
+});
+
+t.test('the budget evicts in use order and keeps its count exact', async (t) => {
+  const evicted: string[] = [];
+  const holder = (name: string): JoinFrameHolder => ({ evictJoinFrame: () => evicted.push(name) });
+  const [x, y, z] = [holder('x'), holder('y'), holder('z')];
+  const frames = new JoinFrames(300_000);
+  frames.add(x, 100_000);
+  frames.add(y, 100_000);
+  frames.touch(x);
+  frames.add(z, 150_000);
+  t.same(evicted, ['y'], 'y was the least recently used');
+  t.equal(frames.bytes, 250_000);
+  frames.add(z, 120_000);
+  t.equal(frames.bytes, 220_000, 'a holder re-added counts once, at its new size');
+  frames.remove(x);
+  frames.remove(x);
+  t.equal(frames.bytes, 120_000, 'removing twice counts once');
+  t.notOk(frames.admits(JOIN_FRAME_MIN_BYTES - 1));
+  t.notOk(frames.admits(300_001));
+  t.ok(frames.admits(300_000));
+});
+
+t.test('through the actor: joiners of a loaded document get its state, then its changes', async (t) => {
+  const dir = t.testdir();
+  const store = Store.open(dir);
+  const config = loadConfig({}, [], { dataDir: dir, groupCommitMs: 0 });
+  t.equal(config.joinStateCacheBytes, 32 * 1024 * 1024, 'the default budget');
+  const hub = new FakeHub();
+  const registry = new DocumentActors(config, store, createLogger('silent'), hub);
+  t.teardown(async () => {
+    await registry.shutdown();
+    await store.close();
+  });
+  const lease = await registry.acquire(KEY);
+  const writer = new FakePeer('w', 'u1', 'main', hub);
+  lease.actor.attach(writer, { type: 'text' });
+  const source = new Y.Doc();
+  source.getText('content').insert(0, 'y'.repeat(JOIN_FRAME_MIN_BYTES));
+  t.ok(lease.actor.receive(writer, { kind: 'update', update: Y.encodeStateAsUpdate(source) }));
+
+  const join = async (id: string): Promise<string> => {
+    const peer = new FakePeer(id, 'u1', 'main', hub);
+    lease.actor.attach(peer);
+    t.ok(lease.actor.receive(peer, { kind: 'sync-step1', stateVector: EMPTY_SV }));
+    await lease.actor.run(() => undefined);
+    const step2 = peer.frames.find((frame) => frame[0] === 0 && frame[1] === 1);
+    if (step2 === undefined) throw new Error('no SyncStep2');
+    lease.actor.detach(peer);
+    return textOf(step2);
+  };
+  t.equal((await join('j1')).length, JOIN_FRAME_MIN_BYTES);
+  t.equal(registry.joinFrames.count, 1, 'the frame is kept after the first join');
+  t.equal((await join('j2')).length, JOIN_FRAME_MIN_BYTES);
+  source.getText('content').insert(0, 'edit');
+  t.ok(lease.actor.receive(writer, { kind: 'update', update: Y.encodeStateAsUpdate(source) }));
+  t.equal((await join('j3')).slice(0, 5), 'edity', 'a joiner after an edit has the edit');
+  lease.actor.detach(writer);
+  lease.release();
+});
