@@ -193,7 +193,8 @@ export class DocumentActor implements DocumentActorView, TaskFailures, EditorDoc
     if (store === undefined || !store.peers.has(peer)) return;
     switch (message.kind) {
       case 'sync-step1':
-        peer.send(store.syncStep2(message.stateVector));
+        // A SyncStep2, then (from a kept answer) the changes made since its state was encoded, in order.
+        for (const frame of store.syncAnswer(message.stateVector)) if (!peer.send(frame)) return;
         return;
       case 'sync-step2':
       case 'update':

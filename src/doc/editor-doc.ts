@@ -3,7 +3,8 @@ import * as Y from 'yjs';
 import type { LoadedStore, StoreId, StoreMeta } from '../store/snapshots.js';
 import type { LogStream } from '../store/update-log.js';
 import { DEFAULT_CONTENT_KEY, readData } from './crdt.js';
-import { coversNothing, encodeSyncStep2, NO_JOIN_FRAMES, type JoinFrameHolder, type JoinFrames } from './join-state.js';
+import { coversNothing, encodeSyncStep2, keepsTail, NO_JOIN_FRAMES, type JoinFrameHolder, type JoinFrames } from './join-state.js';
+import { writeUpdate } from '../sync/protocol.js';
 import type { StoreType } from '../store/snapshots.js';
 import type { ChangeOrigin, Peer } from './peer.js';
 import type { DocumentKey } from '../document-key.js';
@@ -72,8 +73,12 @@ export class EditorDoc implements LogStream, JoinFrameHolder {
   lastUpdatedBy = '';
   sessionId: string | null = null;
   private foldedSeq = 0;
-  /** The whole state as a SyncStep2 frame while the doc is unchanged (src/doc/join-state.ts); undefined otherwise. */
-  private joinFrame: Uint8Array | undefined;
+  /**
+   * The late-join answer (src/doc/join-state.ts): the whole state as a SyncStep2 frame, then the Update frames of
+   * the changes made since it was encoded; undefined when none is kept.
+   */
+  private joinAnswer: Uint8Array[] | undefined;
+  private joinBytes = 0;
 
   constructor(
     private readonly key: DocumentKey,
@@ -112,37 +117,56 @@ export class EditorDoc implements LogStream, JoinFrameHolder {
   private static forward(this: void, update: Uint8Array, origin: unknown, doc: Y.Doc): void {
     if (!(doc instanceof StoreDoc)) return;
     const store = doc.editorStore;
-    store.dropJoinFrame();
+    store.extendJoinAnswer(update);
     store.listener?.storeUpdated(store, update, origin);
   }
 
   /**
-   * The SyncStep2 frame answering a client's SyncStep1. A state vector that holds nothing of this doc (a new
-   * client) gets the whole state, which is encoded once and then sent from the kept frame until the doc changes.
+   * The frames answering a client's SyncStep1: a SyncStep2, then (from a kept answer) Update frames. A state vector
+   * that holds nothing of this doc (a new client) gets the whole state, encoded once and then sent from the kept
+   * frames, to which every later change is added as an Update frame until the tail is too long (keepsTail).
    */
-  syncStep2(stateVector: Uint8Array): Uint8Array {
-    if (this.joinFrame !== undefined && coversNothing(this.doc, stateVector)) {
+  syncAnswer(stateVector: Uint8Array): readonly Uint8Array[] {
+    const fresh = coversNothing(this.doc, stateVector);
+    if (this.joinAnswer !== undefined && fresh) {
       this.joinFrames.touch(this);
-      return this.joinFrame;
+      return this.joinAnswer;
     }
-    if (this.joinFrames.budgetBytes === 0 || !coversNothing(this.doc, stateVector)) return encodeSyncStep2(this.doc, stateVector);
+    if (this.joinFrames.budgetBytes === 0 || !fresh) return [encodeSyncStep2(this.doc, stateVector)];
     const frame = encodeSyncStep2(this.doc);
     if (this.joinFrames.admits(frame.length)) {
       this.joinFrames.add(this, frame.length);
-      this.joinFrame = frame;
+      this.joinAnswer = [frame];
+      this.joinBytes = frame.length;
     }
-    return frame;
+    return [frame];
+  }
+
+  /** A change: appended to the kept answer while the tail stays short, else the answer is dropped. */
+  private extendJoinAnswer(update: Uint8Array): void {
+    const answer = this.joinAnswer;
+    if (answer === undefined) return;
+    const frame = writeUpdate(update);
+    const base = answer[0]?.length ?? 0;
+    if (!keepsTail(base, answer.length, this.joinBytes - base + frame.length)) {
+      this.dropJoinFrame();
+      return;
+    }
+    answer.push(frame);
+    this.joinBytes += frame.length;
+    this.joinFrames.add(this, this.joinBytes);
   }
 
   /** @internal For the budget (JoinFrameHolder): it has already counted the bytes off. */
   evictJoinFrame(): void {
-    this.joinFrame = undefined;
+    this.joinAnswer = undefined;
+    this.joinBytes = 0;
   }
 
-  /** The doc changed or is being destroyed: the frame no longer answers anyone. */
+  /** The doc is being destroyed or its tail grew too long: the kept answer goes, and its bytes leave the budget. */
   dropJoinFrame(): void {
-    if (this.joinFrame === undefined) return;
-    this.joinFrame = undefined;
+    if (this.joinAnswer === undefined) return;
+    this.evictJoinFrame();
     this.joinFrames.remove(this);
   }
 

@@ -7,6 +7,16 @@ import { writeSyncStep2 } from '../sync/protocol.js';
  * microseconds, and a budget spent on thousands of small documents would only churn.
  */
 export const JOIN_FRAME_MIN_BYTES = 64 * 1024;
+/** Changes kept after a join frame before it is encoded again: a joiner then gets the frame and these as Update frames. */
+export const JOIN_TAIL_MAX_UPDATES = 64;
+
+/**
+ * Whether a kept answer may grow to `frames` frames whose tail (the Update frames after the state) is `tailBytes`:
+ * a joiner applies the tail one update at a time, so it stays short and small beside the state it follows.
+ */
+export function keepsTail(stateBytes: number, frames: number, tailBytes: number): boolean {
+  return frames <= JOIN_TAIL_MAX_UPDATES && tailBytes <= stateBytes / 4;
+}
 
 /** A store whose join frame the budget may drop (EditorDoc). */
 export interface JoinFrameHolder {
@@ -15,10 +25,11 @@ export interface JoinFrameHolder {
 }
 
 /**
- * The frames kept over all documents, least recently used first. Joining a 1 MB document otherwise costs one
- * Y.encodeStateAsUpdate (~20 ms of CPU, bench/join.ts) per joiner; with the frame it costs one send. The frame is
- * dropped at the store's next change (EditorDoc), when its doc is destroyed (unload), and here when the budget is
- * full, so the memory it holds is bounded by JOIN_STATE_CACHE_BYTES and is never stale.
+ * The frames kept over all documents, least recently used (or changed) first. Joining a 1 MB document otherwise
+ * costs one Y.encodeStateAsUpdate (~20 ms of CPU, bench/join.ts) per joiner; with a kept answer it costs the sends.
+ * A store's later changes are added to its answer as Update frames (so the answer is never stale: state + tail is
+ * the current state) until the tail is too long; the answer is dropped then, when its doc is destroyed (unload), and
+ * here when the budget is full, so the memory held is bounded by JOIN_STATE_CACHE_BYTES.
  */
 export class JoinFrames {
   /** Map order is use order: the first entry is the least recently used. */

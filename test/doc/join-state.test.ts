@@ -4,7 +4,7 @@ import * as Y from 'yjs';
 import * as decoding from 'lib0/decoding';
 import { loadConfig } from '../../src/config.js';
 import { EditorDoc } from '../../src/doc/editor-doc.js';
-import { coversNothing, JOIN_FRAME_MIN_BYTES, JoinFrames, type JoinFrameHolder } from '../../src/doc/join-state.js';
+import { coversNothing, JOIN_FRAME_MIN_BYTES, JOIN_TAIL_MAX_UPDATES, JoinFrames, keepsTail, type JoinFrameHolder } from '../../src/doc/join-state.js';
 import { DocumentActors } from '../../src/doc/registry.js';
 import { createLogger } from '../../src/log.js';
 import { Store } from '../../src/store/env.js';
@@ -13,14 +13,19 @@ import { FakeHub, FakePeer } from '../helpers/fake-peer.js';
 const KEY = { apiKey: 'key', organizationId: 'org', documentId: 'doc' };
 const EMPTY_SV = Y.encodeStateVector(new Y.Doc());
 
-/** Text from the update carried by a SyncStep2 frame, applied to a fresh doc (what a joining client ends up with). */
-function textOf(frame: Uint8Array, base?: Y.Doc): string {
-  const decoder = decoding.createDecoder(frame);
-  const type = decoding.readVarUint(decoder);
-  const step = decoding.readVarUint(decoder);
-  if (type !== 0 || step !== 1) throw new Error(`not a SyncStep2 frame: ${type}/${step}`);
+/**
+ * Applies an answer (a SyncStep2 frame, then Update frames) to a fresh doc or `base`, as a joining client does, and
+ * returns the text it ends up with.
+ */
+function textOf(frames: readonly Uint8Array[], base?: Y.Doc): string {
   const doc = base ?? new Y.Doc();
-  Y.applyUpdate(doc, decoding.readVarUint8Array(decoder));
+  frames.forEach((frame, i) => {
+    const decoder = decoding.createDecoder(frame);
+    const type = decoding.readVarUint(decoder);
+    const step = decoding.readVarUint(decoder);
+    if (type !== 0 || step !== (i === 0 ? 1 : 2)) throw new Error(`frame ${i} is sync ${type}/${step}`);
+    Y.applyUpdate(doc, decoding.readVarUint8Array(decoder));
+  });
   return doc.getText('content').toString();
 }
 
@@ -31,73 +36,98 @@ function storeWith(chars: number, frames: JoinFrames, editorId = 'main'): Editor
   return store;
 }
 
-t.test('a new client gets the whole state; the frame is kept and reused until the doc changes', async (t) => {
+t.test('a new client gets the whole state; the frame is kept, later changes follow it, a long tail re-encodes', async (t) => {
   const frames = new JoinFrames(8 * JOIN_FRAME_MIN_BYTES);
   const store = storeWith(JOIN_FRAME_MIN_BYTES, frames);
-  const first = store.syncStep2(EMPTY_SV);
+  const first = store.syncAnswer(EMPTY_SV);
+  t.equal(first.length, 1, 'one SyncStep2 frame');
   t.equal(textOf(first).length, JOIN_FRAME_MIN_BYTES, 'the joiner has the whole text');
+  const state = first[0];
   t.equal(frames.count, 1);
-  t.equal(frames.bytes, first.length);
-  t.equal(store.syncStep2(EMPTY_SV), first, 'the second joiner gets the same frame, not a new encoding');
+  t.equal(frames.bytes, state?.length);
+  t.equal(store.syncAnswer(EMPTY_SV)[0], state, 'the second joiner gets the same frame, not a new encoding');
 
-  store.doc.getText('content').insert(0, 'new');
-  t.equal(frames.count, 0, 'a change drops the frame and its bytes');
+  const text = store.doc.getText('content');
+  text.insert(0, 'new');
+  text.delete(3, 2);
+  const after = store.syncAnswer(EMPTY_SV);
+  t.equal(after.length, 3, 'the kept state, then one Update frame per change');
+  t.equal(after[0], state);
+  t.equal(textOf(after), text.toString(), 'the joiner ends with the current text');
+  t.ok(frames.bytes > (state?.length ?? 0), 'the tail counts in the budget');
+
+  for (let i = 0; i < JOIN_TAIL_MAX_UPDATES; i++) text.insert(i, 'z');
+  t.equal(frames.count, 0, `past ${JOIN_TAIL_MAX_UPDATES} changes the answer is dropped`);
   t.equal(frames.bytes, 0);
-  const after = store.syncStep2(EMPTY_SV);
-  t.not(after, first);
-  t.equal(textOf(after).slice(0, 4), 'newx', 'the next joiner sees the change');
+  const again = store.syncAnswer(EMPTY_SV);
+  t.equal(again.length, 1, 'and encoded again for the next joiner');
+  t.not(again[0], state);
+  t.equal(textOf(again), text.toString());
+});
+
+t.test('a tail larger than a quarter of the state drops the kept answer', async (t) => {
+  const frames = new JoinFrames(8 * JOIN_FRAME_MIN_BYTES);
+  const store = storeWith(JOIN_FRAME_MIN_BYTES, frames);
+  store.syncAnswer(EMPTY_SV);
+  store.doc.getText('content').insert(0, 'q'.repeat(JOIN_FRAME_MIN_BYTES / 8));
+  t.equal(frames.count, 1, 'an eighth of the state is kept as a tail');
+  store.doc.getText('content').insert(0, 'r'.repeat(JOIN_FRAME_MIN_BYTES / 8));
+  t.equal(frames.count, 0, 'past a quarter it is not');
+  t.ok(keepsTail(1000, 2, 250));
+  t.notOk(keepsTail(1000, 2, 251));
+  t.notOk(keepsTail(1000, JOIN_TAIL_MAX_UPDATES + 1, 10));
 });
 
 t.test('a client holding part of the doc gets only what it lacks; one holding none of it gets the kept frame', async (t) => {
   const frames = new JoinFrames(8 * JOIN_FRAME_MIN_BYTES);
   const store = storeWith(JOIN_FRAME_MIN_BYTES, frames);
-  const whole = store.syncStep2(EMPTY_SV);
+  const whole = store.syncAnswer(EMPTY_SV);
 
   const client = new Y.Doc();
   textOf(whole, client);
   store.doc.getText('content').insert(0, 'tail');
-  const diff = store.syncStep2(Y.encodeStateVector(client));
-  t.ok(diff.length < 100, `a reconnecting client gets a small diff (${diff.length} bytes)`);
+  const diff = store.syncAnswer(Y.encodeStateVector(client));
+  t.equal(diff.length, 1);
+  t.ok((diff[0]?.length ?? 0) < 100, `a reconnecting client gets a small diff (${diff[0]?.length} bytes)`);
   t.equal(textOf(diff, client).slice(0, 5), 'tailx', 'and it completes its state');
-  t.equal(frames.count, 0, 'a diff is not kept');
 
   const stranger = new Y.Doc();
   stranger.getText('other').insert(0, 'offline edit');
   t.ok(coversNothing(store.doc, Y.encodeStateVector(stranger)), 'a state vector of other clients only covers nothing of the doc');
   t.notOk(coversNothing(store.doc, Y.encodeStateVector(client)));
-  const full = store.syncStep2(Y.encodeStateVector(stranger));
-  t.equal(store.syncStep2(EMPTY_SV), full, 'such a client and a new one get the same kept frame');
+  const full = store.syncAnswer(Y.encodeStateVector(stranger));
+  t.equal(store.syncAnswer(EMPTY_SV)[0], full[0], 'such a client and a new one get the same kept frame');
   t.equal(textOf(full).length, JOIN_FRAME_MIN_BYTES + 4);
 });
 
 t.test('small documents, a zero budget and a frame larger than the budget keep nothing', async (t) => {
   const roomy = new JoinFrames(8 * JOIN_FRAME_MIN_BYTES);
   const small = storeWith(100, roomy);
-  t.equal(textOf(small.syncStep2(EMPTY_SV)).length, 100);
+  t.equal(textOf(small.syncAnswer(EMPTY_SV)).length, 100);
   t.equal(roomy.count, 0, 'below JOIN_FRAME_MIN_BYTES the state is encoded for each joiner');
 
   const off = new JoinFrames(0);
   const big = storeWith(JOIN_FRAME_MIN_BYTES, off);
-  t.not(big.syncStep2(EMPTY_SV), big.syncStep2(EMPTY_SV), 'budget 0: a new encoding each time');
+  t.not(big.syncAnswer(EMPTY_SV)[0], big.syncAnswer(EMPTY_SV)[0], 'budget 0: a new encoding each time');
   t.equal(off.count, 0);
 
   const tight = new JoinFrames(JOIN_FRAME_MIN_BYTES);
   const bigger = storeWith(2 * JOIN_FRAME_MIN_BYTES, tight);
-  t.equal(textOf(bigger.syncStep2(EMPTY_SV)).length, 2 * JOIN_FRAME_MIN_BYTES);
+  t.equal(textOf(bigger.syncAnswer(EMPTY_SV)).length, 2 * JOIN_FRAME_MIN_BYTES);
   t.equal(tight.count, 0, 'a frame larger than the whole budget is not kept');
 });
 
 t.test('the budget drops the least recently used frames; destroying a doc gives its bytes back', async (t) => {
   const frames = new JoinFrames(3 * JOIN_FRAME_MIN_BYTES);
   const [a, b, c] = ['a', 'b', 'c'].map((id) => storeWith(JOIN_FRAME_MIN_BYTES, frames, id)) as [EditorDoc, EditorDoc, EditorDoc];
-  const frameA = a.syncStep2(EMPTY_SV);
-  b.syncStep2(EMPTY_SV);
+  const frameA = a.syncAnswer(EMPTY_SV);
+  b.syncAnswer(EMPTY_SV);
   t.equal(frames.count, 2);
-  t.equal(a.syncStep2(EMPTY_SV), frameA, 'a is used again: now the most recent');
-  c.syncStep2(EMPTY_SV);
+  t.equal(a.syncAnswer(EMPTY_SV)[0], frameA[0], 'a is used again: now the most recent');
+  c.syncAnswer(EMPTY_SV);
   t.equal(frames.count, 2, 'a third frame does not fit: one is dropped');
   t.ok(frames.bytes <= frames.budgetBytes);
-  t.equal(a.syncStep2(EMPTY_SV), frameA, 'the most recently used one (a) stayed');
+  t.equal(a.syncAnswer(EMPTY_SV)[0], frameA[0], 'the most recently used one (a) stayed');
   t.equal(frames.count, 2);
 
   a.doc.destroy();
@@ -151,10 +181,10 @@ t.test('through the actor: joiners of a loaded document get its state, then its 
     lease.actor.attach(peer);
     t.ok(lease.actor.receive(peer, { kind: 'sync-step1', stateVector: EMPTY_SV }));
     await lease.actor.run(() => undefined);
-    const step2 = peer.frames.find((frame) => frame[0] === 0 && frame[1] === 1);
-    if (step2 === undefined) throw new Error('no SyncStep2');
+    const step2 = peer.frames.findIndex((frame) => frame[0] === 0 && frame[1] === 1);
+    if (step2 === -1) throw new Error('no SyncStep2');
     lease.actor.detach(peer);
-    return textOf(step2);
+    return textOf(peer.frames.slice(step2).filter((frame) => frame[0] === 0));
   };
   t.equal((await join('j1')).length, JOIN_FRAME_MIN_BYTES);
   t.equal(registry.joinFrames.count, 1, 'the frame is kept after the first join');
