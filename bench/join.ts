@@ -13,6 +13,7 @@ const USAGE = `node --import=tsx bench/join.ts [flags]
   --bytes B           characters of the loaded document (default 1048576)
   --joins J           late joins per server per round, one after another (default 10)
   --rounds R          rounds; each runs J joins on every server in turn (default 3)
+  --edits E           second row: the holder makes E small edits before each join (default 4; 0 skips the row)
   --profile           V8 CPU profile of the Plait server over the whole run (summary on stderr)`;
 
 const JOIN_TIMEOUT_MS = 60_000;
@@ -21,8 +22,10 @@ const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout
 interface Loaded {
   readonly server: ServerHandle;
   readonly target: SyncTarget;
-  /** Keeps the document loaded on servers that unload at the last disconnect. */
+  /** Keeps the document loaded on servers that unload at the last disconnect; makes the edits of the edited row. */
   readonly holder: SyncClient;
+  /** Characters of the document's text now (grows with the edits). */
+  length: number;
 }
 
 interface JoinRound {
@@ -41,7 +44,7 @@ async function load(kind: ServerKind, content: Content, cpuProfileDir: string | 
   if (holder === undefined) throw new Error('no holder');
   // The holder's own SyncStep2 (the whole content) reaches the server after its sync: one unmeasured join proves it arrived.
   await join(target, content.length);
-  return { server, target, holder };
+  return { server, target, holder, length: content.length };
 }
 
 async function join(target: SyncTarget, length: number): Promise<number> {
@@ -55,11 +58,21 @@ async function join(target: SyncTarget, length: number): Promise<number> {
   }
 }
 
-/** J joins one after another; server CPU is read before and after (the closes are let in before the second reading). */
-async function joinRound(loaded: Loaded, joins: number, length: number): Promise<JoinRound> {
+const EDIT = 'edit ';
+
+/**
+ * J joins one after another, each after `edits` small edits by the holder (as in a document being worked on); server
+ * CPU is read before and after (the closes are let in before the second reading), so it includes applying the edits.
+ */
+async function joinRound(loaded: Loaded, joins: number, edits: number): Promise<JoinRound> {
   const before = await loaded.server.stats();
   const fullStateMs: number[] = [];
-  for (let i = 0; i < joins; i++) fullStateMs.push(await join(loaded.target, length));
+  const text = loaded.holder.doc.getText('content');
+  for (let i = 0; i < joins; i++) {
+    for (let e = 0; e < edits; e++) text.insert((loaded.length * 7919 + e) % loaded.length, EDIT);
+    loaded.length += edits * EDIT.length;
+    fullStateMs.push(await join(loaded.target, loaded.length));
+  }
   await sleep(100);
   const after = await loaded.server.stats();
   return { cpuMicrosPerJoin: (after.cpuMicros - before.cpuMicros) / joins, systemMicrosPerJoin: (after.systemMicros - before.systemMicros) / joins, fullStateMs };
@@ -69,13 +82,16 @@ export interface JoinOptions {
   readonly bytes: number;
   readonly joins: number;
   readonly rounds: number;
+  /** Edits before each join in the second row (0: no second row). */
+  readonly edits: number;
   readonly cpuProfileDir?: string;
 }
 
 /** Every server loaded at once; rounds interleave them (plait, hocuspocus, …, plait, …) so machine noise hits all alike. */
 export async function runJoin(kinds: readonly ServerKind[], options: JoinOptions): Promise<Figure[]> {
   const content = buildContent(options.bytes, 64, 2);
-  const bench = `late join, ${options.bytes >= 1024 * 1024 ? `${round(options.bytes / (1024 * 1024), 2)} MB` : `${round(options.bytes / 1024, 1)} KB`} doc`;
+  const size = options.bytes >= 1024 * 1024 ? `${round(options.bytes / (1024 * 1024), 2)} MB` : `${round(options.bytes / 1024, 1)} KB`;
+  const rows = [{ bench: `late join, ${size} doc`, edits: 0 }, ...(options.edits > 0 ? [{ bench: `late join, ${size} doc, ${options.edits} edits before each`, edits: options.edits }] : [])];
   const loaded: Loaded[] = [];
   try {
     for (const kind of kinds) {
@@ -85,16 +101,18 @@ export async function runJoin(kinds: readonly ServerKind[], options: JoinOptions
     const rounds: Figure[][] = [];
     for (let r = 0; r < options.rounds; r++) {
       const figures: Figure[] = [];
-      for (const entry of loaded) {
-        const result = await joinRound(entry, options.joins, content.length);
-        const kind = entry.server.kind;
-        progress(`join round ${r + 1}: ${kind} ${Math.round(result.cpuMicrosPerJoin)} µs server CPU/join, full state p50 ${median(result.fullStateMs).toFixed(1)} ms`);
-        const detail = { joins: options.joins, bytes: options.bytes, fullStateMs: result.fullStateMs.map((ms) => round(ms, 2)) };
-        figures.push(
-          { bench, metric: 'server CPU / join', unit: 'µs', server: kind, value: result.cpuMicrosPerJoin, better: 'lower', detail },
-          { bench, metric: 'server system CPU / join', unit: 'µs', server: kind, value: result.systemMicrosPerJoin, better: 'lower' },
-          { bench, metric: 'time to full state p50', unit: 'ms', server: kind, value: median(result.fullStateMs), better: 'lower' },
-        );
+      for (const { bench, edits } of rows) {
+        for (const entry of loaded) {
+          const result = await joinRound(entry, options.joins, edits);
+          const kind = entry.server.kind;
+          progress(`join round ${r + 1}, ${edits} edits: ${kind} ${Math.round(result.cpuMicrosPerJoin)} µs server CPU/join, full state p50 ${median(result.fullStateMs).toFixed(1)} ms`);
+          const detail = { joins: options.joins, bytes: options.bytes, edits, fullStateMs: result.fullStateMs.map((ms) => round(ms, 2)) };
+          figures.push(
+            { bench, metric: 'server CPU / join', unit: 'µs', server: kind, value: result.cpuMicrosPerJoin, better: 'lower', detail },
+            { bench, metric: 'server system CPU / join', unit: 'µs', server: kind, value: result.systemMicrosPerJoin, better: 'lower' },
+            { bench, metric: 'time to full state p50', unit: 'ms', server: kind, value: median(result.fullStateMs), better: 'lower' },
+          );
+        }
       }
       rounds.push(figures);
     }
@@ -109,11 +127,12 @@ export async function runJoin(kinds: readonly ServerKind[], options: JoinOptions
 
 if (isMain(import.meta.url)) {
   main(async () => {
-    const values = flags(USAGE, { bytes: { type: 'string' }, joins: { type: 'string' }, rounds: { type: 'string' } });
+    const values = flags(USAGE, { bytes: { type: 'string' }, joins: { type: 'string' }, rounds: { type: 'string' }, edits: { type: 'string' } });
     const options = {
       bytes: num(values, 'bytes', 1024 * 1024, 1024, 64 * 1024 * 1024),
       joins: num(values, 'joins', 10, 1, 10_000),
       rounds: num(values, 'rounds', 3, 1, 100),
+      edits: num(values, 'edits', 4, 0, 1000),
     };
     const dir = profileDir(values);
     const figures = await runJoin(servers(values, SYNC_SERVERS), { ...options, ...(dir === undefined ? {} : { cpuProfileDir: dir }) });
