@@ -9,9 +9,9 @@ import { emit, isMain, medianOfRounds, progress, type Figure } from './lib/repor
 import { median, round } from './lib/stats.js';
 
 const USAGE = `node --import=tsx bench/join.ts [flags]
-  --server plait,hocuspocus,y-websocket,floor   servers (default: all four, interleaved round by round)
+  --server plait,hocuspocus,y-websocket,floor   servers (default: all four, interleaved join by join)
   --bytes B           characters of the loaded document (default 1048576)
-  --joins J           late joins per server per round, one after another (default 10)
+  --joins J           late joins per server per round (default 10)
   --rounds R          rounds; each runs J joins on every server in turn (default 3)
   --edits E           second row: the holder makes E small edits before each join (default 4; 0 skips the row)
   --profile           V8 CPU profile of the Plait server over the whole run (summary on stderr)`;
@@ -28,13 +28,19 @@ interface Loaded {
   length: number;
 }
 
-interface JoinRound {
-  readonly cpuMicrosPerJoin: number;
-  readonly systemMicrosPerJoin: number;
-  readonly fullStateMs: number[];
+interface JoinSample {
+  readonly cpuMicros: number;
+  readonly systemMicros: number;
+  /** From the client's connect to the start of its first transaction (the state arriving): the server's share. */
+  readonly stateMs: number;
+  /** From the client's connect to the whole text in its doc (includes the client's own decode and apply). */
+  readonly fullStateMs: number;
 }
 
 const DOC = 'join-doc';
+const EDIT = 'edit ';
+/** Lets the joiner's close reach the server before its CPU is read again (the close is part of a join's cost). */
+const CLOSE_SETTLE_MS = 30;
 
 /** Starts a server and loads the document through a holder client (which stays, as a document's editors do). */
 async function load(kind: ServerKind, content: Content, cpuProfileDir: string | undefined): Promise<Loaded> {
@@ -42,40 +48,38 @@ async function load(kind: ServerKind, content: Content, cpuProfileDir: string | 
   const target = await syncTarget(server);
   const [holder] = await connectMany(target, [DOC], { makeDoc: () => docWith(content), concurrency: 1 });
   if (holder === undefined) throw new Error('no holder');
+  const loaded = { server, target, holder, length: content.length };
   // The holder's own SyncStep2 (the whole content) reaches the server after its sync: one unmeasured join proves it arrived.
-  await join(target, content.length);
-  return { server, target, holder, length: content.length };
+  await join(loaded, 0);
+  return loaded;
 }
 
-async function join(target: SyncTarget, length: number): Promise<number> {
+/**
+ * One late join, after `edits` small edits by the holder (a document being worked on); server CPU is read before
+ * and after, so it includes applying the edits and the joiner's close.
+ */
+async function join(loaded: Loaded, edits: number): Promise<JoinSample> {
+  const text = loaded.holder.doc.getText('content');
+  for (let e = 0; e < edits; e++) text.insert((loaded.length * 7919 + e) % loaded.length, EDIT);
+  loaded.length += edits * EDIT.length;
+  const before = await loaded.server.stats();
   const start = performance.now();
-  const client = connectClient(target, DOC, new Y.Doc());
+  const doc = new Y.Doc();
+  let stateAt = 0;
+  doc.on('beforeTransaction', () => {
+    if (stateAt === 0) stateAt = performance.now();
+  });
+  const client = connectClient(loaded.target, DOC, doc);
+  let fullStateMs: number;
   try {
-    await within(whenLength(client.doc, length), JOIN_TIMEOUT_MS, `late join on port ${target.port}`);
-    return performance.now() - start;
+    await within(whenLength(client.doc, loaded.length), JOIN_TIMEOUT_MS, `late join on ${loaded.server.kind}`);
+    fullStateMs = performance.now() - start;
   } finally {
     client.destroy();
   }
-}
-
-const EDIT = 'edit ';
-
-/**
- * J joins one after another, each after `edits` small edits by the holder (as in a document being worked on); server
- * CPU is read before and after (the closes are let in before the second reading), so it includes applying the edits.
- */
-async function joinRound(loaded: Loaded, joins: number, edits: number): Promise<JoinRound> {
-  const before = await loaded.server.stats();
-  const fullStateMs: number[] = [];
-  const text = loaded.holder.doc.getText('content');
-  for (let i = 0; i < joins; i++) {
-    for (let e = 0; e < edits; e++) text.insert((loaded.length * 7919 + e) % loaded.length, EDIT);
-    loaded.length += edits * EDIT.length;
-    fullStateMs.push(await join(loaded.target, loaded.length));
-  }
-  await sleep(100);
+  await sleep(CLOSE_SETTLE_MS);
   const after = await loaded.server.stats();
-  return { cpuMicrosPerJoin: (after.cpuMicros - before.cpuMicros) / joins, systemMicrosPerJoin: (after.systemMicros - before.systemMicros) / joins, fullStateMs };
+  return { cpuMicros: after.cpuMicros - before.cpuMicros, systemMicros: after.systemMicros - before.systemMicros, stateMs: stateAt - start, fullStateMs };
 }
 
 export interface JoinOptions {
@@ -87,7 +91,12 @@ export interface JoinOptions {
   readonly cpuProfileDir?: string;
 }
 
-/** Every server loaded at once; rounds interleave them (plait, hocuspocus, …, plait, …) so machine noise hits all alike. */
+const mean = (values: readonly number[]): number => values.reduce((a, b) => a + b, 0) / values.length;
+
+/**
+ * Every server loaded at once; the joins interleave them one by one (plait, hocuspocus, y-websocket, floor, plait, …)
+ * so the machine's noise hits all alike. A round is J joins on each server; the figures are medians of the rounds.
+ */
 export async function runJoin(kinds: readonly ServerKind[], options: JoinOptions): Promise<Figure[]> {
   const content = buildContent(options.bytes, 64, 2);
   const size = options.bytes >= 1024 * 1024 ? `${round(options.bytes / (1024 * 1024), 2)} MB` : `${round(options.bytes / 1024, 1)} KB`;
@@ -102,15 +111,22 @@ export async function runJoin(kinds: readonly ServerKind[], options: JoinOptions
     for (let r = 0; r < options.rounds; r++) {
       const figures: Figure[] = [];
       for (const { bench, edits } of rows) {
-        for (const entry of loaded) {
-          const result = await joinRound(entry, options.joins, edits);
+        const samples = loaded.map(() => [] as JoinSample[]);
+        for (let j = 0; j < options.joins; j++) {
+          for (const [i, entry] of loaded.entries()) samples[i]?.push(await join(entry, edits));
+        }
+        for (const [i, entry] of loaded.entries()) {
+          const got = samples[i] ?? [];
           const kind = entry.server.kind;
-          progress(`join round ${r + 1}, ${edits} edits: ${kind} ${Math.round(result.cpuMicrosPerJoin)} µs server CPU/join, full state p50 ${median(result.fullStateMs).toFixed(1)} ms`);
-          const detail = { joins: options.joins, bytes: options.bytes, edits, fullStateMs: result.fullStateMs.map((ms) => round(ms, 2)) };
+          const cpu = mean(got.map((s) => s.cpuMicros));
+          const full = got.map((s) => s.fullStateMs);
+          progress(`join round ${r + 1}, ${edits} edits: ${kind} ${Math.round(cpu)} µs server CPU/join, state arrives p50 ${median(got.map((s) => s.stateMs)).toFixed(1)} ms, full state p50 ${median(full).toFixed(1)} ms`);
+          const detail = { joins: options.joins, bytes: options.bytes, edits, cpuMicros: got.map((s) => Math.round(s.cpuMicros)), fullStateMs: full.map((ms) => round(ms, 2)) };
           figures.push(
-            { bench, metric: 'server CPU / join', unit: 'µs', server: kind, value: result.cpuMicrosPerJoin, better: 'lower', detail },
-            { bench, metric: 'server system CPU / join', unit: 'µs', server: kind, value: result.systemMicrosPerJoin, better: 'lower' },
-            { bench, metric: 'time to full state p50', unit: 'ms', server: kind, value: median(result.fullStateMs), better: 'lower' },
+            { bench, metric: 'server CPU / join', unit: 'µs', server: kind, value: cpu, better: 'lower', detail },
+            { bench, metric: 'server system CPU / join', unit: 'µs', server: kind, value: mean(got.map((s) => s.systemMicros)), better: 'lower' },
+            { bench, metric: 'state arrives p50', unit: 'ms', server: kind, value: median(got.map((s) => s.stateMs)), better: 'lower' },
+            { bench, metric: 'time to full state p50', unit: 'ms', server: kind, value: median(full), better: 'lower' },
           );
         }
       }
