@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import * as Y from 'yjs';
-import { finish, flags, main, num, servers } from './lib/cli.js';
+import { finish, flags, main, num, profileDir, reportProfiles, servers } from './lib/cli.js';
 import { connectClient, connectMany, syncTarget, within, type SyncClient, type SyncTarget } from './lib/clients.js';
 import { buildContent, docWith, whenLength, type Content } from './lib/content.js';
 import { launchServer, type ServerKind } from './lib/launch.js';
@@ -15,7 +15,8 @@ const USAGE = `node --import=tsx bench/load.ts [flags]
   --server plait,y-websocket-leveldb   servers with persistence (default: both; Hocuspocus has none without an extension)
   --small-docs D      small documents (default 20)
   --large-docs D      ~1 MB documents (default 4)
-  --tail U            updates appended after the snapshot, left in the log by kill -9 (default 200)`;
+  --tail U            updates appended after the snapshot, left in the log by kill -9 (default 200)
+  --profile           V8 CPU profile of the Plait server that opens the documents cold (summary on stderr)`;
 
 const OPEN_TIMEOUT_MS = 60_000;
 const TAIL_TEXT = '0123456789';
@@ -43,7 +44,7 @@ function destroyAll(clients: readonly SyncClient[]): void {
   for (const client of clients) client.destroy();
 }
 
-async function runClass(kind: ServerKind, prefix: string, count: number, content: Content, tail: number): Promise<LoadResult> {
+async function runClass(kind: ServerKind, prefix: string, count: number, content: Content, tail: number, cpuProfileDir: string | undefined): Promise<LoadResult> {
   const dataDir = mkdtempSync(join(tmpdir(), `plait-bench-load-${kind}-`));
   // documents stay loaded while the bench runs; the restarts are what unloads them
   const env = { DOC_IDLE_UNLOAD_MS: '600000' };
@@ -72,7 +73,7 @@ async function runClass(kind: ServerKind, prefix: string, count: number, content
     await second.kill();
 
     // 3. restart and open each document cold, then again while a holder keeps it loaded (warm)
-    const third = await launchServer(kind, { dataDir, keepData: true, env });
+    const third = await launchServer(kind, { dataDir, keepData: true, env, ...(kind === 'plait' && cpuProfileDir !== undefined ? { cpuProfileDir } : {}) });
     try {
       const fresh: SyncTarget = { ...target, port: third.port };
       const length = content.length + tail * TAIL_TEXT.length;
@@ -90,14 +91,14 @@ async function runClass(kind: ServerKind, prefix: string, count: number, content
   }
 }
 
-export async function runLoad(kind: ServerKind, options: { smallDocs: number; largeDocs: number; tail: number }): Promise<Figure[]> {
+export async function runLoad(kind: ServerKind, options: { smallDocs: number; largeDocs: number; tail: number; cpuProfileDir?: string }): Promise<Figure[]> {
   const figures: Figure[] = [];
   const classes = [
     { bench: 'load from disk, small docs', prefix: 'small', count: options.smallDocs, content: buildContent(1024, 16, 1) },
     { bench: 'load from disk, 1 MB docs', prefix: 'large', count: options.largeDocs, content: buildContent(1024 * 1024, 64, 2) },
   ];
   for (const { bench, prefix, count, content } of classes) {
-    const result = await runClass(kind, prefix, count, content, options.tail);
+    const result = await runClass(kind, prefix, count, content, options.tail, options.cpuProfileDir);
     const cold = median(result.coldMs);
     const warm = median(result.warmMs);
     progress(`${bench} on ${kind}: cold open p50 ${cold.toFixed(1)} ms, warm open p50 ${warm.toFixed(1)} ms`);
@@ -114,6 +115,7 @@ export async function runLoad(kind: ServerKind, options: { smallDocs: number; la
 if (isMain(import.meta.url)) {
   main(async () => {
     const values = flags(USAGE, { 'small-docs': { type: 'string' }, 'large-docs': { type: 'string' }, tail: { type: 'string' } });
+    const dir = profileDir(values);
     const options = {
       smallDocs: num(values, 'small-docs', 20, 1, 10_000),
       largeDocs: num(values, 'large-docs', 4, 1, 1000),
@@ -122,10 +124,11 @@ if (isMain(import.meta.url)) {
     const all: Figure[] = [];
     for (const kind of servers(values, ['plait', 'y-websocket-leveldb'])) {
       progress(`load: ${kind}`);
-      const figures = await runLoad(kind, options);
+      const figures = await runLoad(kind, { ...options, ...(dir === undefined ? {} : { cpuProfileDir: dir }) });
       for (const figure of figures) emit(figure);
       all.push(...figures);
     }
+    reportProfiles(dir);
     finish(all);
   });
 }

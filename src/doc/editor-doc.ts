@@ -4,7 +4,7 @@ import type { LoadedStore, StoreId, StoreMeta } from '../store/snapshots.js';
 import type { LogStream } from '../store/update-log.js';
 import { DEFAULT_CONTENT_KEY, readData } from './crdt.js';
 import { coversNothing, encodeSyncStep2, keepsTail, NO_JOIN_FRAMES, type JoinFrameHolder, type JoinFrames } from './join-state.js';
-import { writeUpdate } from '../sync/protocol.js';
+import { writeSyncStep2, writeUpdate } from '../sync/protocol.js';
 import type { StoreType } from '../store/snapshots.js';
 import type { ChangeOrigin, Peer } from './peer.js';
 import type { DocumentKey } from '../document-key.js';
@@ -93,8 +93,12 @@ export class EditorDoc implements LogStream, JoinFrameHolder {
   }
 
   private replay(loaded: LoadedStore): void {
+    // The log tail merged first, then applied in one transaction: one integration pass instead of one per entry.
+    const { updates } = loaded;
+    const tail = updates.length === 0 ? undefined : updates.length === 1 ? updates[0] : Y.mergeUpdates(updates as Uint8Array[]);
     if (loaded.snapshot !== undefined) Y.applyUpdate(this.doc, loaded.snapshot, LOADING);
-    for (const update of loaded.updates) Y.applyUpdate(this.doc, update, LOADING);
+    if (tail !== undefined) Y.applyUpdate(this.doc, tail, LOADING);
+    if (loaded.snapshot !== undefined) this.seedJoinAnswer(loaded.snapshot, tail);
     const { meta } = loaded;
     this.exists = true;
     this.type = meta.type;
@@ -140,6 +144,20 @@ export class EditorDoc implements LogStream, JoinFrameHolder {
       this.joinBytes = frame.length;
     }
     return [frame];
+  }
+
+  /**
+   * A store opened from disk is usually opened for a joiner: its snapshot and merged log tail, just read, are
+   * already the whole state, so the answer is built from them (two copies) instead of encoding the doc again.
+   */
+  private seedJoinAnswer(snapshot: Uint8Array, tail: Uint8Array | undefined): void {
+    if (this.joinFrames.budgetBytes === 0) return;
+    const frame = writeSyncStep2(snapshot);
+    const update = tail === undefined ? undefined : writeUpdate(tail);
+    if (!this.joinFrames.admits(frame.length) || (update !== undefined && !keepsTail(frame.length, 2, update.length))) return;
+    this.joinAnswer = update === undefined ? [frame] : [frame, update];
+    this.joinBytes = frame.length + (update?.length ?? 0);
+    this.joinFrames.add(this, this.joinBytes);
   }
 
   /** A change: appended to the kept answer while the tail stays short, else the answer is dropped. */

@@ -195,3 +195,31 @@ t.test('through the actor: joiners of a loaded document get its state, then its 
   lease.actor.detach(writer);
   lease.release();
 });
+
+t.test('a store opened from disk answers its first joiner from the snapshot and the merged log tail', async (t) => {
+  const source = new Y.Doc();
+  const text = source.getText('content');
+  text.insert(0, 's'.repeat(JOIN_FRAME_MIN_BYTES));
+  const snapshot = Y.encodeStateAsUpdate(source);
+  const updates: Uint8Array[] = [];
+  source.on('update', (update: Uint8Array) => updates.push(update));
+  for (let i = 0; i < 200; i++) text.insert((i * 7919) % text.length, `${i % 10}`);
+  text.delete(5, 20);
+  const meta = { type: 'text' as const, contentKey: 'content', lastUpdate: 1, lastUpdatedBy: 'u1', sessionId: null, foldedSeq: 0 };
+  const loaded = { editorId: 'main', meta, snapshot, updates, nextSeq: updates.length, logBytes: 0 };
+
+  const frames = new JoinFrames(8 * JOIN_FRAME_MIN_BYTES);
+  const store = new EditorDoc(KEY, 'main', loaded, frames);
+  t.equal(store.doc.getText('content').toString(), text.toString(), 'the merged tail gives the same doc as the entries one by one');
+  t.equal(frames.count, 1, 'the answer is kept from the load');
+  const answer = store.syncAnswer(EMPTY_SV);
+  t.equal(answer.length, 2, 'the snapshot as SyncStep2, the merged tail as one Update');
+  t.equal(textOf(answer), text.toString(), 'a joiner ends with the whole state');
+  t.equal(store.logCount, updates.length, 'the log position is unchanged by the merge');
+
+  const off = new EditorDoc(KEY, 'main', loaded, new JoinFrames(0));
+  t.equal(off.doc.getText('content').toString(), text.toString());
+  const bare = new EditorDoc(KEY, 'main', { ...loaded, updates: [] }, frames);
+  t.equal(bare.syncAnswer(EMPTY_SV).length, 1, 'no tail: the snapshot alone');
+  t.equal(textOf(bare.syncAnswer(EMPTY_SV)).length, JOIN_FRAME_MIN_BYTES);
+});
