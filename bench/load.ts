@@ -7,7 +7,7 @@ import * as Y from 'yjs';
 import { finish, flags, main, num, profileDir, reportProfiles, servers } from './lib/cli.js';
 import { connectClient, connectMany, syncTarget, within, type SyncClient, type SyncTarget } from './lib/clients.js';
 import { buildContent, docWith, whenLength, type Content } from './lib/content.js';
-import { launchServer, type ServerKind } from './lib/launch.js';
+import { launchServer, type ServerHandle, type ServerKind } from './lib/launch.js';
 import { emit, isMain, progress, type Figure } from './lib/report.js';
 import { median } from './lib/stats.js';
 
@@ -25,19 +25,29 @@ const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout
 interface LoadResult {
   readonly coldMs: number[];
   readonly warmMs: number[];
+  /** Server CPU (µs) of each open, its client's close included. */
+  readonly coldCpu: number[];
+  readonly warmCpu: number[];
 }
 
-/** Opens each document with a fresh client and times until its whole content has arrived. */
-async function timeOpens(target: SyncTarget, names: readonly string[], length: number): Promise<number[]> {
-  const times: number[] = [];
+/** Lets an opener's close reach the server before its CPU is read again. */
+const CLOSE_SETTLE_MS = 30;
+
+/** Opens each document with a fresh client and times until its whole content has arrived; server CPU around each. */
+async function timeOpens(server: ServerHandle, target: SyncTarget, names: readonly string[], length: number): Promise<{ ms: number[]; cpu: number[] }> {
+  const ms: number[] = [];
+  const cpu: number[] = [];
   for (const name of names) {
+    const before = await server.stats();
     const start = performance.now();
     const client = connectClient(target, name, new Y.Doc());
     await within(whenLength(client.doc, length), OPEN_TIMEOUT_MS, `open ${name}`);
-    times.push(performance.now() - start);
+    ms.push(performance.now() - start);
     client.destroy();
+    await sleep(CLOSE_SETTLE_MS);
+    cpu.push((await server.stats()).cpuMicros - before.cpuMicros);
   }
-  return times;
+  return { ms, cpu };
 }
 
 function destroyAll(clients: readonly SyncClient[]): void {
@@ -77,12 +87,12 @@ async function runClass(kind: ServerKind, prefix: string, count: number, content
     try {
       const fresh: SyncTarget = { ...target, port: third.port };
       const length = content.length + tail * TAIL_TEXT.length;
-      const coldMs = await timeOpens(fresh, names, length);
+      const cold = await timeOpens(third, fresh, names, length);
       const holders = names.map((name) => connectClient(fresh, name, new Y.Doc()));
       await within(Promise.all(holders.map((h) => whenLength(h.doc, length))), OPEN_TIMEOUT_MS, 'holders');
-      const warmMs = await timeOpens(fresh, names, length);
+      const warm = await timeOpens(third, fresh, names, length);
       destroyAll(holders);
-      return { coldMs, warmMs };
+      return { coldMs: cold.ms, warmMs: warm.ms, coldCpu: cold.cpu, warmCpu: warm.cpu };
     } finally {
       await third.stop();
     }
@@ -102,11 +112,15 @@ export async function runLoad(kind: ServerKind, options: { smallDocs: number; la
     const cold = median(result.coldMs);
     const warm = median(result.warmMs);
     progress(`${bench} on ${kind}: cold open p50 ${cold.toFixed(1)} ms, warm open p50 ${warm.toFixed(1)} ms`);
-    const detail = { docs: count, tail: options.tail, coldMs: result.coldMs.map(Math.round), warmMs: result.warmMs.map(Math.round) };
+    const coldCpu = median(result.coldCpu);
+    const warmCpu = median(result.warmCpu);
+    const detail = { docs: count, tail: options.tail, coldMs: result.coldMs.map(Math.round), warmMs: result.warmMs.map(Math.round), coldCpu: result.coldCpu, warmCpu: result.warmCpu };
     figures.push(
       { bench, metric: `cold open (snapshot + ${options.tail}-update tail) p50`, unit: 'ms', server: kind, value: cold, better: 'lower', detail },
       { bench, metric: 'warm open (already loaded) p50', unit: 'ms', server: kind, value: warm, better: 'lower' },
       { bench, metric: 'load cost (cold − warm)', unit: 'ms', server: kind, value: cold - warm, better: 'lower' },
+      { bench, metric: 'server CPU / cold open p50', unit: 'µs', server: kind, value: coldCpu, better: 'lower' },
+      { bench, metric: 'server CPU / warm open p50', unit: 'µs', server: kind, value: warmCpu, better: 'lower' },
     );
   }
   return figures;
