@@ -1,7 +1,7 @@
 // Owns the late-join benchmark: fresh clients joining a loaded ~1 MB document, server CPU per join and time to the full state.
 import { performance } from 'node:perf_hooks';
 import * as Y from 'yjs';
-import { finish, flags, main, num, profileDir, reportProfiles, servers } from './lib/cli.js';
+import { finish, flags, main, num, plaitEnv, profileDir, reportProfiles, servers } from './lib/cli.js';
 import { connectClient, connectMany, syncTarget, within, type SyncClient, type SyncTarget } from './lib/clients.js';
 import { buildContent, docWith, whenLength, type Content } from './lib/content.js';
 import { launchServer, SYNC_SERVERS, type ServerHandle, type ServerKind } from './lib/launch.js';
@@ -14,7 +14,8 @@ const USAGE = `node --import=tsx bench/join.ts [flags]
   --joins J           late joins per server per round (default 10)
   --rounds R          rounds; each runs J joins on every server in turn (default 3)
   --edits E           second row: the holder makes E small edits before each join (default 4; 0 skips the row)
-  --profile           V8 CPU profile of the Plait server over the whole run (summary on stderr)`;
+  --profile           V8 CPU profile of the Plait server over the whole run (summary on stderr)
+  --plait-env K=V,…   extra environment for the Plait server (e.g. JOIN_STATE_CACHE_BYTES=0 for the encode-per-join path)`;
 
 const JOIN_TIMEOUT_MS = 60_000;
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
@@ -43,8 +44,12 @@ const EDIT = 'edit ';
 const CLOSE_SETTLE_MS = 30;
 
 /** Starts a server and loads the document through a holder client (which stays, as a document's editors do). */
-async function load(kind: ServerKind, content: Content, cpuProfileDir: string | undefined): Promise<Loaded> {
-  const server = await launchServer(kind, kind === 'plait' && cpuProfileDir !== undefined ? { cpuProfileDir } : {});
+async function load(kind: ServerKind, content: Content, options: JoinOptions): Promise<Loaded> {
+  const plait = kind === 'plait';
+  const server = await launchServer(kind, {
+    ...(plait && options.cpuProfileDir !== undefined ? { cpuProfileDir: options.cpuProfileDir } : {}),
+    ...(plait && options.plaitEnv !== undefined ? { env: options.plaitEnv } : {}),
+  });
   const target = await syncTarget(server);
   const [holder] = await connectMany(target, [DOC], { makeDoc: () => docWith(content), concurrency: 1 });
   if (holder === undefined) throw new Error('no holder');
@@ -89,6 +94,7 @@ export interface JoinOptions {
   /** Edits before each join in the second row (0: no second row). */
   readonly edits: number;
   readonly cpuProfileDir?: string;
+  readonly plaitEnv?: Readonly<Record<string, string>>;
 }
 
 const mean = (values: readonly number[]): number => values.reduce((a, b) => a + b, 0) / values.length;
@@ -105,7 +111,7 @@ export async function runJoin(kinds: readonly ServerKind[], options: JoinOptions
   try {
     for (const kind of kinds) {
       progress(`join: loading ${options.bytes} B into ${kind}`);
-      loaded.push(await load(kind, content, options.cpuProfileDir));
+      loaded.push(await load(kind, content, options));
     }
     const rounds: Figure[][] = [];
     for (let r = 0; r < options.rounds; r++) {
@@ -143,7 +149,8 @@ export async function runJoin(kinds: readonly ServerKind[], options: JoinOptions
 
 if (isMain(import.meta.url)) {
   main(async () => {
-    const values = flags(USAGE, { bytes: { type: 'string' }, joins: { type: 'string' }, rounds: { type: 'string' }, edits: { type: 'string' } });
+    const values = flags(USAGE, { bytes: { type: 'string' }, joins: { type: 'string' }, rounds: { type: 'string' }, edits: { type: 'string' }, 'plait-env': { type: 'string' } });
+    const env = plaitEnv(values);
     const options = {
       bytes: num(values, 'bytes', 1024 * 1024, 1024, 64 * 1024 * 1024),
       joins: num(values, 'joins', 10, 1, 10_000),
@@ -151,7 +158,7 @@ if (isMain(import.meta.url)) {
       edits: num(values, 'edits', 4, 0, 1000),
     };
     const dir = profileDir(values);
-    const figures = await runJoin(servers(values, SYNC_SERVERS), { ...options, ...(dir === undefined ? {} : { cpuProfileDir: dir }) });
+    const figures = await runJoin(servers(values, SYNC_SERVERS), { ...options, ...(dir === undefined ? {} : { cpuProfileDir: dir }), ...(env === undefined ? {} : { plaitEnv: env }) });
     for (const figure of figures) emit(figure);
     reportProfiles(dir);
     finish(figures);
