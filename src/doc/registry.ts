@@ -103,7 +103,7 @@ export class DocumentActors {
   }
 
   /** Loaded documents, their connections and queued mailbox work, summed when metrics are scraped. */
-  stats(): { loaded: number; connections: number; mailboxDepth: number; mailboxMax: number } {
+  stats(): { loaded: number; connections: number; mailboxDepth: number; mailboxMax: number; joinStateBytes: number } {
     let connections = 0;
     let mailboxDepth = 0;
     let mailboxMax = 0;
@@ -114,7 +114,7 @@ export class DocumentActors {
       mailboxDepth += actor.queued;
       mailboxMax = Math.max(mailboxMax, actor.queued);
     }
-    return { loaded: this.entries.size, connections, mailboxDepth, mailboxMax };
+    return { loaded: this.entries.size, connections, mailboxDepth, mailboxMax, joinStateBytes: this.joinFrames.bytes };
   }
 
   /** Registers a listener told (inside the mailbox) when a connection joins or leaves any document. */

@@ -4,7 +4,7 @@ import { groupCommitSeconds, groupCommitSize, mailboxCounts, restRequests, restS
 
 /** What the scrape reads from the server (src/doc/registry.ts `stats()`). */
 export interface MetricSources {
-  documents(): { loaded: number; connections: number; mailboxDepth: number; mailboxMax: number };
+  documents(): { loaded: number; connections: number; mailboxDepth: number; mailboxMax: number; joinStateBytes?: number };
 }
 
 /** A counter whose value is a plain number kept by the hot path, brought up to date when scraped. */
@@ -43,6 +43,7 @@ export function createMetricsRegistry(sources: MetricSources, options: { default
   gauge('plait_documents_loaded', 'Documents loaded in memory (actors)', () => sources.documents().loaded);
   gauge('plait_mailbox_depth', 'Tasks queued in all document mailboxes', () => sources.documents().mailboxDepth);
   gauge('plait_mailbox_depth_max', 'Tasks queued in the fullest document mailbox', () => sources.documents().mailboxMax);
+  gauge('plait_join_state_bytes', 'Bytes of kept late-join answers over all documents (at most JOIN_STATE_CACHE_BYTES)', () => sources.documents().joinStateBytes ?? 0);
 
   mirroredCounter(registry, 'plait_sync_frames_in_total', 'Frames received on sync connections', () => syncCounts.framesIn);
   mirroredCounter(registry, 'plait_sync_frames_sent_total', 'Frames sent to one sync connection', () => syncCounts.framesSent);

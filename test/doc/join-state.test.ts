@@ -188,6 +188,7 @@ t.test('through the actor: joiners of a loaded document get its state, then its 
   };
   t.equal((await join('j1')).length, JOIN_FRAME_MIN_BYTES);
   t.equal(registry.joinFrames.count, 1, 'the frame is kept after the first join');
+  t.ok(registry.stats().joinStateBytes > JOIN_FRAME_MIN_BYTES, 'its bytes are reported to the metrics scrape');
   t.equal((await join('j2')).length, JOIN_FRAME_MIN_BYTES);
   source.getText('content').insert(0, 'edit');
   t.ok(lease.actor.receive(writer, { kind: 'update', update: Y.encodeStateAsUpdate(source) }));
