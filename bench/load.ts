@@ -4,10 +4,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import * as Y from 'yjs';
-import { finish, flags, main, num, servers } from './lib/cli.js';
+import { finish, flags, main, num, profileDir, reportProfiles, servers } from './lib/cli.js';
 import { connectClient, connectMany, syncTarget, within, type SyncClient, type SyncTarget } from './lib/clients.js';
 import { buildContent, docWith, whenLength, type Content } from './lib/content.js';
-import { launchServer, type ServerKind } from './lib/launch.js';
+import { launchServer, type ServerHandle, type ServerKind } from './lib/launch.js';
 import { emit, isMain, progress, type Figure } from './lib/report.js';
 import { median } from './lib/stats.js';
 
@@ -15,7 +15,8 @@ const USAGE = `node --import=tsx bench/load.ts [flags]
   --server plait,y-websocket-leveldb   servers with persistence (default: both; Hocuspocus has none without an extension)
   --small-docs D      small documents (default 20)
   --large-docs D      ~1 MB documents (default 4)
-  --tail U            updates appended after the snapshot, left in the log by kill -9 (default 200)`;
+  --tail U            updates appended after the snapshot, left in the log by kill -9 (default 200)
+  --profile           V8 CPU profile of the Plait server that opens the documents cold (summary on stderr)`;
 
 const OPEN_TIMEOUT_MS = 60_000;
 const TAIL_TEXT = '0123456789';
@@ -24,26 +25,36 @@ const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout
 interface LoadResult {
   readonly coldMs: number[];
   readonly warmMs: number[];
+  /** Server CPU (µs) of each open, its client's close included. */
+  readonly coldCpu: number[];
+  readonly warmCpu: number[];
 }
 
-/** Opens each document with a fresh client and times until its whole content has arrived. */
-async function timeOpens(target: SyncTarget, names: readonly string[], length: number): Promise<number[]> {
-  const times: number[] = [];
+/** Lets an opener's close reach the server before its CPU is read again. */
+const CLOSE_SETTLE_MS = 30;
+
+/** Opens each document with a fresh client and times until its whole content has arrived; server CPU around each. */
+async function timeOpens(server: ServerHandle, target: SyncTarget, names: readonly string[], length: number): Promise<{ ms: number[]; cpu: number[] }> {
+  const ms: number[] = [];
+  const cpu: number[] = [];
   for (const name of names) {
+    const before = await server.stats();
     const start = performance.now();
     const client = connectClient(target, name, new Y.Doc());
     await within(whenLength(client.doc, length), OPEN_TIMEOUT_MS, `open ${name}`);
-    times.push(performance.now() - start);
+    ms.push(performance.now() - start);
     client.destroy();
+    await sleep(CLOSE_SETTLE_MS);
+    cpu.push((await server.stats()).cpuMicros - before.cpuMicros);
   }
-  return times;
+  return { ms, cpu };
 }
 
 function destroyAll(clients: readonly SyncClient[]): void {
   for (const client of clients) client.destroy();
 }
 
-async function runClass(kind: ServerKind, prefix: string, count: number, content: Content, tail: number): Promise<LoadResult> {
+async function runClass(kind: ServerKind, prefix: string, count: number, content: Content, tail: number, cpuProfileDir: string | undefined): Promise<LoadResult> {
   const dataDir = mkdtempSync(join(tmpdir(), `plait-bench-load-${kind}-`));
   // documents stay loaded while the bench runs; the restarts are what unloads them
   const env = { DOC_IDLE_UNLOAD_MS: '600000' };
@@ -72,16 +83,16 @@ async function runClass(kind: ServerKind, prefix: string, count: number, content
     await second.kill();
 
     // 3. restart and open each document cold, then again while a holder keeps it loaded (warm)
-    const third = await launchServer(kind, { dataDir, keepData: true, env });
+    const third = await launchServer(kind, { dataDir, keepData: true, env, ...(kind === 'plait' && cpuProfileDir !== undefined ? { cpuProfileDir } : {}) });
     try {
       const fresh: SyncTarget = { ...target, port: third.port };
       const length = content.length + tail * TAIL_TEXT.length;
-      const coldMs = await timeOpens(fresh, names, length);
+      const cold = await timeOpens(third, fresh, names, length);
       const holders = names.map((name) => connectClient(fresh, name, new Y.Doc()));
       await within(Promise.all(holders.map((h) => whenLength(h.doc, length))), OPEN_TIMEOUT_MS, 'holders');
-      const warmMs = await timeOpens(fresh, names, length);
+      const warm = await timeOpens(third, fresh, names, length);
       destroyAll(holders);
-      return { coldMs, warmMs };
+      return { coldMs: cold.ms, warmMs: warm.ms, coldCpu: cold.cpu, warmCpu: warm.cpu };
     } finally {
       await third.stop();
     }
@@ -90,22 +101,26 @@ async function runClass(kind: ServerKind, prefix: string, count: number, content
   }
 }
 
-export async function runLoad(kind: ServerKind, options: { smallDocs: number; largeDocs: number; tail: number }): Promise<Figure[]> {
+export async function runLoad(kind: ServerKind, options: { smallDocs: number; largeDocs: number; tail: number; cpuProfileDir?: string }): Promise<Figure[]> {
   const figures: Figure[] = [];
   const classes = [
     { bench: 'load from disk, small docs', prefix: 'small', count: options.smallDocs, content: buildContent(1024, 16, 1) },
     { bench: 'load from disk, 1 MB docs', prefix: 'large', count: options.largeDocs, content: buildContent(1024 * 1024, 64, 2) },
   ];
   for (const { bench, prefix, count, content } of classes) {
-    const result = await runClass(kind, prefix, count, content, options.tail);
+    const result = await runClass(kind, prefix, count, content, options.tail, options.cpuProfileDir);
     const cold = median(result.coldMs);
     const warm = median(result.warmMs);
     progress(`${bench} on ${kind}: cold open p50 ${cold.toFixed(1)} ms, warm open p50 ${warm.toFixed(1)} ms`);
-    const detail = { docs: count, tail: options.tail, coldMs: result.coldMs.map(Math.round), warmMs: result.warmMs.map(Math.round) };
+    const coldCpu = median(result.coldCpu);
+    const warmCpu = median(result.warmCpu);
+    const detail = { docs: count, tail: options.tail, coldMs: result.coldMs.map(Math.round), warmMs: result.warmMs.map(Math.round), coldCpu: result.coldCpu, warmCpu: result.warmCpu };
     figures.push(
       { bench, metric: `cold open (snapshot + ${options.tail}-update tail) p50`, unit: 'ms', server: kind, value: cold, better: 'lower', detail },
       { bench, metric: 'warm open (already loaded) p50', unit: 'ms', server: kind, value: warm, better: 'lower' },
       { bench, metric: 'load cost (cold − warm)', unit: 'ms', server: kind, value: cold - warm, better: 'lower' },
+      { bench, metric: 'server CPU / cold open p50', unit: 'µs', server: kind, value: coldCpu, better: 'lower' },
+      { bench, metric: 'server CPU / warm open p50', unit: 'µs', server: kind, value: warmCpu, better: 'lower' },
     );
   }
   return figures;
@@ -114,6 +129,7 @@ export async function runLoad(kind: ServerKind, options: { smallDocs: number; la
 if (isMain(import.meta.url)) {
   main(async () => {
     const values = flags(USAGE, { 'small-docs': { type: 'string' }, 'large-docs': { type: 'string' }, tail: { type: 'string' } });
+    const dir = profileDir(values);
     const options = {
       smallDocs: num(values, 'small-docs', 20, 1, 10_000),
       largeDocs: num(values, 'large-docs', 4, 1, 1000),
@@ -122,10 +138,11 @@ if (isMain(import.meta.url)) {
     const all: Figure[] = [];
     for (const kind of servers(values, ['plait', 'y-websocket-leveldb'])) {
       progress(`load: ${kind}`);
-      const figures = await runLoad(kind, options);
+      const figures = await runLoad(kind, { ...options, ...(dir === undefined ? {} : { cpuProfileDir: dir }) });
       for (const figure of figures) emit(figure);
       all.push(...figures);
     }
+    reportProfiles(dir);
     finish(all);
   });
 }

@@ -19,6 +19,7 @@ export interface Config {
   readonly maxConnectionsPerDocument: number;
   readonly mailboxCapacity: number;
   readonly docIdleUnloadMs: number;
+  readonly joinStateCacheBytes: number;
   readonly groupCommitMs: number;
   readonly compactAfterUpdates: number;
   readonly compactAfterBytes: number;
@@ -203,6 +204,7 @@ const OPTIONS: readonly OptionSpec<keyof Config>[] = [
   { key: 'maxConnectionsPerDocument', env: 'MAX_CONNECTIONS_PER_DOCUMENT', fallback: 2000, parse: integer(1, 1_000_000), doc: 'Sync connections one document accepts; more are refused.' },
   { key: 'mailboxCapacity', env: 'MAILBOX_CAPACITY', fallback: 10_000, parse: integer(16, 10_000_000), doc: 'Queued messages per document actor before callers get RESOURCE_EXHAUSTED.' },
   { key: 'docIdleUnloadMs', env: 'DOC_IDLE_UNLOAD_MS', fallback: 30_000, parse: integer(0, 86_400_000), doc: 'A document with no connection and nothing pending is snapshotted and unloaded after this delay.' },
+  { key: 'joinStateCacheBytes', env: 'JOIN_STATE_CACHE_BYTES', fallback: 32 * MiB, parse: integer(0, 64 * 1024 * MiB), doc: 'Bytes of encoded document state kept for late joiners over all loaded documents (each document of 64 KiB or more keeps its whole state as one ready frame until it next changes, least recently used dropped first); 0 encodes the state for every joiner.' },
   { key: 'groupCommitMs', env: 'GROUP_COMMIT_MS', fallback: 100, parse: integer(0, 1000), doc: 'Update-log appends within this window share one LMDB transaction (0: one event-loop turn). Peers never wait for it and REST writes commit at once; a process crash can lose the updates of the last window, which clients resend on reconnect (docs/durability.md).' },
   { key: 'compactAfterUpdates', env: 'COMPACT_AFTER_UPDATES', fallback: 1000, parse: integer(1, 10_000_000), doc: 'Log entries of one store that trigger a snapshot and log truncation.' },
   { key: 'compactAfterBytes', env: 'COMPACT_AFTER_BYTES', fallback: 4 * MiB, parse: integer(1024, 1024 * MiB), doc: 'Log bytes of one store that trigger a snapshot and log truncation.' },

@@ -74,3 +74,16 @@ export function main(run: () => Promise<void>): void {
     },
   );
 }
+
+/** `--plait-env K=V,K2=V2` → extra environment for the Plait server only (experiments); undefined when absent. */
+export function plaitEnv(values: Flags): Record<string, string> | undefined {
+  const raw = values['plait-env'];
+  if (typeof raw !== 'string') return undefined;
+  const env: Record<string, string> = {};
+  for (const pair of raw.split(',')) {
+    const eq = pair.indexOf('=');
+    if (eq <= 0) throw new Error(`--plait-env takes K=V pairs, got "${pair}"`);
+    env[pair.slice(0, eq).trim()] = pair.slice(eq + 1).trim();
+  }
+  return env;
+}

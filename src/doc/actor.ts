@@ -13,7 +13,6 @@ import {
   writePermissionDenied,
   writeReadOnly,
   writeSyncStep1,
-  writeSyncStep2,
   type ClientMessage,
 } from '../sync/protocol.js';
 import { AwarenessGuard, type AwarenessLimits, type AwarenessRefusal } from './awareness-guard.js';
@@ -22,6 +21,7 @@ import { defineRoot, replaceData } from './crdt.js';
 import type { StoreType } from '../store/snapshots.js';
 import { EditorDoc, LOADING, type CrdtRecord, type EditorDocUpdates } from './editor-doc.js';
 import { EditorDocs } from './editor-docs.js';
+import type { JoinFrames } from './join-state.js';
 import { topics, UpdateFanout, type FanoutTarget } from './fanout.js';
 import { Mailbox, type TaskFailures } from './mailbox.js';
 import { REST_ORIGIN, type ChangeOrigin, type ConnectionListener, type DocumentActorView, type Peer, type PeerInfo, type TopicPublisher } from './peer.js';
@@ -40,6 +40,8 @@ export interface ActorDeps {
   readonly listeners: readonly ConnectionListener[];
   /** Server-originated frames (awareness, broadcasts, REST updates) go to a topic's subscribers through it. */
   readonly publisher: TopicPublisher;
+  /** The byte budget of the kept late-join frames (src/doc/join-state.ts); none kept when absent. */
+  readonly joinFrames?: JoinFrames;
 }
 
 export interface StoreWrite {
@@ -191,7 +193,8 @@ export class DocumentActor implements DocumentActorView, TaskFailures, EditorDoc
     if (store === undefined || !store.peers.has(peer)) return;
     switch (message.kind) {
       case 'sync-step1':
-        peer.send(writeSyncStep2(Y.encodeStateAsUpdate(store.doc, message.stateVector)));
+        // A SyncStep2, then (from a kept answer) the changes made since its state was encoded, in order.
+        for (const frame of store.syncAnswer(message.stateVector)) if (!peer.send(frame)) return;
         return;
       case 'sync-step2':
       case 'update':
@@ -274,7 +277,7 @@ export class DocumentActor implements DocumentActorView, TaskFailures, EditorDoc
   }
 
   private addStore(editorId: string, loaded?: LoadedStore): EditorDoc {
-    const store = new EditorDoc(this.key, editorId, loaded);
+    const store = new EditorDoc(this.key, editorId, loaded, this.deps.joinFrames);
     store.listen(this);
     this.stores.add(store);
     return store;
@@ -414,7 +417,7 @@ export class DocumentActor implements DocumentActorView, TaskFailures, EditorDoc
     this.mailbox.tell(() => {
       if (this.stores.get(failed.editorId) !== failed) return;
       const loaded = this.deps.updateLog.snapshots.load(this.key.apiKey, this.key.organizationId, this.key.documentId).find((record) => record.editorId === failed.editorId);
-      const restored = new EditorDoc(this.key, failed.editorId, loaded);
+      const restored = new EditorDoc(this.key, failed.editorId, loaded, this.deps.joinFrames);
       for (const peer of failed.peers) restored.peers.add(peer);
       this.stores.delete(failed.editorId);
       this.stores.add(restored);

@@ -3,6 +3,8 @@ import * as Y from 'yjs';
 import type { LoadedStore, StoreId, StoreMeta } from '../store/snapshots.js';
 import type { LogStream } from '../store/update-log.js';
 import { DEFAULT_CONTENT_KEY, readData } from './crdt.js';
+import { coversNothing, encodeSyncStep2, keepsTail, NO_JOIN_FRAMES, type JoinFrameHolder, type JoinFrames } from './join-state.js';
+import { writeSyncStep2, writeUpdate } from '../sync/protocol.js';
 import type { StoreType } from '../store/snapshots.js';
 import type { ChangeOrigin, Peer } from './peer.js';
 import type { DocumentKey } from '../document-key.js';
@@ -46,9 +48,14 @@ class StoreDoc extends Y.Doc {
     this._observers.delete('load');
     this._observers.delete('sync');
   }
+
+  override destroy(): void {
+    this.editorStore.dropJoinFrame();
+    super.destroy();
+  }
 }
 
-export class EditorDoc implements LogStream {
+export class EditorDoc implements LogStream, JoinFrameHolder {
   readonly doc: Y.Doc = new StoreDoc(this);
   /** Set by `listen`; updates replayed by the constructor come before it, so they are never reported. */
   private listener: EditorDocUpdates | undefined;
@@ -66,11 +73,32 @@ export class EditorDoc implements LogStream {
   lastUpdatedBy = '';
   sessionId: string | null = null;
   private foldedSeq = 0;
+  /**
+   * The late-join answer (src/doc/join-state.ts): the whole state as a SyncStep2 frame, then the Update frames of
+   * the changes made since it was encoded; undefined when none is kept.
+   */
+  private joinAnswer: Uint8Array[] | undefined;
+  private joinBytes = 0;
 
-  constructor(private readonly key: DocumentKey, readonly editorId: string, loaded?: LoadedStore) {
-    if (loaded === undefined) return;
+  constructor(
+    private readonly key: DocumentKey,
+    readonly editorId: string,
+    loaded?: LoadedStore,
+    private readonly joinFrames: JoinFrames = NO_JOIN_FRAMES,
+  ) {
+    // The handler goes on after the replay (replayed updates are reported to no one) and before any listener: the
+    // join frame must be dropped at every later change, whether an actor listens yet or not.
+    if (loaded !== undefined) this.replay(loaded);
+    this.doc.on('update', EditorDoc.forward);
+  }
+
+  private replay(loaded: LoadedStore): void {
+    // The log tail merged first, then applied in one transaction: one integration pass instead of one per entry.
+    const { updates } = loaded;
+    const tail = updates.length === 0 ? undefined : updates.length === 1 ? updates[0] : Y.mergeUpdates(updates as Uint8Array[]);
     if (loaded.snapshot !== undefined) Y.applyUpdate(this.doc, loaded.snapshot, LOADING);
-    for (const update of loaded.updates) Y.applyUpdate(this.doc, update, LOADING);
+    if (tail !== undefined) Y.applyUpdate(this.doc, tail, LOADING);
+    if (loaded.snapshot !== undefined) this.seedJoinAnswer(loaded.snapshot, tail);
     const { meta } = loaded;
     this.exists = true;
     this.type = meta.type;
@@ -86,13 +114,78 @@ export class EditorDoc implements LogStream {
 
   /** Reports every later change to the doc to `listener` (one listener: the actor that owns the store). */
   listen(listener: EditorDocUpdates): void {
-    if (this.listener === undefined) this.doc.on('update', EditorDoc.forward);
     this.listener = listener;
   }
 
   /** The one `update` handler of every store's doc. */
   private static forward(this: void, update: Uint8Array, origin: unknown, doc: Y.Doc): void {
-    if (doc instanceof StoreDoc) doc.editorStore.listener?.storeUpdated(doc.editorStore, update, origin);
+    if (!(doc instanceof StoreDoc)) return;
+    const store = doc.editorStore;
+    store.extendJoinAnswer(update);
+    store.listener?.storeUpdated(store, update, origin);
+  }
+
+  /**
+   * The frames answering a client's SyncStep1: a SyncStep2, then (from a kept answer) Update frames. A state vector
+   * that holds nothing of this doc (a new client) gets the whole state, encoded once and then sent from the kept
+   * frames, to which every later change is added as an Update frame until the tail is too long (keepsTail).
+   */
+  syncAnswer(stateVector: Uint8Array): readonly Uint8Array[] {
+    const fresh = coversNothing(this.doc, stateVector);
+    if (this.joinAnswer !== undefined && fresh) {
+      this.joinFrames.touch(this);
+      return this.joinAnswer;
+    }
+    if (this.joinFrames.budgetBytes === 0 || !fresh) return [encodeSyncStep2(this.doc, stateVector)];
+    const frame = encodeSyncStep2(this.doc);
+    if (this.joinFrames.admits(frame.length)) {
+      this.joinFrames.add(this, frame.length);
+      this.joinAnswer = [frame];
+      this.joinBytes = frame.length;
+    }
+    return [frame];
+  }
+
+  /**
+   * A store opened from disk is usually opened for a joiner: its snapshot and merged log tail, just read, are
+   * already the whole state, so the answer is built from them (two copies) instead of encoding the doc again.
+   */
+  private seedJoinAnswer(snapshot: Uint8Array, tail: Uint8Array | undefined): void {
+    if (this.joinFrames.budgetBytes === 0) return;
+    const frame = writeSyncStep2(snapshot);
+    const update = tail === undefined ? undefined : writeUpdate(tail);
+    if (!this.joinFrames.admits(frame.length) || (update !== undefined && !keepsTail(frame.length, 2, update.length))) return;
+    this.joinAnswer = update === undefined ? [frame] : [frame, update];
+    this.joinBytes = frame.length + (update?.length ?? 0);
+    this.joinFrames.add(this, this.joinBytes);
+  }
+
+  /** A change: appended to the kept answer while the tail stays short, else the answer is dropped. */
+  private extendJoinAnswer(update: Uint8Array): void {
+    const answer = this.joinAnswer;
+    if (answer === undefined) return;
+    const frame = writeUpdate(update);
+    const base = answer[0]?.length ?? 0;
+    if (!keepsTail(base, answer.length, this.joinBytes - base + frame.length)) {
+      this.dropJoinFrame();
+      return;
+    }
+    answer.push(frame);
+    this.joinBytes += frame.length;
+    this.joinFrames.add(this, this.joinBytes);
+  }
+
+  /** @internal For the budget (JoinFrameHolder): it has already counted the bytes off. */
+  evictJoinFrame(): void {
+    this.joinAnswer = undefined;
+    this.joinBytes = 0;
+  }
+
+  /** The doc is being destroyed or its tail grew too long: the kept answer goes, and its bytes leave the budget. */
+  dropJoinFrame(): void {
+    if (this.joinAnswer === undefined) return;
+    this.evictJoinFrame();
+    this.joinFrames.remove(this);
   }
 
   /** For the update log (LogStream). */

@@ -5,6 +5,7 @@ import type { Logger } from '../log.js';
 import type { Store } from '../store/env.js';
 import { UpdateLog } from '../store/update-log.js';
 import { DocumentActor, type ActorDeps } from './actor.js';
+import { JoinFrames } from './join-state.js';
 import { type ConnectionListener, type TopicPublisher } from './peer.js';
 import { documentKeyString, type DocumentKey } from '../document-key.js';
 import { NotOwnerError, SINGLE_PROCESS, type DocumentOwnership } from './ownership.js';
@@ -20,7 +21,8 @@ export type RegistryConfig = Pick<
   | 'mailboxCapacity'
   | 'maxConnectionsPerDocument'
   | 'docIdleUnloadMs'
->;
+> &
+  Partial<Pick<Config, 'joinStateCacheBytes'>>;
 
 /** Keeps an actor loaded until released; take one for every use that spans an await. */
 export interface Lease {
@@ -62,6 +64,8 @@ export class DocumentActors {
   /** Documents being re-keyed (exclusively): acquirers wait until the work is done. */
   private readonly holds = new Map<string, Promise<void>>();
   readonly updateLog: UpdateLog;
+  /** Late-join frames kept over every loaded document, within JOIN_STATE_CACHE_BYTES. */
+  readonly joinFrames: JoinFrames;
   /** One for every actor: a deps object and onIdle closure per document cost ~0.5 KB each. */
   private readonly actorDeps: ActorDeps;
 
@@ -75,6 +79,7 @@ export class DocumentActors {
   ) {
     ownership.onLost((key) => void this.drop(key));
     this.updateLog = new UpdateLog(config.persistence ? store : null, config, log);
+    this.joinFrames = new JoinFrames(config.joinStateCacheBytes ?? 0);
     this.actorDeps = {
       updateLog: this.updateLog,
       log,
@@ -84,6 +89,7 @@ export class DocumentActors {
       onIdle: (actor) => this.scheduleUnload(documentKeyString(actor.key)),
       listeners: this.listeners,
       publisher,
+      joinFrames: this.joinFrames,
     };
   }
 
@@ -97,7 +103,7 @@ export class DocumentActors {
   }
 
   /** Loaded documents, their connections and queued mailbox work, summed when metrics are scraped. */
-  stats(): { loaded: number; connections: number; mailboxDepth: number; mailboxMax: number } {
+  stats(): { loaded: number; connections: number; mailboxDepth: number; mailboxMax: number; joinStateBytes: number } {
     let connections = 0;
     let mailboxDepth = 0;
     let mailboxMax = 0;
@@ -108,7 +114,7 @@ export class DocumentActors {
       mailboxDepth += actor.queued;
       mailboxMax = Math.max(mailboxMax, actor.queued);
     }
-    return { loaded: this.entries.size, connections, mailboxDepth, mailboxMax };
+    return { loaded: this.entries.size, connections, mailboxDepth, mailboxMax, joinStateBytes: this.joinFrames.bytes };
   }
 
   /** Registers a listener told (inside the mailbox) when a connection joins or leaves any document. */

@@ -4,7 +4,7 @@ import { groupCommitSeconds, groupCommitSize, mailboxCounts, restRequests, restS
 
 /** What the scrape reads from the server (src/doc/registry.ts `stats()`). */
 export interface MetricSources {
-  documents(): { loaded: number; connections: number; mailboxDepth: number; mailboxMax: number };
+  documents(): { loaded: number; connections: number; mailboxDepth: number; mailboxMax: number; joinStateBytes?: number };
   /** Cluster mode only: the state log (src/cluster/state.ts). */
   state?(): { applied: number; unacknowledged: number; refusing: boolean };
 }
@@ -45,6 +45,7 @@ export function createMetricsRegistry(sources: MetricSources, options: { default
   gauge('plait_documents_loaded', 'Documents loaded in memory (actors)', () => sources.documents().loaded);
   gauge('plait_mailbox_depth', 'Tasks queued in all document mailboxes', () => sources.documents().mailboxDepth);
   gauge('plait_mailbox_depth_max', 'Tasks queued in the fullest document mailbox', () => sources.documents().mailboxMax);
+  gauge('plait_join_state_bytes', 'Bytes of kept late-join answers over all documents (at most JOIN_STATE_CACHE_BYTES)', () => sources.documents().joinStateBytes ?? 0);
 
   const state = sources.state;
   if (state !== undefined) {
