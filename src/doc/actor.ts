@@ -193,13 +193,16 @@ export class DocumentActor implements DocumentActorView, TaskFailures, EditorDoc
       case 'sync-step1':
         peer.send(writeSyncStep2(Y.encodeStateAsUpdate(store.doc, message.stateVector)));
         return;
-      case 'sync-step2':
       case 'update':
-        if (!peer.readOnly) Y.applyUpdate(store.doc, message.update, peer);
-        else if (!isEmptyUpdate(message.update) && this.deniedOnce?.has(peer) !== true) {
-          (this.deniedOnce ??= new WeakSet()).add(peer);
-          peer.send(writePermissionDenied('viewer access: your edits are not saved or shared'));
-        }
+        // The common case, kept free of re-encoding: the client's own bytes go to the log and, alone in their turn, out.
+        if (peer.readOnly) this.refuseEdit(peer, message.update);
+        else if (store.applyClientUpdate(message.update, peer)) this.changed(store, message.update, peer, message.frame);
+        return;
+      case 'sync-step2':
+        // Applied through the update event, which carries only what was new: a reconnecting client sends its whole
+        // state, which must not be logged or passed on again.
+        if (peer.readOnly) this.refuseEdit(peer, message.update);
+        else Y.applyUpdate(store.doc, message.update, peer);
         return;
       case 'awareness': {
         const awareness = this.awarenessNow();
@@ -224,15 +227,27 @@ export class DocumentActor implements DocumentActorView, TaskFailures, EditorDoc
     }
   }
 
+  /** A viewer's edit is dropped; it is told once per connection (an empty SyncStep2 is no edit). */
+  private refuseEdit(peer: Peer, update: Uint8Array): void {
+    if (isEmptyUpdate(update) || this.deniedOnce?.has(peer) === true) return;
+    (this.deniedOnce ??= new WeakSet()).add(peer);
+    peer.send(writePermissionDenied('viewer access: your edits are not saved or shared'));
+  }
+
   /** @internal For the actor's stores (EditorDocUpdates): a change to one of its docs. */
   storeUpdated(store: EditorDoc, update: Uint8Array, origin: unknown): void {
     if (origin === LOADING) return;
+    this.changed(store, update, origin);
+  }
+
+  /** Stamps, logs and queues for the store's other connections one change; `frame` is the client's frame holding it. */
+  private changed(store: EditorDoc, update: Uint8Array, origin: unknown, frame?: Uint8Array): void {
     store.touch(isChangeOrigin(origin) ? origin : REST_ORIGIN, Date.now());
     const commit = this.deps.updateLog.append(store, update);
     this.commits?.push(commit);
     // Peers get the update at the end of this turn, before the disk: a crash loses at most what clients still hold
     // and resend. Updates of one sender in one turn go out as one merged frame, not back to that sender.
-    this.fanout.queue(topics.store(this.key, store.editorId), update, this.isAttached(origin) ? origin : undefined);
+    this.fanout.queue(topics.store(this.key, store.editorId), update, this.isAttached(origin) ? origin : undefined, frame);
   }
 
   private onAwareness(change: { added: number[]; updated: number[]; removed: number[] }, origin: unknown): void {

@@ -90,6 +90,35 @@ export class EditorDoc implements LogStream {
     this.listener = listener;
   }
 
+  /**
+   * Applies a validated client update and says whether it changed anything, without Yjs encoding the change again
+   * for the `update` event: the caller logs and publishes the client's own bytes (issue 18: that encoding was a
+   * sizeable part of the server's work per update, and the floor does not do it). The listener is not told.
+   * "Changed" is Yjs's own test (a new delete or a moved state vector) or a change to what the store holds pending
+   * (structs or deletes waiting for what they depend on): pending content must be logged and passed on too, or it
+   * would be missing wherever the update that completes it arrives.
+   */
+  applyClientUpdate(update: Uint8Array, origin: Peer): boolean {
+    const { doc } = this;
+    const store = doc.store;
+    const pendingStructs = store.pendingStructs?.update;
+    const pendingDs = store.pendingDs;
+    // Yjs encodes a transaction's update only when `update` has observers: take the set out for this one apply.
+    const observers = doc._observers;
+    const listeners = observers.get('update');
+    if (listeners !== undefined) observers.delete('update');
+    let transaction: Y.Transaction | undefined;
+    try {
+      doc.transact((tr) => {
+        transaction = tr;
+        Y.applyUpdate(doc, update, origin);
+      }, origin);
+    } finally {
+      if (listeners !== undefined) observers.set('update', listeners);
+    }
+    return (transaction !== undefined && changedIn(transaction)) || store.pendingStructs?.update !== pendingStructs || store.pendingDs !== pendingDs;
+  }
+
   /** The one `update` handler of every store's doc. */
   private static forward(this: void, update: Uint8Array, origin: unknown, doc: Y.Doc): void {
     if (doc instanceof StoreDoc) doc.editorStore.listener?.storeUpdated(doc.editorStore, update, origin);
@@ -139,4 +168,11 @@ export class EditorDoc implements LogStream {
       sessionId: this.sessionId,
     };
   }
+}
+
+/** Yjs's own test of whether a transaction has content for an update (writeUpdateMessageFromTransaction). */
+function changedIn(transaction: Y.Transaction): boolean {
+  if (transaction.deleteSet.clients.size > 0) return true;
+  for (const [client, clock] of transaction.afterState) if (transaction.beforeState.get(client) !== clock) return true;
+  return false;
 }

@@ -23,9 +23,17 @@ export interface FanoutTarget extends TopicPublisher {
   fanoutFailed(error: unknown): void;
 }
 
+/** What one sender has queued for one topic in this turn. */
+interface Queued {
+  /** In arrival order. */
+  readonly updates: Uint8Array[];
+  /** The client's own frame of the first update, published as it came while it is the only one; dropped at the second. */
+  frame: Uint8Array | undefined;
+}
+
 interface PendingTopic {
-  /** Updates by the connection they came from (undefined: the server, e.g. a REST write), in arrival order. */
-  readonly bySender: Map<Peer | undefined, Uint8Array[]>;
+  /** By the connection the updates came from (undefined: the server, e.g. a REST write). */
+  readonly bySender: Map<Peer | undefined, Queued>;
 }
 
 /**
@@ -42,14 +50,20 @@ export class UpdateFanout {
 
   constructor(private readonly publisher: FanoutTarget) {}
 
-  /** Queues `update` for the subscribers of `topic` except `sender`. */
-  queue(topic: string, update: Uint8Array, sender: Peer | undefined): void {
+  /**
+   * Queues `update` for the subscribers of `topic` except `sender`. `frame`, when given, is the sync frame holding
+   * exactly `update` as the client sent it: published unchanged if nothing else of that sender joins it this turn.
+   */
+  queue(topic: string, update: Uint8Array, sender: Peer | undefined, frame?: Uint8Array): void {
     const pending = (this.pending ??= new Map());
     let entry = pending.get(topic);
     if (entry === undefined) pending.set(topic, (entry = { bySender: new Map() }));
-    const updates = entry.bySender.get(sender);
-    if (updates === undefined) entry.bySender.set(sender, [update]);
-    else updates.push(update);
+    const queued = entry.bySender.get(sender);
+    if (queued === undefined) entry.bySender.set(sender, { updates: [update], frame });
+    else {
+      queued.updates.push(update);
+      queued.frame = undefined;
+    }
     // setImmediate, not a microtask: uWS drains microtasks after each message callback, while every frame read in
     // one poll phase is delivered before the check phase, so this is what gathers a turn's updates.
     this.scheduled ??= setImmediate(() => {
@@ -69,8 +83,8 @@ export class UpdateFanout {
     const pending = this.pending;
     if (pending === undefined) return;
     for (const [topic, { bySender }] of pending) {
-      for (const [sender, updates] of bySender) {
-        const frame = writeUpdate(updates.length === 1 ? (updates[0] as Uint8Array) : Y.mergeUpdates(updates));
+      for (const [sender, { updates, frame: asSent }] of bySender) {
+        const frame = asSent ?? writeUpdate(updates.length === 1 ? (updates[0] as Uint8Array) : Y.mergeUpdates(updates));
         // A sender that has gone is unsubscribed already, so publishing to all reaches exactly the others.
         if (sender === undefined || !sender.publish(topic, frame)) this.publisher.publish(topic, frame);
         else this.publisher.publishedBy?.(topic, frame, sender);

@@ -28,7 +28,11 @@ export interface AwarenessEntry {
 export type ClientMessage =
   | { readonly kind: 'sync-step1'; readonly stateVector: Uint8Array }
   | { readonly kind: 'sync-step2'; readonly update: Uint8Array }
-  | { readonly kind: 'update'; readonly update: Uint8Array }
+  /**
+   * `frame` is the whole frame as received (validated, so exactly `[SYNC, UPDATE, update]`): the fan-out publishes it
+   * unchanged when it has nothing to merge it with. Absent when a message is built by hand (tests).
+   */
+  | { readonly kind: 'update'; readonly update: Uint8Array; readonly frame?: Uint8Array }
   | { readonly kind: 'awareness'; readonly update: Uint8Array; readonly entries: readonly AwarenessEntry[] }
   | { readonly kind: 'query-awareness' }
   | { readonly kind: 'auth' }
@@ -37,7 +41,7 @@ export type ClientMessage =
 /** A bounds-checked reader: every read returns undefined instead of running past the end (lib0 would throw or clamp). */
 class Reader {
   private pos = 0;
-  constructor(private readonly bytes: Uint8Array) {}
+  constructor(readonly bytes: Uint8Array) {}
 
   get done(): boolean {
     return this.pos === this.bytes.length;
@@ -107,7 +111,7 @@ function readSync(reader: Reader): ClientMessage {
     case SYNC.STEP2:
       return isUpdate(payload) ? { kind: 'sync-step2', update: payload } : malformed('update does not decode');
     case SYNC.UPDATE:
-      return isUpdate(payload) ? { kind: 'update', update: payload } : malformed('update does not decode');
+      return isUpdate(payload) ? { kind: 'update', update: payload, frame: reader.bytes } : malformed('update does not decode');
     default:
       return malformed(`unknown sync message type ${step}`);
   }
