@@ -76,3 +76,24 @@ t.test('Store.transaction refuses an asynchronous body', async (t) => {
   t.teardown(() => store.close());
   await t.rejects(store.transaction(async () => 1), /must be synchronous/);
 });
+
+t.test('a claim that finds nothing claimable writes nothing (an idle dispatcher polls without committing)', async (t) => {
+  const store = Store.open(t.testdir());
+  t.teardown(() => store.close());
+  const outbox = new Outbox(store);
+  let writes = 0;
+  const transaction = store.transaction.bind(store);
+  store.transaction = ((body: Parameters<typeof transaction>[0]) => {
+    writes++;
+    return transaction(body);
+  }) as typeof store.transaction;
+  t.same(await outbox.claim({ limit: 10, leaseMs: 1000, now: 100 }), [], 'empty outbox');
+  t.equal(writes, 0, 'no write transaction for an empty outbox');
+  await store.transaction((tx) => outbox.append(tx, draft('comment.add'), 1));
+  writes = 0;
+  t.equal((await outbox.claim({ limit: 10, leaseMs: 1000, now: 100 })).length, 1);
+  t.equal(writes, 1, 'a claimable event is claimed in a write transaction');
+  t.same(await outbox.claim({ limit: 10, leaseMs: 1000, now: 200 }), [], 'leased: nothing claimable');
+  t.equal(writes, 1, 'and no write transaction for it');
+  t.equal((await outbox.claim({ limit: 10, leaseMs: 1000, now: 1100 })).length, 1, 'the lapsed lease is claimed again');
+});
