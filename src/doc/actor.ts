@@ -34,6 +34,8 @@ export interface ActorDeps {
   readonly mailboxCapacity: number;
   readonly awareness: AwarenessLimits;
   readonly maxConnections: number;
+  /** Bytes published between two checks of every socket's buffer (backpressureCheckBytes in src/doc/registry.ts). */
+  readonly backpressureCheckBytes: number;
   /** Called when the actor has no connection and no lease: the registry may unload it after a delay. */
   readonly onIdle: (actor: DocumentActor) => void;
   /** Shared with the registry, so listeners registered later are told too. */
@@ -74,6 +76,8 @@ export class DocumentActor implements DocumentActorView, TaskFailures, EditorDoc
   private awarenessGuard: AwarenessGuard | undefined;
   private deniedOnce: WeakSet<Peer> | undefined;
   private attaching = 0;
+  /** Bytes published since every socket's buffer was last checked. */
+  private uncheckedBytes = 0;
   /** Commit promises of the REST write running now, so it can answer only after they commit. */
   private commits: Array<Promise<void>> | undefined;
   /** Leases from the registry (each open socket holds one, each REST or collab use one); never unloaded while > 0. */
@@ -247,7 +251,7 @@ export class DocumentActor implements DocumentActorView, TaskFailures, EditorDoc
     this.commits?.push(commit);
     // Peers get the update at the end of this turn, before the disk: a crash loses at most what clients still hold
     // and resend. Updates of one sender in one turn go out as one merged frame, not back to that sender.
-    this.fanout.queue(topics.store(this.key, store.editorId), update, this.isAttached(origin) ? origin : undefined, frame);
+    this.fanout.queue(store, update, this.isAttached(origin) ? origin : undefined, frame);
   }
 
   private onAwareness(change: { added: number[]; updated: number[]; removed: number[] }, origin: unknown): void {
@@ -264,10 +268,10 @@ export class DocumentActor implements DocumentActorView, TaskFailures, EditorDoc
     this.deps.log.debug('awareness entry dropped', { why, sessionId: peer.sessionId, ...this.logFields() });
   }
 
-  /** @internal For the fan-out (FanoutTarget) and the actor's own frames: publishes, then checks every buffer. */
+  /** @internal For the fan-out (FanoutTarget) and the actor's own frames: publishes, then checks the buffers when due. */
   publish(topic: string, bytes: Uint8Array): void {
     this.deps.publisher.publish(topic, bytes);
-    this.checkBackpressure();
+    this.checkBackpressure(bytes.length);
   }
 
   /**
@@ -278,8 +282,14 @@ export class DocumentActor implements DocumentActorView, TaskFailures, EditorDoc
     this.deps.publisher.publishedBy?.(topic, bytes, sender);
   }
 
-  /** @internal Closes every connection past its backpressure limit with 1013 (uWS itself would cut it without a close frame). */
-  checkBackpressure(): void {
+  /**
+   * @internal Closes every connection past its backpressure limit with 1013 (uWS itself would cut it without a close
+   * frame), once `published` bytes add up to the check interval since the last look.
+   */
+  checkBackpressure(published: number): void {
+    this.uncheckedBytes += published;
+    if (this.uncheckedBytes < this.deps.backpressureCheckBytes) return;
+    this.uncheckedBytes = 0;
     for (const peer of this.peers()) peer.checkBackpressure();
   }
 

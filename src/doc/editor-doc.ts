@@ -3,6 +3,7 @@ import * as Y from 'yjs';
 import type { LoadedStore, StoreId, StoreMeta } from '../store/snapshots.js';
 import type { LogStream } from '../store/update-log.js';
 import { DEFAULT_CONTENT_KEY, readData } from './crdt.js';
+import { topics, type UpdateStream } from './fanout.js';
 import type { StoreType } from '../store/snapshots.js';
 import type { ChangeOrigin, Peer } from './peer.js';
 import type { DocumentKey } from '../document-key.js';
@@ -48,7 +49,7 @@ class StoreDoc extends Y.Doc {
   }
 }
 
-export class EditorDoc implements LogStream {
+export class EditorDoc implements LogStream, UpdateStream {
   readonly doc: Y.Doc = new StoreDoc(this);
   /** Set by `listen`; updates replayed by the constructor come before it, so they are never reported. */
   private listener: EditorDocUpdates | undefined;
@@ -127,6 +128,11 @@ export class EditorDoc implements LogStream {
   /** For the update log (LogStream). */
   writeFailed(error: unknown): void {
     this.listener?.storeWriteFailed(this, error);
+  }
+
+  /** The pub/sub topic of this store's connections (UpdateStream); built when a turn's updates are published, not kept. */
+  topic(): string {
+    return topics.store(this.key, this.editorId);
   }
 
   /** Built when the log needs it (at a commit), not kept: a loaded store holds no array for it. */

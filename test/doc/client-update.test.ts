@@ -4,7 +4,7 @@ import type { Test } from 'tap';
 import * as Y from 'yjs';
 import type { DocumentActor } from '../../src/doc/actor.js';
 import { loadConfig } from '../../src/config.js';
-import { DocumentActors } from '../../src/doc/registry.js';
+import { backpressureCheckBytes, DocumentActors } from '../../src/doc/registry.js';
 import { createLogger } from '../../src/log.js';
 import { Store } from '../../src/store/env.js';
 import { readClientMessage, writeSyncStep2, writeUpdate } from '../../src/sync/protocol.js';
@@ -160,4 +160,42 @@ t.test("a viewer's update is refused once and applied nowhere", async (t) => {
   t.equal(readClientMessage(viewer.frames[0] as Uint8Array).kind, 'auth');
   t.same(reader.frames, []);
   t.same(await logged(registry), []);
+});
+
+t.test('socket buffers are checked once a quarter of the backpressure limit (at most 64 KiB) has been published, not at every update', async (t) => {
+  t.equal(backpressureCheckBytes(8 * 1024 * 1024), 64 * 1024);
+  t.equal(backpressureCheckBytes(64 * 1024), 16 * 1024);
+  const dir = t.testdir();
+  const hub = new FakeHub();
+  const store = Store.open(dir);
+  const registry = new DocumentActors(loadConfig({}, [], { dataDir: dir, groupCommitMs: 0, wsMaxBackpressureBytes: 64 * 1024 }), store, createLogger('silent'), hub);
+  t.teardown(async () => {
+    await registry.shutdown();
+    await store.close();
+  });
+  const lease = await registry.acquire(key);
+  t.teardown(() => lease.release());
+  let checks = 0;
+  class CountingPeer extends FakePeer {
+    override checkBackpressure(): void {
+      checks++;
+    }
+  }
+  const [writer, reader] = ['w', 'r'].map((id) => new CountingPeer(id, 'u1', 'main', hub)) as [CountingPeer, CountingPeer];
+  await join(lease.actor, writer, reader);
+  const source = new Y.Doc();
+  let published = 0;
+  while (published + 1100 < 16 * 1024) {
+    const frame = writeUpdate(edits(source, 'y'.repeat(1000))[0] as Uint8Array);
+    published += frame.length;
+    lease.actor.receive(writer, readClientMessage(frame));
+    await endOfTurn();
+  }
+  t.equal(checks, 0, `no check after ${published} bytes`);
+  for (let i = 0; i < 3; i++) {
+    lease.actor.receive(writer, readClientMessage(writeUpdate(edits(source, 'y'.repeat(1000))[0] as Uint8Array)));
+    await endOfTurn();
+  }
+  t.equal(checks, 2, 'every connection checked once the interval is crossed');
+  t.equal(reader.frames.length > 15, true, 'while every update went out');
 });
