@@ -97,7 +97,8 @@ export class EditorDoc implements LogStream, UpdateStream {
    * sizeable part of the server's work per update, and the floor does not do it). The listener is not told.
    * "Changed" is Yjs's own test (a new delete or a moved state vector) or a change to what the store holds pending
    * (structs or deletes waiting for what they depend on): pending content must be logged and passed on too, or it
-   * would be missing wherever the update that completes it arrives.
+   * would be missing wherever the update that completes it arrives. EditorDoc.forward must stay the doc's only
+   * `update` listener: any other would not hear client updates.
    */
   applyClientUpdate(update: Uint8Array, origin: Peer): boolean {
     const { doc } = this;
