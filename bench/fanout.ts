@@ -51,6 +51,8 @@ export function fanoutFigures(result: FanoutResult): Figure[] {
       better: 'lower',
     },
     { bench, metric: 'server RSS peak', unit: 'MB', server, value: result.peakRss / MB, better: 'lower' },
+    { bench, metric: 'server RSS after the burst', unit: 'MB', server, value: result.afterBurst.rss / MB, better: 'lower' },
+    { bench, metric: 'server anon RSS after the burst', unit: 'MB', server, value: result.afterBurst.rssAnon / MB, better: 'lower' },
     { bench, metric: 'lost deliveries + reconnects', unit: 'count', server, value: latencyPhase.missing + (throughputPhase?.missing ?? 0) + result.disconnects, better: 'lower' },
   ];
   return figures;

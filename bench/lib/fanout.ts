@@ -50,6 +50,8 @@ export interface FanoutResult {
   readonly throughputPhase: PhaseFigures | undefined;
   readonly peakRss: number;
   readonly endRss: number;
+  /** After both phases, clients still connected, after a full GC (--expose-gc): what the server keeps after a burst. */
+  readonly afterBurst: { readonly rss: number; readonly rssAnon: number; readonly js: number };
   readonly disconnects: number;
   /** Close codes/reasons of the first client drops. */
   readonly closes: readonly string[];
@@ -244,11 +246,13 @@ export async function runFanout(options: FanoutOptions, progress: (line: string)
       );
     }
     const end = await server.stats();
+    const settled = await server.gcStats();
+    const afterBurst = { rss: settled.rss, rssAnon: settled.rssAnon, js: settled.heapUsed + settled.external };
     const disconnects = clients.reduce((sum, client) => sum + client.disconnects(), 0);
     const closes = clients.flatMap((client) => client.closes).slice(0, 20);
     if (disconnects > 0) progress(`${options.server}: ${disconnects} client reconnects; first close codes: ${closes.join(' | ')}`);
     const sampled = rss.stop();
-    return { options, connectMs, latency, latencyPhase, throughputPhase, peakRss: sampled.peakRss, endRss: end.rss, disconnects, closes };
+    return { options, connectMs, latency, latencyPhase, throughputPhase, peakRss: sampled.peakRss, endRss: end.rss, afterBurst, disconnects, closes };
   } finally {
     rss.stop();
     for (const client of clients) client.destroy();

@@ -1,6 +1,6 @@
 // Owns starting every server under test as a child process (fork + IPC), asking it for CPU/memory, and stopping it.
 import { execFileSync, fork, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -112,10 +112,18 @@ function buildPlait(): void {
   built = true;
 }
 
+/** The node flags `npm start` runs Plait with (package.json's start script), so the bench runs it the same way. */
+function plaitNodeFlags(): string[] {
+  const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts?: Record<string, string> };
+  const start = pkg.scripts?.['start'] ?? '';
+  const words = start.split(/\s+/);
+  return words.slice(words.indexOf('node') + 1).filter((word) => word.startsWith('--'));
+}
+
 export async function launchServer(kind: ServerKind, options: LaunchOptions = {}): Promise<ServerHandle> {
   if (protocolOf(kind) === 'plait') buildPlait();
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), `plait-bench-${kind}-`));
-  const execArgv = ['--import=tsx', '--expose-gc'];
+  const execArgv = ['--import=tsx', '--expose-gc', ...(protocolOf(kind) === 'plait' ? plaitNodeFlags() : [])];
   if (options.cpuProfileDir !== undefined) execArgv.push('--cpu-prof', `--cpu-prof-dir=${options.cpuProfileDir}`);
   execArgv.push(...(options.execArgv ?? []));
   const child = fork(hostScript(kind), [], {

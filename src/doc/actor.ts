@@ -34,6 +34,8 @@ export interface ActorDeps {
   readonly mailboxCapacity: number;
   readonly awareness: AwarenessLimits;
   readonly maxConnections: number;
+  /** Bytes published between two checks of every socket's buffer (backpressureCheckBytes in src/doc/registry.ts). */
+  readonly backpressureCheckBytes: number;
   /** Called when the actor has no connection and no lease: the registry may unload it after a delay. */
   readonly onIdle: (actor: DocumentActor) => void;
   /** Shared with the registry, so listeners registered later are told too. */
@@ -76,6 +78,8 @@ export class DocumentActor implements DocumentActorView, TaskFailures, EditorDoc
   private awarenessGuard: AwarenessGuard | undefined;
   private deniedOnce: WeakSet<Peer> | undefined;
   private attaching = 0;
+  /** Bytes published since every socket's buffer was last checked. */
+  private uncheckedBytes = 0;
   /** Commit promises of the REST write running now, so it can answer only after they commit. */
   private commits: Array<Promise<void>> | undefined;
   /** Leases from the registry (each open socket holds one, each REST or collab use one); never unloaded while > 0. */
@@ -196,13 +200,16 @@ export class DocumentActor implements DocumentActorView, TaskFailures, EditorDoc
         // A SyncStep2, then (from a kept answer) the changes made since its state was encoded, in order.
         for (const frame of store.syncAnswer(message.stateVector)) if (!peer.send(frame)) return;
         return;
-      case 'sync-step2':
       case 'update':
-        if (!peer.readOnly) Y.applyUpdate(store.doc, message.update, peer);
-        else if (!isEmptyUpdate(message.update) && this.deniedOnce?.has(peer) !== true) {
-          (this.deniedOnce ??= new WeakSet()).add(peer);
-          peer.send(writePermissionDenied('viewer access: your edits are not saved or shared'));
-        }
+        // The common case, kept free of re-encoding: the client's own bytes go to the log and, alone in their turn, out.
+        if (peer.readOnly) this.refuseEdit(peer, message.update);
+        else if (store.applyClientUpdate(message.update, peer)) this.changed(store, message.update, peer, message.frame);
+        return;
+      case 'sync-step2':
+        // Applied through the update event, which carries only what was new: a reconnecting client sends its whole
+        // state, which must not be logged or passed on again.
+        if (peer.readOnly) this.refuseEdit(peer, message.update);
+        else Y.applyUpdate(store.doc, message.update, peer);
         return;
       case 'awareness': {
         const awareness = this.awarenessNow();
@@ -227,15 +234,27 @@ export class DocumentActor implements DocumentActorView, TaskFailures, EditorDoc
     }
   }
 
+  /** A viewer's edit is dropped; it is told once per connection (an empty SyncStep2 is no edit). */
+  private refuseEdit(peer: Peer, update: Uint8Array): void {
+    if (isEmptyUpdate(update) || this.deniedOnce?.has(peer) === true) return;
+    (this.deniedOnce ??= new WeakSet()).add(peer);
+    peer.send(writePermissionDenied('viewer access: your edits are not saved or shared'));
+  }
+
   /** @internal For the actor's stores (EditorDocUpdates): a change to one of its docs. */
   storeUpdated(store: EditorDoc, update: Uint8Array, origin: unknown): void {
     if (origin === LOADING) return;
+    this.changed(store, update, origin);
+  }
+
+  /** Stamps, logs and queues for the store's other connections one change; `frame` is the client's frame holding it. */
+  private changed(store: EditorDoc, update: Uint8Array, origin: unknown, frame?: Uint8Array): void {
     store.touch(isChangeOrigin(origin) ? origin : REST_ORIGIN, Date.now());
     const commit = this.deps.updateLog.append(store, update);
     this.commits?.push(commit);
     // Peers get the update at the end of this turn, before the disk: a crash loses at most what clients still hold
     // and resend. Updates of one sender in one turn go out as one merged frame, not back to that sender.
-    this.fanout.queue(topics.store(this.key, store.editorId), update, this.isAttached(origin) ? origin : undefined);
+    this.fanout.queue(store, update, this.isAttached(origin) ? origin : undefined, frame);
   }
 
   private onAwareness(change: { added: number[]; updated: number[]; removed: number[] }, origin: unknown): void {
@@ -252,10 +271,10 @@ export class DocumentActor implements DocumentActorView, TaskFailures, EditorDoc
     this.deps.log.debug('awareness entry dropped', { why, sessionId: peer.sessionId, ...this.logFields() });
   }
 
-  /** @internal For the fan-out (FanoutTarget) and the actor's own frames: publishes, then checks every buffer. */
+  /** @internal For the fan-out (FanoutTarget) and the actor's own frames: publishes, then checks the buffers when due. */
   publish(topic: string, bytes: Uint8Array): void {
     this.deps.publisher.publish(topic, bytes);
-    this.checkBackpressure();
+    this.checkBackpressure(bytes.length);
   }
 
   /**
@@ -266,8 +285,14 @@ export class DocumentActor implements DocumentActorView, TaskFailures, EditorDoc
     this.deps.publisher.publishedBy?.(topic, bytes, sender);
   }
 
-  /** @internal Closes every connection past its backpressure limit with 1013 (uWS itself would cut it without a close frame). */
-  checkBackpressure(): void {
+  /**
+   * @internal Closes every connection past its backpressure limit with 1013 (uWS itself would cut it without a close
+   * frame), once `published` bytes add up to the check interval since the last look.
+   */
+  checkBackpressure(published: number): void {
+    this.uncheckedBytes += published;
+    if (this.uncheckedBytes < this.deps.backpressureCheckBytes) return;
+    this.uncheckedBytes = 0;
     for (const peer of this.peers()) peer.checkBackpressure();
   }
 

@@ -5,6 +5,7 @@ import type { LogStream } from '../store/update-log.js';
 import { DEFAULT_CONTENT_KEY, readData } from './crdt.js';
 import { coversNothing, encodeSyncStep2, keepsTail, NO_JOIN_FRAMES, type JoinFrameHolder, type JoinFrames } from './join-state.js';
 import { writeSyncStep2, writeUpdate } from '../sync/protocol.js';
+import { topics, type UpdateStream } from './fanout.js';
 import type { StoreType } from '../store/snapshots.js';
 import type { ChangeOrigin, Peer } from './peer.js';
 import type { DocumentKey } from '../document-key.js';
@@ -55,7 +56,7 @@ class StoreDoc extends Y.Doc {
   }
 }
 
-export class EditorDoc implements LogStream, JoinFrameHolder {
+export class EditorDoc implements LogStream, JoinFrameHolder, UpdateStream {
   readonly doc: Y.Doc = new StoreDoc(this);
   /** Set by `listen`; updates replayed by the constructor come before it, so they are never reported. */
   private listener: EditorDocUpdates | undefined;
@@ -115,6 +116,39 @@ export class EditorDoc implements LogStream, JoinFrameHolder {
   /** Reports every later change to the doc to `listener` (one listener: the actor that owns the store). */
   listen(listener: EditorDocUpdates): void {
     this.listener = listener;
+  }
+
+  /**
+   * Applies a validated client update and says whether it changed anything, without Yjs encoding the change again
+   * for the `update` event: the caller logs and publishes the client's own bytes (issue 18: that encoding was a
+   * sizeable part of the server's work per update, and the floor does not do it). The listener is not told.
+   * "Changed" is Yjs's own test (a new delete or a moved state vector) or a change to what the store holds pending
+   * (structs or deletes waiting for what they depend on): pending content must be logged and passed on too, or it
+   * would be missing wherever the update that completes it arrives. EditorDoc.forward must stay the doc's only
+   * `update` listener: any other would not hear client updates.
+   */
+  applyClientUpdate(update: Uint8Array, origin: Peer): boolean {
+    const { doc } = this;
+    const store = doc.store;
+    const pendingStructs = store.pendingStructs?.update;
+    const pendingDs = store.pendingDs;
+    // Yjs encodes a transaction's update only when `update` has observers: take the set out for this one apply.
+    const observers = doc._observers;
+    const listeners = observers.get('update');
+    if (listeners !== undefined) observers.delete('update');
+    let transaction: Y.Transaction | undefined;
+    try {
+      doc.transact((tr) => {
+        transaction = tr;
+        Y.applyUpdate(doc, update, origin);
+      }, origin);
+    } finally {
+      if (listeners !== undefined) observers.set('update', listeners);
+    }
+    const changed = (transaction !== undefined && changedIn(transaction)) || store.pendingStructs?.update !== pendingStructs || store.pendingDs !== pendingDs;
+    // The kept late-join answer follows every change: the client's own bytes, as the update event would have given.
+    if (changed) this.extendJoinAnswer(update);
+    return changed;
   }
 
   /** The one `update` handler of every store's doc. */
@@ -193,6 +227,11 @@ export class EditorDoc implements LogStream, JoinFrameHolder {
     this.listener?.storeWriteFailed(this, error);
   }
 
+  /** The pub/sub topic of this store's connections (UpdateStream); built when a turn's updates are published, not kept. */
+  topic(): string {
+    return topics.store(this.key, this.editorId);
+  }
+
   /** Built when the log needs it (at a commit), not kept: a loaded store holds no array for it. */
   get id(): StoreId {
     return [this.key.apiKey, this.key.organizationId, this.key.documentId, this.editorId];
@@ -232,4 +271,11 @@ export class EditorDoc implements LogStream, JoinFrameHolder {
       sessionId: this.sessionId,
     };
   }
+}
+
+/** Yjs's own test of whether a transaction has content for an update (writeUpdateMessageFromTransaction). */
+function changedIn(transaction: Y.Transaction): boolean {
+  if (transaction.deleteSet.clients.size > 0) return true;
+  for (const [client, clock] of transaction.afterState) if (transaction.beforeState.get(client) !== clock) return true;
+  return false;
 }

@@ -17,15 +17,29 @@ export const topics = {
 
 /** Where the fan-out publishes: the document's actor, which also closes subscribers past their backpressure limit. */
 export interface FanoutTarget extends TopicPublisher {
-  /** After a flush: every connection past its backpressure limit is closed with 1013 (src/ws/behavior.ts). */
-  checkBackpressure(): void;
+  /** After a flush of `published` bytes: connections past their backpressure limit are closed with 1013 (src/ws/behavior.ts). */
+  checkBackpressure(published: number): void;
   /** A scheduled flush failed (it runs from a timer, where a throw would end the process). */
   fanoutFailed(error: unknown): void;
 }
 
+/** What one sender has queued for one topic in this turn. */
+interface Queued {
+  /** In arrival order. */
+  readonly updates: Uint8Array[];
+  /** The client's own frame of the first update, published as it came while it is the only one; dropped at the second. */
+  frame: Uint8Array | undefined;
+}
+
+/** What updates are queued for: a store, whose topic name is built once per turn at the flush, not per update. */
+export interface UpdateStream {
+  /** The topic its updates go to (topics.store). */
+  topic(): string;
+}
+
 interface PendingTopic {
-  /** Updates by the connection they came from (undefined: the server, e.g. a REST write), in arrival order. */
-  readonly bySender: Map<Peer | undefined, Uint8Array[]>;
+  /** By the connection the updates came from (undefined: the server, e.g. a REST write). */
+  readonly bySender: Map<Peer | undefined, Queued>;
 }
 
 /**
@@ -37,19 +51,25 @@ interface PendingTopic {
  */
 export class UpdateFanout {
   /** Made when an update is queued and dropped when flushed: an idle document keeps no table (~200 bytes) for it. */
-  private pending: Map<string, PendingTopic> | undefined;
+  private pending: Map<UpdateStream, PendingTopic> | undefined;
   private scheduled: NodeJS.Immediate | undefined;
 
   constructor(private readonly publisher: FanoutTarget) {}
 
-  /** Queues `update` for the subscribers of `topic` except `sender`. */
-  queue(topic: string, update: Uint8Array, sender: Peer | undefined): void {
+  /**
+   * Queues `update` for the subscribers of `stream`'s topic except `sender`. `frame`, when given, is the sync frame
+   * holding exactly `update` as the client sent it: published unchanged if nothing else of that sender joins it this turn.
+   */
+  queue(stream: UpdateStream, update: Uint8Array, sender: Peer | undefined, frame?: Uint8Array): void {
     const pending = (this.pending ??= new Map());
-    let entry = pending.get(topic);
-    if (entry === undefined) pending.set(topic, (entry = { bySender: new Map() }));
-    const updates = entry.bySender.get(sender);
-    if (updates === undefined) entry.bySender.set(sender, [update]);
-    else updates.push(update);
+    let entry = pending.get(stream);
+    if (entry === undefined) pending.set(stream, (entry = { bySender: new Map() }));
+    const queued = entry.bySender.get(sender);
+    if (queued === undefined) entry.bySender.set(sender, { updates: [update], frame });
+    else {
+      queued.updates.push(update);
+      queued.frame = undefined;
+    }
     // setImmediate, not a microtask: uWS drains microtasks after each message callback, while every frame read in
     // one poll phase is delivered before the check phase, so this is what gathers a turn's updates.
     this.scheduled ??= setImmediate(() => {
@@ -68,16 +88,19 @@ export class UpdateFanout {
     this.scheduled = undefined;
     const pending = this.pending;
     if (pending === undefined) return;
-    for (const [topic, { bySender }] of pending) {
-      for (const [sender, updates] of bySender) {
-        const frame = writeUpdate(updates.length === 1 ? (updates[0] as Uint8Array) : Y.mergeUpdates(updates));
+    let published = 0;
+    for (const [stream, { bySender }] of pending) {
+      const topic = stream.topic();
+      for (const [sender, { updates, frame: asSent }] of bySender) {
+        const frame = asSent ?? writeUpdate(updates.length === 1 ? (updates[0] as Uint8Array) : Y.mergeUpdates(updates));
+        published += frame.length;
         // A sender that has gone is unsubscribed already, so publishing to all reaches exactly the others.
         if (sender === undefined || !sender.publish(topic, frame)) this.publisher.publish(topic, frame);
         else this.publisher.publishedBy?.(topic, frame, sender);
       }
     }
     this.pending = undefined;
-    this.publisher.checkBackpressure();
+    this.publisher.checkBackpressure(published);
   }
 
   /** Drops what is queued (the actor is being disposed; its connections are gone). */

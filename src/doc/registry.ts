@@ -21,6 +21,7 @@ export type RegistryConfig = Pick<
   | 'mailboxCapacity'
   | 'maxConnectionsPerDocument'
   | 'docIdleUnloadMs'
+  | 'wsMaxBackpressureBytes'
 > &
   Partial<Pick<Config, 'joinStateCacheBytes'>>;
 
@@ -86,6 +87,7 @@ export class DocumentActors {
       mailboxCapacity: config.mailboxCapacity,
       awareness: config,
       maxConnections: config.maxConnectionsPerDocument,
+      backpressureCheckBytes: backpressureCheckBytes(config.wsMaxBackpressureBytes),
       onIdle: (actor) => this.scheduleUnload(documentKeyString(actor.key)),
       listeners: this.listeners,
       publisher,
@@ -345,4 +347,14 @@ export class DocumentActors {
     for (const actor of actors) this.ownership.release(actor.key);
     this.entries.clear();
   }
+}
+
+/**
+ * How many bytes a document publishes between two checks of its sockets' buffers: a socket's buffer grows only by what
+ * is queued for it, so none is more than this past WS_MAX_BACKPRESSURE_BYTES when it is closed, well inside uWS's own
+ * backstop (twice the limit; src/ws/behavior.ts). Checking after every publish cost one native call per connection per
+ * update (issue 18).
+ */
+export function backpressureCheckBytes(limit: number): number {
+  return Math.min(64 * 1024, Math.floor(limit / 4));
 }

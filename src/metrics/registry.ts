@@ -24,9 +24,14 @@ function mirroredCounter(registry: Registry, name: string, help: string, read: (
   });
 }
 
+/** How often the event-loop delay histogram (nodejs_eventloop_lag_*) takes a sample. */
+const EVENT_LOOP_SAMPLE_MS = 100;
+
 export function createMetricsRegistry(sources: MetricSources, options: { defaultMetrics?: boolean } = {}): Registry {
   const registry = new Registry();
-  if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: registry });
+  // prom-client samples event-loop delay with a 10 ms timer by default: 100 wake-ups a second that cost an idle server
+  // ~1% of a core (issue 18, bench/README.md). At 100 ms every stall that long is still seen (shorter ones sometimes).
+  if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: EVENT_LOOP_SAMPLE_MS });
   // Families of src/metrics/instruments.ts give the registry what a prom-client metric's get() gives.
   for (const family of [restRequests, restSeconds, groupCommitSize, groupCommitSeconds]) registry.registerMetric(family as unknown as Metric);
 

@@ -1,6 +1,7 @@
 // Owns the sync wire format (core-owned, used by src/doc and the src/ws edge): pure read/write functions for the y-websocket message types and Plait's additions.
 import * as encoding from 'lib0/encoding';
 import * as Y from 'yjs';
+import { checkUpdate } from './update-check.js';
 
 /** Top-level message types (first varuint of every frame), as y-websocket numbers them. */
 export const MESSAGE = { SYNC: 0, AWARENESS: 1, AUTH: 2, QUERY_AWARENESS: 3 } as const;
@@ -28,7 +29,11 @@ export interface AwarenessEntry {
 export type ClientMessage =
   | { readonly kind: 'sync-step1'; readonly stateVector: Uint8Array }
   | { readonly kind: 'sync-step2'; readonly update: Uint8Array }
-  | { readonly kind: 'update'; readonly update: Uint8Array }
+  /**
+   * `frame` is the whole frame as received (validated, so exactly `[SYNC, UPDATE, update]`): the fan-out publishes it
+   * unchanged when it has nothing to merge it with. Absent when a message is built by hand (tests).
+   */
+  | { readonly kind: 'update'; readonly update: Uint8Array; readonly frame?: Uint8Array }
   | { readonly kind: 'awareness'; readonly update: Uint8Array; readonly entries: readonly AwarenessEntry[] }
   | { readonly kind: 'query-awareness' }
   | { readonly kind: 'auth' }
@@ -37,7 +42,7 @@ export type ClientMessage =
 /** A bounds-checked reader: every read returns undefined instead of running past the end (lib0 would throw or clamp). */
 class Reader {
   private pos = 0;
-  constructor(private readonly bytes: Uint8Array) {}
+  constructor(readonly bytes: Uint8Array) {}
 
   get done(): boolean {
     return this.pos === this.bytes.length;
@@ -107,7 +112,7 @@ function readSync(reader: Reader): ClientMessage {
     case SYNC.STEP2:
       return isUpdate(payload) ? { kind: 'sync-step2', update: payload } : malformed('update does not decode');
     case SYNC.UPDATE:
-      return isUpdate(payload) ? { kind: 'update', update: payload } : malformed('update does not decode');
+      return isUpdate(payload) ? { kind: 'update', update: payload, frame: reader.bytes } : malformed('update does not decode');
     default:
       return malformed(`unknown sync message type ${step}`);
   }
@@ -123,8 +128,14 @@ function isStateVector(bytes: Uint8Array): boolean {
   return reader.done;
 }
 
-/** Yjs has no validating parser that reports instead of throwing, so a throw here is the answer "not an update". */
+/**
+ * Walked without building anything first (src/sync/update-check.ts: decoding built every struct and its content, a
+ * large share of the server's work per update; issue 18). Where the walk cannot tell, Yjs decodes: it has no validating
+ * parser that reports instead of throwing, so a throw there is the answer "not an update".
+ */
 function isUpdate(bytes: Uint8Array): boolean {
+  const checked = checkUpdate(bytes);
+  if (checked !== 'unsure') return checked === 'valid';
   try {
     Y.decodeUpdate(bytes);
     return true;

@@ -1,15 +1,23 @@
 // Owns the rules on what public operations accept: disposable email domains (mailchecker's list) and login-link continue URLs.
-import mailchecker from 'mailchecker';
+import { createRequire } from 'node:module';
 import { invalidArgument } from '../errors.js';
 
-const DISPOSABLE: ReadonlySet<string> = mailchecker.blacklist();
+/**
+ * mailchecker's list, loaded at the first address checked: its module and set are ~4 MB of heap that a server whose
+ * workspaces are never created through the public sign-up does not need (issue 18).
+ */
+let disposable: ReadonlySet<string> | undefined;
+function disposableDomains(): ReadonlySet<string> {
+  disposable ??= (createRequire(import.meta.url)('mailchecker') as { blacklist(): ReadonlySet<string> }).blacklist();
+  return disposable;
+}
 
 /** True when the address's domain, or any domain it is a subdomain of, is on mailchecker's disposable list. */
 export function isDisposableEmail(email: string): boolean {
   const at = email.lastIndexOf('@');
   let domain = email.slice(at + 1).trim().toLowerCase().replace(/\.$/, '');
   while (domain !== '') {
-    if (DISPOSABLE.has(domain)) return true;
+    if (disposableDomains().has(domain)) return true;
     const dot = domain.indexOf('.');
     if (dot === -1) return false;
     domain = domain.slice(dot + 1);

@@ -25,7 +25,10 @@ t.test('every frame the server writes reads back as the same message', async (t)
   const sv = Y.encodeStateVector(doc);
   t.same(readClientMessage(writeSyncStep1(sv)), { kind: 'sync-step1', stateVector: sv });
   t.same(readClientMessage(writeSyncStep2(update)), { kind: 'sync-step2', update });
-  t.same(readClientMessage(writeUpdate(update)), { kind: 'update', update });
+  const updateFrame = writeUpdate(update);
+  const readUpdate = readClientMessage(updateFrame);
+  t.same(readUpdate, { kind: 'update', update, frame: updateFrame });
+  t.equal(readUpdate.kind === 'update' ? readUpdate.frame : undefined, updateFrame, 'the update carries the very frame it came in (published unchanged)');
   const awareness = new awarenessProtocol.Awareness(doc);
   awareness.setLocalState({ name: 'Ada' });
   const encoded = awarenessProtocol.encodeAwarenessUpdate(awareness, [doc.clientID]);

@@ -1,5 +1,5 @@
 // Owns sending email: the EmailTransport seam, the server's SMTP transport (nodemailer), the dev log transport, SendGrid v3.
-import { createTransport } from 'nodemailer';
+import type { Transporter } from 'nodemailer';
 import type { Logger } from '../../log.js';
 import type { EmailMessage, EmailTransport } from '../../email-message.js';
 import type { OutboundHttp } from './http.js';
@@ -40,24 +40,33 @@ export function parseSender(value: string): { address: string; name?: string } {
 }
 
 export class SmtpEmailTransport implements ClosableEmailTransport {
-  private readonly mailer;
+  /** nodemailer is loaded at the first send: a server that sends no email does not hold it (~2 MB of heap; issue 18). */
+  private mailer: Promise<Transporter> | undefined;
+  private closed = false;
 
-  constructor(url: string) {
+  constructor(private readonly url: string) {}
+
+  private transporter(): Promise<Transporter> {
     // A pool reuses connections across the many small notification emails; timeouts keep a dead server from
     // holding a delivery forever (the delivery is retried instead).
-    this.mailer = createTransport({
-      url,
-      pool: true,
-      maxConnections: 4,
-      connectionTimeout: 10_000,
-      greetingTimeout: 10_000,
-      socketTimeout: 30_000,
-    });
+    this.mailer ??= import('nodemailer').then(({ createTransport }) =>
+      createTransport({
+        url: this.url,
+        pool: true,
+        maxConnections: 4,
+        connectionTimeout: 10_000,
+        greetingTimeout: 10_000,
+        socketTimeout: 30_000,
+      }),
+    );
+    return this.mailer;
   }
 
   async send(msg: EmailMessage): Promise<void> {
+    if (this.closed) throw new EmailSendError('SMTP send failed: the transport is closed', false);
     try {
-      await this.mailer.sendMail({
+      const mailer = await this.transporter();
+      await mailer.sendMail({
         from: msg.fromName === undefined ? msg.from : { name: msg.fromName, address: msg.from },
         to: msg.to,
         subject: msg.subject,
@@ -71,7 +80,8 @@ export class SmtpEmailTransport implements ClosableEmailTransport {
   }
 
   close(): void {
-    this.mailer.close();
+    this.closed = true;
+    void this.mailer?.then((mailer) => mailer.close());
   }
 }
 
