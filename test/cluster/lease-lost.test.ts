@@ -42,12 +42,15 @@ t.test('a lease taken by another node: the owner closes with 1012 and drops the 
 
   // Another node's lease, written over the owner's: its next renewal (compare-and-set on its revision) fails.
   const closes = [closedAndStopped(writer), closedAndStopped(reader)];
+  // Dropped = its last updates flushed to the log, which in cluster mode settles once the state stream has them.
+  const dropped = new Promise<void>((resolve) => n1.server.services.documentActors.onUnloaded((unloaded) => unloaded.documentId === room.documentId && resolve()));
   const nc = await natsConnect({ servers: nats.url });
   t.teardown(() => nc.close());
   const kv = await nc.jetstream().views.kv(LEASE_BUCKET);
   await kv.put(leaseKey(documentKeyString(key)), new TextEncoder().encode(JSON.stringify({ node: 'second', expiresAt: Date.now() + 3000 })));
 
   t.same(await Promise.all(closes), [1012, 1012], "the owner closed the document's sockets with SERVICE_RESTART");
+  await dropped;
   t.equal(n1.server.services.documentActors.peek(key), undefined, 'and no longer serves it');
   // No client holds the text any more: what the new owner reads comes from the store.
   const read = await n2.api.call<Array<{ data: unknown }>>(credentials, '/v2/crdt/get', room);

@@ -25,9 +25,9 @@ t.test('SIGKILL a relaying node: the owner detaches its connections and their aw
   const dataDir = t.testdir();
   const SECRET_KEY = 'b'.repeat(64);
   // The owner runs in this process (its actor is inspected); the relaying node is a process of its own, to be killed.
-  const owner = await startTestServer(t, { natsUrl: nats.url, nodeId: 'owner', secretKey: SECRET_KEY, clusterLeaseMs: 1000 }, dataDir);
+  const owner = await startTestServer(t, { natsUrl: nats.url, nodeId: 'owner', secretKey: SECRET_KEY, clusterLeaseMs: 1000 }, `${dataDir}/owner`);
   const relay = await startServerProcess(t, {
-    DATA_DIR: dataDir,
+    DATA_DIR: `${dataDir}/relaying`,
     NATS_URL: nats.url,
     SECRET_KEY,
     NODE_ID: 'relaying',

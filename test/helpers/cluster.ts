@@ -1,11 +1,13 @@
 // Test helper for multi-process cluster tests: each node's environment, the worker-role log line, waiting on committed state and on a resync.
+import { join } from 'node:path';
 import type { Client } from './sync.js';
 import type { ServerProcess } from './process.js';
 
-/** The environment of one node of a test cluster: one shared DATA_DIR and NATS, its own NODE_ID, quiet dev bootstrap. */
+/** The environment of one node of a test cluster: one NATS, its own NODE_ID and DATA_DIR (under `dataDir`), quiet dev bootstrap. */
 export function nodeEnv(dataDir: string, natsUrl: string, nodeId: string, extra: Record<string, string> = {}): Record<string, string> {
   return {
-    DATA_DIR: dataDir,
+    // Each node its own DATA_DIR: in cluster mode LMDB is the node's cache of the state stream (docs/cluster.md).
+    DATA_DIR: join(dataDir, nodeId),
     NATS_URL: natsUrl,
     SECRET_KEY: 'c'.repeat(64),
     NODE_ID: nodeId,
