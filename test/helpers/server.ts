@@ -1,8 +1,8 @@
 // Test helper: a real server on port 0 with LMDB in a tap test directory, torn down with the test.
+import { join } from 'node:path';
 import type { Test } from 'tap';
 import { loadConfig, type Config } from '../../src/config.js';
 import { createLogger, type Logger } from '../../src/log.js';
-import { join } from 'node:path';
 import { startServer, type RunningServer, type ServerOptions } from '../../src/server.js';
 import { ApiClient } from './api.js';
 
@@ -26,7 +26,8 @@ export interface TestStartOptions extends ServerOptions {
 
 export async function startTestServer(t: Test, overrides: Partial<Config> = {}, dataDir?: string, options: TestStartOptions = {}): Promise<TestServer> {
   const config = testConfig(dataDir ?? t.testdir(), overrides);
-  const server = await startServer(config, options.log ?? createLogger(config.logLevel), options);
+  // A cluster node's lines name it, so a cluster test's log can be read node by node.
+  const server = await startServer(config, options.log ?? createLogger(config.logLevel, config.nodeId === undefined ? {} : { node: config.nodeId }), options);
   t.teardown(() => server.stop());
   const url = `http://127.0.0.1:${server.port}`;
   return {
@@ -43,31 +44,11 @@ export async function startTestServer(t: Test, overrides: Partial<Config> = {}, 
 
 /**
  * Starts cluster nodes in this process, each on its own DATA_DIR under `dataDir` (`<dataDir>/<nodeId>`): in cluster
- * mode LMDB is each node's cache of the state stream, and a node refuses a DATA_DIR another node holds. Each node's
- * log lines name it, so a cluster test's log can be read node by node. Stopped at teardown.
+ * mode LMDB is each node's cache of the state stream, and a node refuses a DATA_DIR another node holds. Each is stopped
+ * at teardown (`startTestServer`).
  */
 export async function startClusterNodes(t: Test, nodes: ReadonlyArray<Partial<Config>>, dataDir: string = t.testdir(), options: TestStartOptions = {}): Promise<TestServer[]> {
-  const running: RunningServer[] = [];
-  t.teardown(async () => {
-    await Promise.all(running.map((server) => server.stop()));
-  });
-  const start = async (overrides: Partial<Config>, index: number): Promise<TestServer> => {
-    const config = testConfig(join(dataDir, overrides.nodeId ?? `node-${index}`), overrides);
-    const server = await startServer(config, options.log ?? createLogger(config.logLevel, config.nodeId === undefined ? {} : { node: config.nodeId }), options);
-    running.push(server);
-    const url = `http://127.0.0.1:${server.port}`;
-    return {
-      server,
-      config,
-      url,
-      api: new ApiClient(url),
-      restart: async () => {
-        await server.stop();
-        return start(overrides, index);
-      },
-    };
-  };
   const started: TestServer[] = [];
-  for (const [index, overrides] of nodes.entries()) started.push(await start(overrides, index));
+  for (const [index, overrides] of nodes.entries()) started.push(await startTestServer(t, overrides, join(dataDir, overrides.nodeId ?? `node-${index}`), options));
   return started;
 }
