@@ -1,7 +1,7 @@
 // Owns one document's live state: a Y.Doc per editor id, the document's awareness, its connections and its mailbox.
 import * as awarenessProtocol from 'y-protocols/awareness';
 import * as Y from 'yjs';
-import { alreadyExists, CLOSE, invalidArgument, notFound } from '../errors.js';
+import { alreadyExists, CLOSE, notFound } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { LoadedStore } from '../store/snapshots.js';
 import type { UpdateLog } from '../store/update-log.js';
@@ -17,7 +17,8 @@ import {
 } from '../sync/protocol.js';
 import { AwarenessGuard, type AwarenessLimits, type AwarenessRefusal } from './awareness-guard.js';
 import { createAwareness, releaseAwareness } from './awareness-sweep.js';
-import { defineRoot, replaceData } from './crdt.js';
+import { defineRoot } from './crdt.js';
+import { planWrite, type StoreWrite } from './crdt-write.js';
 import type { StoreType } from '../store/snapshots.js';
 import { EditorDoc, LOADING, type CrdtRecord, type EditorDocUpdates } from './editor-doc.js';
 import { EditorDocs } from './editor-docs.js';
@@ -44,12 +45,6 @@ export interface ActorDeps {
   readonly publisher: TopicPublisher;
   /** The byte budget of the kept late-join frames (src/doc/join-state.ts); none kept when absent. */
   readonly joinFrames?: JoinFrames;
-}
-
-export interface StoreWrite {
-  readonly type: StoreType;
-  readonly data: unknown;
-  readonly contentKey?: string;
 }
 
 export interface RootHint {
@@ -389,31 +384,9 @@ export class DocumentActor implements DocumentActorView, TaskFailures, EditorDoc
     await Promise.all(commits);
   }
 
-  /**
-   * Applies a REST write as one Yjs update; returns the commit promises (not awaited inside the mailbox). The write is
-   * made on a scratch copy first: if it throws half way (data Yjs cannot hold) or does not fit, the store is untouched,
-   * since a Yjs transaction that throws still keeps and emits what it did before the throw.
-   */
+  /** Applies a REST write as one Yjs update (planned on a scratch copy: `planWrite`); returns the commit promises (not awaited inside the mailbox). */
   private write(store: EditorDoc, write: StoreWrite): Array<Promise<void>> {
-    const contentKey = write.contentKey ?? store.contentKey;
-    const scratch = new Y.Doc();
-    let problem: string | undefined;
-    let update: Uint8Array | undefined;
-    try {
-      Y.applyUpdate(scratch, Y.encodeStateAsUpdate(store.doc));
-      // The scratch doc's roots must have the store's types, or replaceData would see them as generic.
-      for (const [name, type] of store.doc.share) if (type.constructor !== Y.AbstractType) defineRootLike(scratch, name, type);
-      const before = Y.encodeStateVector(scratch);
-      scratch.transact(() => {
-        problem = replaceData(scratch, write.type, contentKey, write.data);
-      });
-      if (problem === undefined) update = Y.encodeStateAsUpdate(scratch, before);
-    } catch (error) {
-      throw invalidArgument('data cannot be stored as CRDT content (too deeply nested or too large)', { cause: error });
-    } finally {
-      scratch.destroy();
-    }
-    if (problem !== undefined) throw invalidArgument(problem);
+    const { contentKey, update } = planWrite(store, write);
     const commits: Array<Promise<void>> = [];
     this.commits = commits;
     try {
@@ -485,14 +458,6 @@ export class DocumentActor implements DocumentActorView, TaskFailures, EditorDoc
     for (const store of this.stores.values()) store.doc.destroy();
     this.stores.clear();
   }
-}
-
-/** Instantiates `name` on `doc` with the constructor it has on the source doc. */
-function defineRootLike(doc: Y.Doc, name: string, type: object): void {
-  if (type instanceof Y.Text) doc.getText(name);
-  else if (type instanceof Y.Map) doc.getMap(name);
-  else if (type instanceof Y.Array) doc.getArray(name);
-  else if (type instanceof Y.XmlFragment) doc.getXmlFragment(name);
 }
 
 function info({ sessionId, userId, name, email, editorId, readOnly, extensions }: Peer): PeerInfo {

@@ -1,5 +1,5 @@
 // Owns the CRDT operations: Get CRDT Data (spec 4.19), Add and Update CRDT Data (upstream notes 2.20).
-import type { StoreWrite } from '../../doc/actor.js';
+import type { StoreWrite } from '../../doc/crdt-write.js';
 import { dataMismatch } from '../../doc/crdt.js';
 import type { StoreType } from '../../store/snapshots.js';
 import type { DocumentActors } from '../../doc/registry.js';
