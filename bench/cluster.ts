@@ -105,12 +105,12 @@ interface Cluster {
   stop(): Promise<void>;
 }
 
-/** `count` Plait processes (the compiled build) on one NATS and one DATA_DIR, as docs/cluster.md runs them today. */
+/** `count` Plait processes (the compiled build) on one NATS, each on its own DATA_DIR (its cache of the state stream). */
 async function startCluster(nats: Nats, count: number, tag: string): Promise<Cluster> {
   const dataDir = mkdtempSync(join(tmpdir(), 'plait-bench-cluster-'));
   const servers: ServerHandle[] = [];
   for (let i = 0; i < count; i++) {
-    servers.push(await launchServer('plait', { dataDir, keepData: true, env: { NATS_URL: nats.url, NODE_ID: `${tag}-${i + 1}`, SECRET_KEY, CLUSTER_LEASE_MS: '10000' } }));
+    servers.push(await launchServer('plait', { dataDir: join(dataDir, `node-${i + 1}`), keepData: true, env: { NATS_URL: nats.url, NODE_ID: `${tag}-${i + 1}`, SECRET_KEY, CLUSTER_LEASE_MS: '10000' } }));
   }
   const first = servers[0];
   if (first === undefined) throw new Error('no server');

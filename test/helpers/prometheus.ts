@@ -24,7 +24,9 @@ const SUFFIXES: Readonly<Record<string, readonly string[]>> = {
 function parseValue(raw: string, line: string): number {
   if (raw === '+Inf') return Infinity;
   if (raw === '-Inf') return -Infinity;
-  if (raw === 'NaN') return NaN;
+  // prom-client writes an empty histogram's mean (the event-loop lag right after a scrape reset it) as `Nan`;
+  // Prometheus reads values with Go's ParseFloat, which takes NaN in any case.
+  if (raw.toLowerCase() === 'nan') return NaN;
   const value = Number(raw);
   if (Number.isNaN(value)) throw new Error(`not a number in: ${line}`);
   return value;
