@@ -107,7 +107,7 @@ class Walk {
   }
 
   /** lib0 readAny. */
-  any(): void {
+  anyValue(): void {
     switch (this.byte()) {
       case ANY.UNDEFINED:
       case ANY.NULL:
@@ -131,13 +131,13 @@ class Walk {
         const count = this.varUint();
         for (let i = 0; i < count; i++) {
           this.varString();
-          this.any();
+          this.anyValue();
         }
         return;
       }
       case ANY.ARRAY: {
         const count = this.varUint();
-        for (let i = 0; i < count; i++) this.any();
+        for (let i = 0; i < count; i++) this.anyValue();
         return;
       }
       case ANY.BYTES:
@@ -180,7 +180,7 @@ class Walk {
       }
       case CONTENT.ANY: {
         const count = this.varUint();
-        for (let i = 0; i < count; i++) this.any();
+        for (let i = 0; i < count; i++) this.anyValue();
         return;
       }
       case CONTENT.DOC:

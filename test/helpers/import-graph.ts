@@ -30,7 +30,7 @@ export interface LayerRule {
 export const LAYER_RULES: readonly LayerRule[] = [
   {
     files: ['src/doc/', 'src/tenant/', 'src/events/', 'src/sync/', 'src/store/', 'src/auth/'],
-    mayNotImport: ['src/http/', 'src/ws/', 'src/edge/', 'src/server.ts', 'src/main.ts', 'uWebSockets.js'],
+    mayNotImport: ['src/http/', 'src/ws/', 'src/edge/', 'src/server.ts', 'src/services.ts', 'src/main.ts', 'uWebSockets.js'],
     why: 'the core and the adapters never import the edge, uWebSockets.js or a composition root',
   },
   {

@@ -3,7 +3,8 @@ import { join } from 'node:path';
 import type { Test } from 'tap';
 import { loadConfig, type Config } from '../../src/config.js';
 import { createLogger, type Logger } from '../../src/log.js';
-import { startServer, type RunningServer, type ServerOptions } from '../../src/server.js';
+import { startServer, type RunningServer } from '../../src/server.js';
+import type { ServerOptions } from '../../src/services.js';
 import { ApiClient } from './api.js';
 
 export interface TestServer {

@@ -1,7 +1,7 @@
 // Test helper for the comment and presence tests: a real server, one workspace, and a call() that unwraps the envelope.
 import type { Test } from 'tap';
 import type { Config } from '../../src/config.js';
-import type { ServerOptions } from '../../src/server.js';
+import type { ServerOptions } from '../../src/services.js';
 import type { Credentials } from '../helpers/api.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 

@@ -1,0 +1,222 @@
+// Owns opening the services: the store, tenants, documents, delivery, agents and jobs, wired to each other (no edge).
+import { Secrets } from './auth/secrets.js';
+import { systemClock, type Clock } from './clock.js';
+import { UserTokens } from './auth/user-tokens.js';
+import type { Config } from './config.js';
+import type { Logger } from './log.js';
+import { createServerEmailTransport, parseSender, type EmailTransport } from './delivery/outbound/email.js';
+import { AccountMail } from './tenant/account-mail.js';
+import { OwnerEmails } from './tenant/owner-email.js';
+import { Store } from './store/env.js';
+import type { Replication } from './store/replication.js';
+import { invalidateOnReplicatedChange } from './replicated-caches.js';
+import { CollabDocuments } from './doc/collab-state.js';
+import { DocumentActors } from './doc/registry.js';
+import type { TopicPublisher } from './doc/peer.js';
+import { Outbox } from './events/outbox.js';
+import { encodeLiveMessage, encodeLiveStateMessage } from './ws/live-messages.js';
+import { Directory, LmdbDocumentData } from './tenant/directory.js';
+import { Domains } from './tenant/domains.js';
+import { LiveStates } from './doc/live-state.js';
+import { Recordings } from './doc/recordings.js';
+import { DocumentMigrations } from './doc/migration.js';
+import { Jobs } from './tenant/jobs.js';
+import { commentSource, presenceSource, UserData } from './doc/user-data.js';
+import { PermissionProvider } from './tenant/permission-provider.js';
+import { OutboundHttp } from './delivery/outbound/http.js';
+import { DOCUMENT_DATABASES } from './tenant/directory/data-owners.js';
+import { openAgents, type AgentServices } from './agents/services.js';
+import { Workspaces } from './tenant/workspaces.js';
+import { Delivery } from './delivery/service.js';
+import { deliveryUserData } from './delivery/user-data.js';
+import type { DocumentOwnership } from './doc/ownership.js';
+import { LocalWorkerRole, type WorkerRole } from './worker-role.js';
+
+export interface Services {
+  readonly config: Config;
+  readonly log: Logger;
+  /** Time for token expiry, grant expiry, presence and the stop's drain timeout (tests pass a clock they advance). */
+  readonly clock: Clock;
+  readonly store: Store;
+  readonly secrets: Secrets;
+  readonly workspaces: Workspaces;
+  readonly userTokens: UserTokens;
+  /** Organizations, folders, documents, users, groups, permissions; `directory.access` is the AccessResolver. */
+  readonly directory: Directory;
+  readonly outbox: Outbox;
+  /** Comment annotations and presence per document. */
+  readonly collab: CollabDocuments;
+  /** Document actors (Yjs stores, awareness, sync connections); they also host `collab`. */
+  readonly documentActors: DocumentActors;
+  /** Each API key's allowed web origins, checked at the sync upgrade and on cross-origin REST requests. */
+  readonly domains: Domains;
+  /** Named live values per document (livestate/broadcast), sent to extension-frame connections. */
+  readonly liveStates: LiveStates;
+  /** Recorder annotations with their attachments' metadata. */
+  readonly recordings: Recordings;
+  /** Durable background jobs (document migration, GDPR erase); unfinished ones resume at start. */
+  readonly jobs: Jobs;
+  readonly migrations: DocumentMigrations;
+  /** GDPR export and erase of one user across every feature. */
+  readonly userData: UserData;
+  /** Asked over outbound HTTP when stored grants give a user no access to a document. */
+  readonly permissionProvider: PermissionProvider;
+  /** Owner email verification, one-time email links, key expiry while unverified. */
+  readonly ownerEmails: OwnerEmails;
+  /** Verification and sign-in emails, sent after the reply. */
+  readonly accountMail: AccountMail;
+  /** Agent definitions, groups, runs and Memory (src/agents/). */
+  readonly agents: AgentServices;
+  /** Outbox dispatcher, delivery queue and channels, delivery configs, notifications, activity logs (src/delivery). */
+  readonly delivery: Delivery;
+  /** Whether this process runs the shared background work now (one process: always; a cluster: one node). */
+  readonly workerRole: WorkerRole;
+}
+
+/** Test seams: a manual clock, the account-email transport. */
+export interface ServerOptions {
+  /**
+   * The clock of rate limits, email links, key, token and grant expiry, presence and the stop's drain (default: the
+   * system clock). One that only tells the time (`now`) gets the system's timers.
+   */
+  readonly clock?: Pick<Clock, 'now'> & Partial<Pick<Clock, 'setTimer'>>;
+  /** Where account emails go (default: the transport configured by SMTP_URL, else the dev log transport). */
+  readonly emailTransport?: EmailTransport;
+  /** false: delivery runs only when a test pumps it (`services.delivery.dispatcher.drain()`, `runner.drain()`). */
+  readonly autoDeliver?: boolean;
+  /** Cluster mode: who owns each document (src/cluster/ leases); default: this process owns everything. */
+  readonly ownership?: DocumentOwnership;
+  /** Cluster mode: durable state in JetStream (src/cluster/state.ts); attached, and caught up, before any service opens. */
+  readonly replication?: Replication & { attach(store: Store): Promise<void>; catchUpFound(): Promise<boolean> };
+  /** Cluster mode: which node runs the outbox, the delivery queue and jobs (src/cluster/ worker lease); default: this one. */
+  readonly workerRole?: WorkerRole;
+}
+
+/** `publisher` sends server-originated frames to a topic's sockets: the App's publish once the App exists. */
+export async function openServices(config: Config, log: Logger, publisher: TopicPublisher, options: ServerOptions = {}): Promise<Services> {
+  const clock = serverClock(options);
+  const now = clock.now;
+  const workerRole = options.workerRole ?? new LocalWorkerRole();
+  const store = Store.open(config.dataDir, { log: log.child({ component: 'store' }), ...(options.replication === undefined ? {} : { replication: options.replication }) });
+  await options.replication?.attach(store);
+  const secrets = Secrets.load(config.dataDir, config.secretKey);
+  const workspaces = new Workspaces(store, secrets);
+  const userTokens = await UserTokens.open(store, secrets, {
+    now: clock.now,
+    lifetimeSeconds: config.userTokenLifetimeSeconds,
+    ...(options.replication === undefined ? {} : { catchUp: options.replication.catchUpFound.bind(options.replication) }),
+  });
+  const directory = new Directory(store, {
+    now: clock.now,
+    defaultAccessType: (apiKey) => workspaces.apiKeyRecord(apiKey).config.defaultDocumentAccessType,
+    // Until the sync and comment owners register (directory.addDataOwner), document data is removed by LMDB range.
+    dataOwners: [new LmdbDocumentData(store)],
+  });
+  const outbox = new Outbox(store, options.workerRole === undefined ? {} : { node: workerRole.processId });
+  outbox.onCommitted(() => workerRole.wake('outbox'));
+  const documentActors = new DocumentActors(config, store, log.child({ component: 'documents' }), publisher, options.ownership);
+  directory.addDataOwner(documentActors);
+  const collab = new CollabDocuments({
+    store,
+    outbox,
+    now: clock.now,
+    offlineTtlMs: config.presenceOfflineTtlMs,
+    actors: documentActors,
+    encode: encodeLiveMessage,
+    log,
+  });
+  documentActors.onConnection(collab.connectionListener());
+  // After the registry: its eviction drains the actor, whose departing connections write presence.
+  directory.addDataOwner(collab);
+  const domains = new Domains(store);
+  const jobs = new Jobs(store, log.child({ component: 'jobs' }), Date.now, workerRole);
+  const recordings = new Recordings(store);
+  const permissionProvider = new PermissionProvider({
+    store,
+    secrets,
+    http: new OutboundHttp({ allowedNetworks: config.outboundAllowedNetworks }),
+    log: log.child({ component: 'permission-provider' }),
+  });
+  const userData = new UserData(jobs);
+  userData.addSource({
+    feature: 'directory',
+    collect: (apiKey, userId) => directory.users.personalData(apiKey, userId),
+    erase: async (apiKey, userId) => {
+      const found = directory.users.personalData(apiKey, userId);
+      for (const { organizationId } of found) await directory.users.delete(apiKey, { organizationId }, [userId]);
+      return found.length;
+    },
+  });
+  userData.addSource(commentSource(store, collab));
+  userData.addSource(presenceSource(store, collab));
+  userData.addSource({
+    feature: 'recordings',
+    collect: (apiKey, userId) => recordings.byUser(apiKey, userId),
+    erase: (apiKey, userId) => recordings.anonymize(apiKey, userId),
+  });
+  const migrations = new DocumentMigrations({
+    store,
+    documents: documentActors,
+    directory: {
+      knows: (apiKey, organizationId, documentId) => directory.documents.find(apiKey, organizationId, documentId) !== undefined,
+      rekeyInWrite: (apiKey, organizationId, documentId, newDocumentId) => directory.documents.rekeyInWrite(apiKey, organizationId, documentId, newDocumentId),
+    },
+    jobs,
+    databases: DOCUMENT_DATABASES,
+  });
+  const liveStates = new LiveStates({ store, actors: documentActors, encode: encodeLiveStateMessage, now: Date.now, log });
+  documentActors.onConnection(liveStates.connectionListener());
+  const ownerEmails = new OwnerEmails(store, secrets, workspaces, {
+    graceMs: config.emailVerificationGraceMs,
+    verificationLinkTtlMs: config.verificationLinkTtlMs,
+    loginLinkTtlMs: config.loginLinkTtlMs,
+    now,
+  });
+  const sender = parseSender(config.emailFrom);
+  const accountMail = new AccountMail({
+    transport: options.emailTransport ?? createServerEmailTransport({ smtpUrl: config.smtpUrl, log: log.child({ component: 'email' }) }),
+    from: sender.address,
+    ...(sender.name === undefined ? {} : { fromName: sender.name }),
+    publicUrl: () => publicUrl(config),
+    ownerEmails,
+    workspaces,
+    log: log.child({ component: 'account-mail' }),
+    verificationLinkTtlMs: config.verificationLinkTtlMs,
+    loginLinkTtlMs: config.loginLinkTtlMs,
+  });
+  const agents = await openAgents({ store, secrets, config, collab, log, processId: workerRole.processId });
+  const delivery = new Delivery({
+    config,
+    store,
+    outbox,
+    secrets,
+    log,
+    mayRun: () => workerRole.held(),
+    // Workspace emails go through their own transport from SMTP_URL; `options.emailTransport` is for account emails.
+    ...(options.clock === undefined ? {} : { clock: options.clock }),
+  });
+  for (const source of deliveryUserData(store)) userData.addSource(source);
+  if (options.replication !== undefined) invalidateOnReplicatedChange(store, { workspaces, userTokens, domains, permissionProvider, ownerEmails }, log);
+  return { config, log, clock, store, secrets, workspaces, userTokens, directory, outbox, collab, documentActors, domains, liveStates, recordings, jobs, migrations, userData, permissionProvider, ownerEmails, accountMail, agents, delivery, workerRole };
+}
+
+export function clockOf(options: ServerOptions): () => number {
+  return serverClock(options).now;
+}
+
+/** The options' clock as a whole Clock: the system clock, or the given one (with the system's timers if it has none). */
+function serverClock(options: ServerOptions): Clock {
+  const given = options.clock;
+  if (given === undefined) return systemClock;
+  return { now: () => given.now(), setTimer: given.setTimer === undefined ? systemClock.setTimer : given.setTimer.bind(given) };
+}
+
+/** PUBLIC_URL, else the address the server listens on (the port is the bound one once listening). */
+export function publicUrl(config: Config): string {
+  if (config.publicUrl !== undefined) return config.publicUrl;
+  const host = config.host === '0.0.0.0' || config.host === '::' ? 'localhost' : config.host;
+  return `http://${host.includes(':') ? `[${host}]` : host}:${boundPorts.get(config) ?? config.port}`;
+}
+
+/** The port each running config is bound to (port 0 picks one at listen). */
+export const boundPorts = new WeakMap<Config, number>();
