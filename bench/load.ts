@@ -80,6 +80,9 @@ async function runClass(kind: ServerKind, prefix: string, count: number, content
       client.destroy();
     }
     await sleep(500);
+    // what the server accepted is on disk before the kill: y-websocket's LevelDB writes are queued asynchronously
+    // and a kill that beat them made its open time out (a lost tail, not a slow open)
+    await second.settle();
     await second.kill();
 
     // 3. restart and open each document cold, then again while a holder keeps it loaded (warm)

@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { memoryUsage } from 'node:process';
 
 /** Parent → child. */
-export type HostRequest = { readonly id: number; readonly type: 'stats' | 'gc' | 'stop' };
+export type HostRequest = { readonly id: number; readonly type: 'stats' | 'gc' | 'settle' | 'stop' };
 
 export interface ProcessStats {
   /** process.cpuUsage() user + system, microseconds since start. */
@@ -46,6 +46,8 @@ export type HostMessage =
 export interface StartedServer {
   readonly port: number;
   stop(): Promise<void>;
+  /** Resolves once every write the server has accepted so far is on disk (a bench kills -9 after it). */
+  settle?(): Promise<void>;
 }
 
 export function processStats(): ProcessStats {
@@ -91,6 +93,15 @@ export function serveHost(start: () => Promise<StartedServer>): void {
   process.on('message', (raw: HostRequest) => {
     if (raw.type === 'stats') {
       send({ type: 'reply', id: raw.id, stats: processStats() });
+    } else if (raw.type === 'settle') {
+      const settled = server?.settle?.() ?? Promise.resolve();
+      settled.then(
+        () => send({ type: 'reply', id: raw.id, stats: processStats() }),
+        (error: unknown) => {
+          process.stderr.write(`bench host: settle failed: ${String(error)}\n`);
+          process.exit(1);
+        },
+      );
     } else if (raw.type === 'gc') {
       collect();
       // let finalizers and native frees scheduled by the collection run before measuring

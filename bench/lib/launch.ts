@@ -43,6 +43,8 @@ export interface ServerHandle {
   stats(): Promise<ProcessStats>;
   /** Full GC in the child, then stats (for memory figures). */
   gcStats(): Promise<ProcessStats>;
+  /** Waits until every write the server accepted so far is on disk (its group commit, LevelDB's queue). */
+  settle(): Promise<void>;
   /** Graceful stop (final snapshots, profile written); SIGKILL after a timeout. */
   stop(): Promise<void>;
   /** SIGKILL: no final snapshot, no flush beyond what was committed. */
@@ -196,6 +198,9 @@ export async function launchServer(kind: ServerKind, options: LaunchOptions = {}
     dataDir,
     stats: () => request('stats'),
     gcStats: () => request('gc'),
+    settle: async () => {
+      await request('settle');
+    },
     stop: async () => {
       if (!exited) {
         const timer = setTimeout(() => child.kill('SIGKILL'), STOP_TIMEOUT_MS);

@@ -15,5 +15,5 @@ serveHost(async () => {
   const keyLimit = process.env['API_KEY_RATE_LIMIT_PER_MINUTE'] === undefined ? { apiKeyRateLimitPerMinute: 1_000_000_000 } : {};
   const config = loadConfig(process.env, [], { port: 0, host: '127.0.0.1', devBootstrap: false, ...keyLimit });
   const server = await startServer(config, createLogger(config.logLevel));
-  return { port: server.port, stop: () => server.stop() };
+  return { port: server.port, stop: () => server.stop(), settle: () => server.services.documentActors.updateLog.flush() };
 });

@@ -7,7 +7,7 @@ serveHost(async () => {
   // imported after env is in place: utils.js reads YPERSISTENCE and GC at module load
   const { setupWSConnection, getPersistence } = (await import('@y/websocket-server/utils')) as {
     setupWSConnection: (conn: WebSocket, req: import('node:http').IncomingMessage) => void;
-    getPersistence: () => { provider?: { destroy?: () => Promise<void> } } | null;
+    getPersistence: () => { provider?: { destroy?: () => Promise<void>; tr?: Promise<unknown> } } | null;
   };
   const wss = new WebSocketServer({ noServer: true });
   const server = createServer((_request, response) => {
@@ -23,6 +23,15 @@ serveHost(async () => {
   if (address === null || typeof address === 'string') throw new Error('y-websocket server has no TCP address');
   return {
     port: address.port,
+    settle: async () => {
+      // y-leveldb chains every write on `tr`; wait until no write was queued behind the one awaited
+      const provider = getPersistence()?.provider;
+      let seen: Promise<unknown> | undefined;
+      while (provider?.tr !== undefined && provider.tr !== seen) {
+        seen = provider.tr;
+        await seen;
+      }
+    },
     stop: async () => {
       await new Promise<void>((resolve) => {
         for (const client of wss.clients) client.terminate();
