@@ -1,13 +1,8 @@
-import { connect, type Socket } from 'node:net';
+import type { Socket } from 'node:net';
 import t from 'tap';
+import { openSocket } from '../helpers/raw-http.js';
 import { startTestServer } from '../helpers/server.js';
 
-function openSocket(port: number): Promise<Socket> {
-  return new Promise((resolve, reject) => {
-    const socket = connect(port, '127.0.0.1', () => resolve(socket));
-    socket.on('error', reject);
-  });
-}
 
 function closed(socket: Socket): Promise<void> {
   return new Promise((resolve) => socket.once('close', () => resolve()));

@@ -1,7 +1,7 @@
 // Tests the graceful stop of src/server.ts: requests queued in a mailbox or committing finish and are kept, requests after it are refused with 503.
-import { connect, type Socket } from 'node:net';
 import t from 'tap';
 import { apiKeyHeaders } from '../helpers/api.js';
+import { openSocket, response } from '../helpers/raw-http.js';
 import { startTestServer } from '../helpers/server.js';
 
 const scope = { organizationId: 'org-stop', documentId: 'doc-stop' };
@@ -55,30 +55,7 @@ t.test('stop() while 60 adds wait in the document mailbox: each is answered 200 
   t.same(ids.filter((id) => !stored.has(id)), [], 'every answered add survived the stop');
 });
 
-/** Reads one HTTP response (status line and body) from a keep-alive socket. */
-function response(socket: Socket): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    let text = '';
-    const onData = (chunk: Buffer): void => {
-      text += chunk.toString();
-      const end = text.indexOf('\r\n\r\n');
-      if (end === -1) return;
-      const length = Number(/content-length: (\d+)/i.exec(text.slice(0, end))?.[1] ?? 0);
-      if (text.length < end + 4 + length) return;
-      socket.off('data', onData);
-      resolve({ status: Number(text.slice(9, 12)), body: text.slice(end + 4, end + 4 + length) });
-    };
-    socket.on('data', onData);
-    socket.once('error', reject);
-  });
-}
 
-function openSocket(port: number): Promise<Socket> {
-  return new Promise((resolve, reject) => {
-    const socket = connect(port, '127.0.0.1', () => resolve(socket));
-    socket.once('error', reject);
-  });
-}
 
 t.test('during the stop, a new request on an open connection gets 503 while the one in flight completes', async (t) => {
   const { server, api } = await startTestServer(t);

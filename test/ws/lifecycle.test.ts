@@ -1,6 +1,6 @@
 // Tests how real sync sockets end: token expiry (4401, on a clock the test advances), graceful stop (1012, 503 on
 // upgrade while stopping, the STOP_DRAIN_MS timeout), document deletion (4404), and per-turn merged frames on the wire.
-import { connect as tcpConnect, type Socket } from 'node:net';
+import type { Socket } from 'node:net';
 import * as decoding from 'lib0/decoding';
 import * as encoding from 'lib0/encoding';
 import t from 'tap';
@@ -10,6 +10,7 @@ import * as Y from 'yjs';
 import { createLogger } from '../../src/log.js';
 import { apiKeyHeaders, type Credentials } from '../helpers/api.js';
 import { ManualClock } from '../helpers/clock.js';
+import { openSocket, response } from '../helpers/raw-http.js';
 import { startTestServer } from '../helpers/server.js';
 import { connect, editorOf, rawSocket, roomName, syncBase, synced, upgradeStatus, userToken, type Room, type SocketEnd } from '../helpers/sync.js';
 
@@ -52,30 +53,7 @@ t.test('a socket whose user token expires is closed with 4401; the token no long
   t.equal(await upgradeStatus(socketUrl(url, token)), 401, 'the expired token is refused at the upgrade');
 });
 
-/** Reads one HTTP response head (and body by content-length) from a raw keep-alive socket. */
-function response(socket: Socket): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    let text = '';
-    const onData = (chunk: Buffer): void => {
-      text += chunk.toString();
-      const end = text.indexOf('\r\n\r\n');
-      if (end === -1) return;
-      const length = Number(/content-length: (\d+)/i.exec(text.slice(0, end))?.[1] ?? 0);
-      if (text.length < end + 4 + length) return;
-      socket.off('data', onData);
-      resolve({ status: Number(text.slice(9, 12)), body: text.slice(end + 4, end + 4 + length) });
-    };
-    socket.on('data', onData);
-    socket.once('error', reject);
-  });
-}
 
-function openTcp(port: number): Promise<Socket> {
-  return new Promise((resolve, reject) => {
-    const socket = tcpConnect(port, '127.0.0.1', () => resolve(socket));
-    socket.once('error', reject);
-  });
-}
 
 function upgradeRequest(token: string): string {
   return (
@@ -106,8 +84,8 @@ t.test('graceful stop: upgrades get 503 while requests drain, STOP_DRAIN_MS boun
   t.teardown(() => raw.socket.terminate());
 
   // Two keep-alive connections made before the stop: one holds a request whose body never finishes, one upgrades later.
-  const stuck = await openTcp(server.port);
-  const late = await openTcp(server.port);
+  const stuck = await openSocket(server.port);
+  const late = await openSocket(server.port);
   t.teardown(() => {
     stuck.destroy();
     late.destroy();
