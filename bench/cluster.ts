@@ -222,6 +222,9 @@ async function latency(nats: Nats, options: { docs: number; readers: number; rat
     figures.push({ bench, metric: 'owner CPU per update sent', unit: 'µs', server: 'plait', value: ownerCpu / sent, better: 'lower' });
     figures.push({ bench, metric: 'relaying node CPU per update sent', unit: 'µs', server: 'plait', value: relayCpu / sent, better: 'lower' });
     figures.push({ bench, metric: 'nats-server CPU per update sent', unit: 'µs', server: 'plait', value: natsCpu / sent, better: 'lower' });
+    const tap = result.latency['tap'];
+    figures.push({ bench, metric: "latency p50, the owner's frame reaching a NATS subscriber (tap)", unit: 'ms', server: 'plait', value: tap?.p50 ?? Number.NaN, better: 'lower' });
+    figures.push({ bench, metric: "latency p99, the owner's frame reaching a NATS subscriber (tap)", unit: 'ms', server: 'plait', value: tap?.p99 ?? Number.NaN, better: 'lower' });
     const probe = result.latency['nats'];
     figures.push({ bench, metric: 'latency p50, bare NATS hop (same pace, same load)', unit: 'ms', server: 'plait', value: probe?.p50 ?? Number.NaN, better: 'lower' });
     figures.push({ bench, metric: 'latency p99, bare NATS hop (same pace, same load)', unit: 'ms', server: 'plait', value: probe?.p99 ?? Number.NaN, better: 'lower' });
@@ -229,7 +232,7 @@ async function latency(nats: Nats, options: { docs: number; readers: number; rat
     figures.push({ bench, metric: 'relaying adds at p99 (target ≤ 1 ms)', unit: 'ms', server: 'plait', value: added, better: 'lower' });
     figures.push({ bench, metric: 'unfinished + reconnects', unit: 'count', server: 'plait', value: result.unfinished + result.closes, better: 'lower' });
     const line = (group: string): string => `p50 ${result.latency[group]?.p50.toFixed(2)} p99 ${result.latency[group]?.p99.toFixed(2)} max ${result.latency[group]?.max.toFixed(1)}`;
-    progress(`${bench}: owner ${line('owner')} ms; relay ${line('relay')} ms (adds ${added.toFixed(2)} at p99); bare NATS hop ${line('nats')} ms`);
+    progress(`${bench}: owner ${line('owner')} ms; relay ${line('relay')} ms (adds ${added.toFixed(2)} at p99); bare NATS hop ${line('nats')} ms; owner's frame on NATS (tap) ${line('tap')} ms`);
     progress(`${bench}: CPU per update sent: owner ${(ownerCpu / sent).toFixed(0)} µs, relaying node ${(relayCpu / sent).toFixed(0)} µs, nats-server ${(natsCpu / sent).toFixed(0)} µs`);
     return figures;
   } finally {

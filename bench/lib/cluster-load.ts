@@ -84,6 +84,19 @@ class DocLoad {
     content.insert(content.length, text.padEnd(payload, 'x'));
   }
 
+  /** A frame of this document seen on NATS (the tap): the first sighting of each marker is a sample of group `tap`. */
+  tapped(text: string, now: number): void {
+    for (const match of text.matchAll(MARKER)) {
+      const seq = Number(match[1]);
+      const sentAt = this.sentAt.get(seq);
+      if (sentAt === undefined || this.tappedSeqs.has(seq)) continue;
+      this.tappedSeqs.add(seq);
+      this.run.latencySample('tap', now - sentAt, sentAt);
+    }
+  }
+
+  private readonly tappedSeqs = new Set<number>();
+
   private received(data: Buffer, group: string): void {
     const now = performance.now();
     const text = data.toString('latin1');
@@ -218,6 +231,18 @@ class NatsProbe {
         run.latencySample('nats', performance.now() - sentAt, sentAt);
       },
     });
+    // A tap on the owner's fan-out subjects (plait.topic.<base64url topic>): when a writer's update reached a NATS
+    // subscriber, on this process's clock. Relaying reader minus tap = the relaying node's turn and its socket.
+    const byDocument = new Map(run.docs.map((load) => [documentIdOf(load.spec.writerUrl), load]));
+    sub.subscribe('plait.topic.>', {
+      callback: (error, msg) => {
+        if (error !== null) return;
+        const now = performance.now();
+        const topic = Buffer.from(msg.subject.slice('plait.topic.'.length), 'base64url').toString('latin1');
+        const load = [...byDocument].find(([id]) => topic.includes(id))?.[1];
+        if (load !== undefined) load.tapped(Buffer.from(msg.data).toString('latin1'), now);
+      },
+    });
     await sub.flush();
     return new NatsProbe(pub, sub);
   }
@@ -231,6 +256,11 @@ class NatsProbe {
   async close(): Promise<void> {
     await Promise.all([this.pub.close(), this.sub.close()]);
   }
+}
+
+/** `/sync/<organization>/<document>/...` → `"<document>"` as it stands in a topic name (quoted: latency-1 is not latency-10). */
+function documentIdOf(url: string): string {
+  return JSON.stringify(new URL(url).pathname.split('/')[3] ?? url);
 }
 
 const delay = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
