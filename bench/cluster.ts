@@ -37,7 +37,7 @@ interface Nats {
 }
 
 /** nats-server -js on a free loopback port with a temporary store. */
-async function startNats(): Promise<Nats> {
+export async function startNats(): Promise<Nats> {
   const bin = natsServerBinary();
   if (bin === undefined) throw new Error('nats-server is not installed (apt-get install nats-server)');
   const store = mkdtempSync(join(tmpdir(), 'plait-bench-nats-'));
