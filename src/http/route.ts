@@ -2,56 +2,15 @@
 import { randomUUID } from 'node:crypto';
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
 import { AppError, bodyTooLarge, methodNotAllowed, toAppError, unavailable } from '../errors.js';
-import type { Logger } from '../log.js';
 import { RestInstrument } from '../metrics/instruments.js';
-import type { ApiKeyIdentity, WorkspaceIdentity } from '../tenant/workspaces.js';
 import { readBody } from './body.js';
-import type { RequestGate } from './gate.js';
 import type { Operation } from './operation.js';
-import { normalizeAddress, type ClientAddresses } from './client-address.js';
-import type { RateLimits } from './rate-limit.js';
+import { normalizeAddress } from './client-address.js';
 import { errorEnvelope, writeError, writeJson, type ResponseState } from '../edge/reply.js';
 import { compileValidator, type Validator } from './validate.js';
-import { errorAnswer, Exchange, failed, serveStep, type Answer, type Incoming } from './serve.js';
+import { errorAnswer, Exchange, failed, serveStep, type Answer, type ForwardedRequest, type Incoming, type RouteDeps } from './serve.js';
 
-/** A REST request as forwarded to a document's owner in a cluster (src/cluster/ implements the transport). */
-export interface ForwardedRequest {
-  readonly path: string;
-  /** content-type, x-request-id and the credentials the operation's auth level reads. */
-  readonly headers: Readonly<Record<string, string>>;
-  readonly body: Uint8Array;
-  /** The client's address as the receiving node resolved it ('' when the operation did not need it). */
-  readonly ip: string;
-}
-
-export type { Answer } from './serve.js';
-
-/** The credential checks the edge needs from the core. Each throws an AppError naming what is wrong. */
-export interface Authenticator {
-  workspace(workspaceId: string, token: string): WorkspaceIdentity;
-  apiKey(apiKey: string, token: string): ApiKeyIdentity;
-}
-
-export interface RouteDeps {
-  readonly auth: Authenticator;
-  readonly log: Logger;
-  readonly maxBodyBytes: number;
-  readonly corsOrigin: string;
-  readonly limits: RateLimits;
-  /** Resolves the client address from the socket and, behind a trusted proxy, X-Forwarded-For. */
-  readonly clientAddresses: ClientAddresses;
-  /** Counts requests in flight; closed by a graceful stop, after which requests are answered UNAVAILABLE. */
-  readonly gate: RequestGate;
-  /** The API key's allowed web origins (domains operations): `refused` answers PERMISSION_DENIED, `listed` is echoed in CORS. */
-  readonly originPolicy?: (apiKey: string, origin: string) => 'any' | 'listed' | 'refused';
-  /** Cluster mode: a request that needs a document another node owns is answered by that node (docs/cluster.md). */
-  readonly forward?: (owner: string, request: ForwardedRequest) => Promise<Answer>;
-  /**
-   * Cluster mode: catches up with the cluster's state log; true once done. A lookup that missed
-   * (credentials, a record NOT_FOUND) is retried once after it, so what another node just wrote is found here at once.
-   */
-  readonly catchUp?: () => Promise<boolean>;
-}
+export type { Answer, Authenticator, ForwardedRequest, RouteDeps } from './serve.js';
 
 /** UUID-shaped ids: a random per-process prefix and a counter (a random UUID per request costs more than the rest of the id work). */
 const ID_PREFIX = randomUUID().slice(0, 24);

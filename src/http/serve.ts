@@ -5,10 +5,49 @@ import type { RestInstrument } from '../metrics/instruments.js';
 import { NotOwnerError } from '../doc/ownership.js';
 import { errorEnvelope, successEnvelope } from '../edge/reply.js';
 import { isJsonContentType, parseEnvelope } from './body.js';
-import { rateLimitKey } from './client-address.js';
+import { rateLimitKey, type ClientAddresses } from './client-address.js';
+import type { RequestGate } from './gate.js';
+import type { RateLimits } from './rate-limit.js';
+import type { ApiKeyIdentity, WorkspaceIdentity } from '../tenant/workspaces.js';
 import type { Operation, RequestContext } from './operation.js';
-import type { RouteDeps } from './route.js';
 import type { Validator } from './validate.js';
+
+/** A REST request as forwarded to a document's owner in a cluster (src/cluster/ implements the transport). */
+export interface ForwardedRequest {
+  readonly path: string;
+  /** content-type, x-request-id and the credentials the operation's auth level reads. */
+  readonly headers: Readonly<Record<string, string>>;
+  readonly body: Uint8Array;
+  /** The client's address as the receiving node resolved it ('' when the operation did not need it). */
+  readonly ip: string;
+}
+
+/** The credential checks the edge needs from the core. Each throws an AppError naming what is wrong. */
+export interface Authenticator {
+  workspace(workspaceId: string, token: string): WorkspaceIdentity;
+  apiKey(apiKey: string, token: string): ApiKeyIdentity;
+}
+
+export interface RouteDeps {
+  readonly auth: Authenticator;
+  readonly log: Logger;
+  readonly maxBodyBytes: number;
+  readonly corsOrigin: string;
+  readonly limits: RateLimits;
+  /** Resolves the client address from the socket and, behind a trusted proxy, X-Forwarded-For. */
+  readonly clientAddresses: ClientAddresses;
+  /** Counts requests in flight; closed by a graceful stop, after which requests are answered UNAVAILABLE. */
+  readonly gate: RequestGate;
+  /** The API key's allowed web origins (domains operations): `refused` answers PERMISSION_DENIED, `listed` is echoed in CORS. */
+  readonly originPolicy?: (apiKey: string, origin: string) => 'any' | 'listed' | 'refused';
+  /** Cluster mode: a request that needs a document another node owns is answered by that node (docs/cluster.md). */
+  readonly forward?: (owner: string, request: ForwardedRequest) => Promise<Answer>;
+  /**
+   * Cluster mode: catches up with the cluster's state log; true once done. A lookup that missed
+   * (credentials, a record NOT_FOUND) is retried once after it, so what another node just wrote is found here at once.
+   */
+  readonly catchUp?: () => Promise<boolean>;
+}
 
 /** What the serve step answers; the uWS route writes it, a forwarded request sends it back to the node that asked. */
 export interface Answer {
