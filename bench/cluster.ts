@@ -5,7 +5,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { natsServerBinary } from '../test/helpers/nats.js';
-import { finish, flags, main, num } from './lib/cli.js';
+import { finish, flags, main, num, profileDir } from './lib/cli.js';
+import { formatProfile, summarizeProfiles } from './lib/profile.js';
 import { EDITOR_ID, plaitCredentials } from './lib/clients.js';
 import type { LoadCommand, LoadDoc, LoadReply, LoadResult } from './lib/cluster-load.js';
 import { launchServer, type ServerHandle } from './lib/launch.js';
@@ -21,6 +22,8 @@ const USAGE = `node --import=tsx bench/cluster.ts [flags]
   --rate R            latency phase: updates/s per document (default 20)
   --latency-seconds S latency phase: measured seconds (default 10)
   --payload B         characters per update (default 32)
+  --phases P          comma-separated: throughput, latency (default both)
+  --profile           latency phase: V8 CPU profiles of both Plait processes (the busiest is summarized)
 Needs nats-server (apt-get install nats-server). Every process is a child; all traffic on 127.0.0.1.`;
 
 const LOAD_SCRIPT = fileURLToPath(new URL('./lib/cluster-load.ts', import.meta.url));
@@ -34,7 +37,7 @@ interface Nats {
 }
 
 /** nats-server -js on a free loopback port with a temporary store. */
-async function startNats(): Promise<Nats> {
+export async function startNats(): Promise<Nats> {
   const bin = natsServerBinary();
   if (bin === undefined) throw new Error('nats-server is not installed (apt-get install nats-server)');
   const store = mkdtempSync(join(tmpdir(), 'plait-bench-nats-'));
@@ -106,11 +109,12 @@ interface Cluster {
 }
 
 /** `count` Plait processes (the compiled build) on one NATS, each on its own DATA_DIR (its cache of the state stream). */
-async function startCluster(nats: Nats, count: number, tag: string): Promise<Cluster> {
+async function startCluster(nats: Nats, count: number, tag: string, cpuProfileDir?: string): Promise<Cluster> {
   const dataDir = mkdtempSync(join(tmpdir(), 'plait-bench-cluster-'));
   const servers: ServerHandle[] = [];
   for (let i = 0; i < count; i++) {
-    servers.push(await launchServer('plait', { dataDir: join(dataDir, `node-${i + 1}`), keepData: true, env: { NATS_URL: nats.url, NODE_ID: `${tag}-${i + 1}`, SECRET_KEY, CLUSTER_LEASE_MS: '10000' } }));
+    const env = { NATS_URL: nats.url, NODE_ID: `${tag}-${i + 1}`, SECRET_KEY, CLUSTER_LEASE_MS: '10000' };
+    servers.push(await launchServer('plait', { dataDir: join(dataDir, `node-${i + 1}`), keepData: true, env, ...(cpuProfileDir === undefined ? {} : { cpuProfileDir }) }));
   }
   const first = servers[0];
   if (first === undefined) throw new Error('no server');
@@ -185,8 +189,8 @@ async function throughput(nats: Nats, count: number, options: ThroughputOptions)
 }
 
 /** Paced writers on node 1; half of each document's readers on node 1 (the owner), half on node 2 (relaying). */
-async function latency(nats: Nats, options: { docs: number; readers: number; rate: number; seconds: number; payload: number }): Promise<Figure[]> {
-  const cluster = await startCluster(nats, 2, 'lat');
+async function latency(nats: Nats, options: { docs: number; readers: number; rate: number; seconds: number; payload: number; cpuProfileDir?: string | undefined }): Promise<Figure[]> {
+  const cluster = await startCluster(nats, 2, 'lat', options.cpuProfileDir);
   const [owner, relaying] = cluster.servers;
   if (owner === undefined || relaying === undefined) throw new Error('two servers');
   const load = new LoadProcess();
@@ -200,7 +204,9 @@ async function latency(nats: Nats, options: { docs: number; readers: number; rat
       ],
     }));
     await load.connect(docs);
-    const result = await load.run({ type: 'run', mode: 'paced', window: 0, rate: options.rate, payload: options.payload, warmupMs: WARMUP_MS, measureMs: options.seconds * 1000 });
+    const cpuBefore = [owner.pid, relaying.pid, nats.pid].map(cpuOf);
+    const started = Date.now();
+    const result = await load.run({ type: 'run', mode: 'paced', window: 0, rate: options.rate, payload: options.payload, warmupMs: WARMUP_MS, measureMs: options.seconds * 1000, natsProbeUrl: nats.url });
     const bench = `cluster fan-out, ${options.docs} docs × ${options.rate}/s`;
     const figures: Figure[] = [];
     for (const group of ['owner', 'relay'] as const) {
@@ -209,10 +215,25 @@ async function latency(nats: Nats, options: { docs: number; readers: number; rat
       figures.push({ bench, metric: `latency p50, ${where}`, unit: 'ms', server: 'plait', value: summary?.p50 ?? Number.NaN, better: 'lower', detail: { options, result } });
       figures.push({ bench, metric: `latency p99, ${where}`, unit: 'ms', server: 'plait', value: summary?.p99 ?? Number.NaN, better: 'lower' });
     }
+    // CPU over the whole run (warm-up and drain included), per update sent: what the relay costs each node.
+    const elapsedMs = Date.now() - started;
+    const [ownerCpu = 0, relayCpu = 0, natsCpu = 0] = [owner.pid, relaying.pid, nats.pid].map((pid, i) => cpuOf(pid) - (cpuBefore[i] ?? 0));
+    const sent = options.docs * options.rate * (elapsedMs / 1000);
+    figures.push({ bench, metric: 'owner CPU per update sent', unit: 'µs', server: 'plait', value: ownerCpu / sent, better: 'lower' });
+    figures.push({ bench, metric: 'relaying node CPU per update sent', unit: 'µs', server: 'plait', value: relayCpu / sent, better: 'lower' });
+    figures.push({ bench, metric: 'nats-server CPU per update sent', unit: 'µs', server: 'plait', value: natsCpu / sent, better: 'lower' });
+    const tap = result.latency['tap'];
+    figures.push({ bench, metric: "latency p50, the owner's frame reaching a NATS subscriber (tap)", unit: 'ms', server: 'plait', value: tap?.p50 ?? Number.NaN, better: 'lower' });
+    figures.push({ bench, metric: "latency p99, the owner's frame reaching a NATS subscriber (tap)", unit: 'ms', server: 'plait', value: tap?.p99 ?? Number.NaN, better: 'lower' });
+    const probe = result.latency['nats'];
+    figures.push({ bench, metric: 'latency p50, bare NATS hop (same pace, same load)', unit: 'ms', server: 'plait', value: probe?.p50 ?? Number.NaN, better: 'lower' });
+    figures.push({ bench, metric: 'latency p99, bare NATS hop (same pace, same load)', unit: 'ms', server: 'plait', value: probe?.p99 ?? Number.NaN, better: 'lower' });
     const added = (result.latency['relay']?.p99 ?? Number.NaN) - (result.latency['owner']?.p99 ?? Number.NaN);
     figures.push({ bench, metric: 'relaying adds at p99 (target ≤ 1 ms)', unit: 'ms', server: 'plait', value: added, better: 'lower' });
     figures.push({ bench, metric: 'unfinished + reconnects', unit: 'count', server: 'plait', value: result.unfinished + result.closes, better: 'lower' });
-    progress(`${bench}: owner p50 ${result.latency['owner']?.p50.toFixed(2)} p99 ${result.latency['owner']?.p99.toFixed(2)} ms; relay p50 ${result.latency['relay']?.p50.toFixed(2)} p99 ${result.latency['relay']?.p99.toFixed(2)} ms`);
+    const line = (group: string): string => `p50 ${result.latency[group]?.p50.toFixed(2)} p99 ${result.latency[group]?.p99.toFixed(2)} max ${result.latency[group]?.max.toFixed(1)}`;
+    progress(`${bench}: owner ${line('owner')} ms; relay ${line('relay')} ms (adds ${added.toFixed(2)} at p99); bare NATS hop ${line('nats')} ms; owner's frame on NATS (tap) ${line('tap')} ms`);
+    progress(`${bench}: CPU per update sent: owner ${(ownerCpu / sent).toFixed(0)} µs, relaying node ${(relayCpu / sent).toFixed(0)} µs, nats-server ${(natsCpu / sent).toFixed(0)} µs`);
     return figures;
   } finally {
     load.stop();
@@ -231,7 +252,9 @@ if (isMain(import.meta.url)) {
       rate: { type: 'string' },
       'latency-seconds': { type: 'string' },
       payload: { type: 'string' },
+      phases: { type: 'string' },
     });
+    const phases = new Set((typeof values['phases'] === 'string' ? values['phases'] : 'throughput,latency').split(',').map((phase) => phase.trim()));
     const payload = num(values, 'payload', 32, 8, 100_000);
     const options: ThroughputOptions = {
       docs: num(values, 'docs', 64, 1, 10_000),
@@ -244,26 +267,34 @@ if (isMain(import.meta.url)) {
       progress('cluster bench skipped: nats-server is not installed (apt-get install nats-server)');
       return;
     }
+    const prof = profileDir(values);
     const nats = await startNats();
     const figures: Figure[] = [];
     try {
-      const one = await throughput(nats, 1, options);
-      const two = await throughput(nats, 2, options);
-      figures.push(...one, ...two);
-      const rate = (list: readonly Figure[]): number => list.find((figure) => figure.metric === 'updates/s (aggregate)')?.value ?? Number.NaN;
-      figures.push({ bench: 'cluster, 2 processes', metric: 'speed-up over 1 process (target ≥ 1.6)', unit: '×', server: 'plait', value: rate(two) / rate(one), better: 'higher' });
-      figures.push(
+      if (phases.has('throughput')) {
+        const one = await throughput(nats, 1, options);
+        const two = await throughput(nats, 2, options);
+        figures.push(...one, ...two);
+        const rate = (list: readonly Figure[]): number => list.find((figure) => figure.metric === 'updates/s (aggregate)')?.value ?? Number.NaN;
+        figures.push({ bench: 'cluster, 2 processes', metric: 'speed-up over 1 process (target ≥ 1.6)', unit: '×', server: 'plait', value: rate(two) / rate(one), better: 'higher' });
+      }
+      if (phases.has('latency')) {
+        figures.push(
         ...(await latency(nats, {
           docs: num(values, 'latency-docs', 20, 1, 10_000),
           readers: 2 * Math.max(1, Math.floor(options.readers / 2)),
           rate: num(values, 'rate', 20, 0.1, 10_000),
           seconds: num(values, 'latency-seconds', 10, 1, 600),
           payload,
+          cpuProfileDir: prof,
         })),
-      );
+        );
+      }
     } finally {
       await nats.stop();
     }
+    // Both processes matter here (the owner and the relaying node), so every profile is summarized, not the busiest.
+    if (prof !== undefined) for (const summary of summarizeProfiles(prof)) progress(formatProfile(summary));
     for (const figure of figures) emit(figure);
     finish(figures);
   });

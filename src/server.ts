@@ -4,7 +4,7 @@ import type { Config } from './config.js';
 import type { Logger } from './log.js';
 import { RequestGate } from './http/gate.js';
 import { writeJson } from './edge/reply.js';
-import { fallback, preflight, route, type ForwardedRequest, type RouteDeps } from './http/route.js';
+import { fallback, preflight, route, type ForwardedRequest, type PathHandlers, type RouteDeps } from './http/route.js';
 import type { Operation } from './http/operation.js';
 import { rateLimits } from './http/rate-limit.js';
 import { ClientAddresses, rateLimitKey } from './http/client-address.js';
@@ -136,12 +136,16 @@ export async function startServer(config: Config, log: Logger, options: ServerOp
   };
   const knownPaths = new Set<string>();
   const operations = allOperations(services);
+  // By path, the entry of a request another node forwarded here (cluster mode): the same serve step, no HTTP.
+  const forwardedByPath = new Map<string, PathHandlers['forwarded']>();
   for (const op of operations) {
     const handlerFor = route(op, deps);
     for (const path of op.paths) {
       if (knownPaths.has(path)) throw new Error(`two operations claim ${path}`);
       knownPaths.add(path);
-      app.post(path, handlerFor(path));
+      const handlers = handlerFor(path);
+      app.post(path, handlers.http);
+      forwardedByPath.set(path, handlers.forwarded);
     }
   }
   const getJson = (body: () => unknown) => (res: Parameters<Parameters<typeof app.get>[1]>[0]) => {
@@ -202,7 +206,7 @@ export async function startServer(config: Config, log: Logger, options: ServerOp
   const port = uws.us_socket_local_port(listenSocket);
   const metricsSocket =
     config.metricsPort === undefined ? undefined : await listen(metricsApp, config.host, config.metricsPort, 'metrics');
-  cluster?.serveRest(config.host, port);
+  cluster?.serveRest(forwardedByPath);
   boundPorts.set(config, port);
   // Every job kind is registered by now. The holder of the worker role (this process, unless a cluster node holds it
   // elsewhere) runs the dispatcher and the delivery queue and resumes jobs a crash interrupted (each is idempotent).

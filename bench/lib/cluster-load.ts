@@ -1,5 +1,6 @@
 // Owns one load process of the cluster bench: raw WebSocket writers and readers of many documents, driven over IPC.
 import { performance } from 'node:perf_hooks';
+import { connect, type NatsConnection } from 'nats';
 import WebSocket from 'ws';
 import * as Y from 'yjs';
 import { writeUpdate } from '../../src/sync/protocol.js';
@@ -18,7 +19,17 @@ export interface LoadDoc {
 
 export type LoadCommand =
   | { readonly type: 'connect'; readonly docs: readonly LoadDoc[] }
-  | { readonly type: 'run'; readonly mode: 'closed' | 'paced'; readonly window: number; readonly rate: number; readonly payload: number; readonly warmupMs: number; readonly measureMs: number };
+  | {
+      readonly type: 'run';
+      readonly mode: 'closed' | 'paced';
+      readonly window: number;
+      readonly rate: number;
+      readonly payload: number;
+      readonly warmupMs: number;
+      readonly measureMs: number;
+      /** Paced mode: also time a bare NATS hop (publish on one connection, receive on another) at every tick, group `nats`. */
+      readonly natsProbeUrl?: string;
+    };
 
 export interface LoadResult {
   /** Updates seen by every reader of their document within the measured window. */
@@ -72,6 +83,19 @@ class DocLoad {
     const content = this.doc.getText('content');
     content.insert(content.length, text.padEnd(payload, 'x'));
   }
+
+  /** A frame of this document seen on NATS (the tap): the first sighting of each marker is a sample of group `tap`. */
+  tapped(text: string, now: number): void {
+    for (const match of text.matchAll(MARKER)) {
+      const seq = Number(match[1]);
+      const sentAt = this.sentAt.get(seq);
+      if (sentAt === undefined || this.tappedSeqs.has(seq)) continue;
+      this.tappedSeqs.add(seq);
+      this.run.latencySample('tap', now - sentAt, sentAt);
+    }
+  }
+
+  private readonly tappedSeqs = new Set<number>();
 
   private received(data: Buffer, group: string): void {
     const now = performance.now();
@@ -152,13 +176,17 @@ class LoadRun {
     const start = performance.now();
     this.measuring = { from: start + command.warmupMs, to: start + command.warmupMs + command.measureMs };
     let timer: NodeJS.Timeout | undefined;
+    const probe = command.mode === 'paced' && command.natsProbeUrl !== undefined ? await NatsProbe.open(command.natsProbeUrl, this) : undefined;
     if (command.mode === 'closed') {
       for (const load of this.docs) while (load.inFlight < this.window) load.send(this.payload);
     } else {
       // Paced: every document sends `rate` updates a second, spread evenly over the documents.
       const tickMs = 1000 / command.rate / this.docs.length;
       let i = 0;
-      timer = setInterval(() => this.docs[i++ % this.docs.length]?.send(this.payload), tickMs);
+      timer = setInterval(() => {
+        this.docs[i++ % this.docs.length]?.send(this.payload);
+        probe?.send();
+      }, tickMs);
     }
     await delay(command.warmupMs);
     const cpuBefore = process.cpuUsage();
@@ -170,6 +198,7 @@ class LoadRun {
     const end = this.measuring.to;
     const drainUntil = performance.now() + 3000;
     while (performance.now() < drainUntil && this.pending(end) > 0) await delay(50);
+    await probe?.close();
     const latency: Record<string, Summary> = {};
     for (const [group, samples] of this.latency) latency[group] = summarize(samples);
     return { delivered: this.delivered, measuredMs: command.measureMs, cpuMicros: cpu.user + cpu.system, latency, unfinished: this.pending(end), closes: this.closes };
@@ -184,6 +213,54 @@ class LoadRun {
   close(): void {
     for (const load of this.docs) load.close();
   }
+}
+
+/**
+ * The floor of what a relay can add: one message through nats-server between two connections of this process, at
+ * the pace of the updates and under the same load. A relayed frame takes this hop plus the relaying node's turn.
+ */
+class NatsProbe {
+  private constructor(private readonly pub: NatsConnection, private readonly sub: NatsConnection) {}
+
+  static async open(url: string, run: LoadRun): Promise<NatsProbe> {
+    const [pub, sub] = await Promise.all([connect({ servers: url }), connect({ servers: url })]);
+    sub.subscribe('bench.probe', {
+      callback: (error, msg) => {
+        if (error !== null) return;
+        const sentAt = new DataView(msg.data.buffer, msg.data.byteOffset, 8).getFloat64(0);
+        run.latencySample('nats', performance.now() - sentAt, sentAt);
+      },
+    });
+    // A tap on the owner's fan-out subjects (plait.topic.<base64url topic>): when a writer's update reached a NATS
+    // subscriber, on this process's clock. Relaying reader minus tap = the relaying node's turn and its socket.
+    const byDocument = new Map(run.docs.map((load) => [documentIdOf(load.spec.writerUrl), load]));
+    sub.subscribe('plait.topic.>', {
+      callback: (error, msg) => {
+        if (error !== null) return;
+        const now = performance.now();
+        const topic = Buffer.from(msg.subject.slice('plait.topic.'.length), 'base64url').toString('latin1');
+        const load = [...byDocument].find(([id]) => topic.includes(id))?.[1];
+        if (load !== undefined) load.tapped(Buffer.from(msg.data).toString('latin1'), now);
+      },
+    });
+    await sub.flush();
+    return new NatsProbe(pub, sub);
+  }
+
+  send(): void {
+    const bytes = new Uint8Array(8);
+    new DataView(bytes.buffer).setFloat64(0, performance.now());
+    this.pub.publish('bench.probe', bytes);
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([this.pub.close(), this.sub.close()]);
+  }
+}
+
+/** `/sync/<organization>/<document>/...` → `"<document>"` as it stands in a topic name (quoted: latency-1 is not latency-10). */
+function documentIdOf(url: string): string {
+  return JSON.stringify(new URL(url).pathname.split('/')[3] ?? url);
 }
 
 const delay = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));

@@ -10,7 +10,7 @@ import { unavailable } from '../errors.js';
 import type { Logger } from '../log.js';
 import { Leases } from './leases.js';
 import { Relay } from './relay.js';
-import { RestForwarding } from './rest-forward.js';
+import { RestForwarding, type ForwardedHandler } from './rest-forward.js';
 import { ClusterState } from './state.js';
 import { WorkerLease } from './worker-lease.js';
 
@@ -109,10 +109,9 @@ export class ClusterNode {
     this.relay.serve(actors);
   }
 
-  /** Starts answering REST requests forwarded to this node, through its own listener (`host`:`port`). */
-  serveRest(host: string, port: number): void {
-    const loopback = host === '0.0.0.0' || host === '::' || host === '' ? '127.0.0.1' : host;
-    this.rest.serve(`http://${loopback.includes(':') ? `[${loopback}]` : loopback}:${port}`);
+  /** Starts answering REST requests forwarded to this node, each by its path's serve step (src/http/route.ts). */
+  serveRest(byPath: ReadonlyMap<string, ForwardedHandler>): void {
+    this.rest.serve(byPath);
   }
 
   /** First step of a graceful stop (SIGTERM): from now on this node claims no new document. */

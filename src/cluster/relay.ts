@@ -152,9 +152,12 @@ export class Relay implements DocumentRelay {
         this.deps.local.publish(topic, bytes);
         this.deps.nc.publish(subjects.topic(topic), bytes);
       },
-      // A connection's own frame (local socket or remote): relaying nodes deliver it to all but that connection.
+      // A connection's own frame: relaying nodes deliver it to all but that connection. Only a remote connection
+      // (a socket on a relaying node) needs the skip; a socket of this node is on no other node, so its frames go
+      // without headers, the common case (nats.js encodes and the receiver decodes a header block per message).
       publishedBy: (topic, bytes, sender) => {
-        this.deps.nc.publish(subjects.topic(topic), bytes, { headers: hdrs({ x: sender.sessionId }) });
+        if (this.remote.has(sender.sessionId)) this.deps.nc.publish(subjects.topic(topic), bytes, { headers: hdrs({ x: sender.sessionId }) });
+        else this.deps.nc.publish(subjects.topic(topic), bytes);
       },
     };
   }
