@@ -70,6 +70,13 @@ export class Compactor {
     private readonly options: CompactorOptions,
   ) {}
 
+  private readonly listeners: Array<(stats: CheckpointStats) => void> = [];
+
+  /** Told after each completed compaction (logs, tests). */
+  onCheckpoint(listener: (stats: CheckpointStats) => void): void {
+    this.listeners.push(listener);
+  }
+
   /** Reads the stream's size and, on the holder past the threshold, compacts. Never throws (logs). */
   async tick(): Promise<void> {
     try {
@@ -118,6 +125,7 @@ export class Compactor {
     this.baseline = await this.measure();
     const stats: CheckpointStats = { seq: position, bytes: written.bytes, rows: written.rows, durationMs: performance.now() - started, purgedTo, blobsDeleted };
     this.last = stats;
+    for (const listener of this.listeners) listener(stats);
     log.info('state checkpoint written and the stream purged', { ...stats, oldCheckpointsDeleted: oldDeleted });
     return stats;
   }

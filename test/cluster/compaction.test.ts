@@ -164,3 +164,35 @@ t.test('a checkpoint cut off half-way leaves the previous one in use; the next r
   await sameRows(t, [k1, k2, k3], 'rebuilt from the new checkpoint');
   for (const node of [k3, k2, k1]) await node.server.stop();
 });
+
+t.test('past CLUSTER_CHECKPOINT_BYTES the worker-role holder compacts by itself, and only it', async (t) => {
+  const bin = natsOrSkip(t);
+  if (bin === undefined) return;
+  const nats = await startNats(t, bin);
+  const root = t.testdir();
+  const start = (nodeId: string): Promise<TestServer> =>
+    startTestServer(t, { natsUrl: nats.url, nodeId, secretKey, clusterCheckpointBytes: 256 * 1024 }, `${root}/${nodeId}`, { autoDeliver: false });
+  const nodes = [await start('t1'), await start('t2')];
+  const seen: string[] = [];
+  const done = new Promise<void>((resolve) => {
+    for (const node of nodes) {
+      clusterOf(node).state.compactor?.onCheckpoint(() => {
+        seen.push(`${node.config.nodeId ?? ''}${clusterOf(node).worker.held() ? ' (holder)' : ''}`);
+        resolve();
+      });
+    }
+  });
+  // Below the threshold nothing happens on either node.
+  for (const node of nodes) await clusterOf(node).state.compactor?.tick();
+  t.same(seen, [], 'no checkpoint below the threshold');
+  for (let i = 0; i < 4; i++) {
+    const node = nodes[i % 2];
+    if (node !== undefined) await writeRow(node, `grow-${i}`, 100_000);
+  }
+  // The non-holder's check past the threshold does nothing; the holder's own periodic check compacts.
+  for (const node of nodes) if (!clusterOf(node).worker.held()) await clusterOf(node).state.compactor?.tick();
+  await done;
+  t.equal(seen.length, 1, 'one checkpoint');
+  t.match(seen[0], /\(holder\)$/, `written by the worker-role holder (${seen[0] ?? ''})`);
+  for (const node of nodes) await node.server.stop();
+});
