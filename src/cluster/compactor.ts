@@ -6,6 +6,8 @@ import { Store } from '../store/env.js';
 import { DB } from '../store/keys.js';
 import type { ReplicatedOp } from '../store/replication.js';
 import { deleteCheckpointsBefore, newestCheckpoint, readCheckpoint, writeCheckpoint } from './checkpoint.js';
+import { ROLE_BUCKET } from './leases.js';
+import { nodeLivenessKey } from './worker-lease.js';
 import { OriginOrder } from './origin-order.js';
 import { readTx, STATE_STREAM, STATE_SUBJECT } from './state-message.js';
 
@@ -14,6 +16,8 @@ export const APPLIED_SUBJECT = 'plait.state.applied';
 /** DB.meta keys of the scratch store: the stream it was built from, how far it applied, and blobs messages referenced. */
 const SCRATCH_STREAM = 'checkpointStream';
 const SCRATCH_POSITION = 'checkpointApplied';
+/** What every node's liveness key in the role bucket starts with. */
+const LIVENESS_PREFIX = nodeLivenessKey('');
 const blobRef = (seq: number): [string, number] => ['blob', seq];
 /** How long the purge waits for every node to say how far it applied. */
 const APPLIED_WAIT_MS = 1_000;
@@ -194,15 +198,41 @@ export class Compactor {
     return position;
   }
 
-  /** The lowest applied position any live node reports (this node's included); a node that does not answer in time is not waited for. */
+  /**
+   * The lowest applied position the live nodes report (this node's included). Every node holding its liveness key must
+   * answer: one that does not (busy, starting, cut off) would meet a gap after the purge, so the purge waits for a later
+   * run (0: purge nothing now).
+   */
   private async slowestApplied(): Promise<number> {
-    let slowest = Number.MAX_SAFE_INTEGER;
+    const live = await this.liveNodes();
+    const replied = new Map<string, number>();
     const replies = await this.nc.requestMany(APPLIED_SUBJECT, undefined, { strategy: RequestStrategy.Timer, maxWait: APPLIED_WAIT_MS });
     for await (const reply of replies) {
-      const applied = Number(new TextDecoder().decode(reply.data));
-      if (Number.isSafeInteger(applied)) slowest = Math.min(slowest, applied);
+      const answer = JSON.parse(new TextDecoder().decode(reply.data)) as { node?: unknown; applied?: unknown };
+      if (typeof answer.node === 'string' && typeof answer.applied === 'number') replied.set(answer.node, Math.min(answer.applied, replied.get(answer.node) ?? Number.MAX_SAFE_INTEGER));
     }
-    return slowest;
+    const silent = [...live].filter((node) => !replied.has(node));
+    if (silent.length > 0 || replied.size === 0) {
+      this.options.log.warn('live nodes did not say how far they applied: the stream is not purged this time', { silent });
+      return 0;
+    }
+    return Math.min(...replied.values());
+  }
+
+  /** Node ids holding an unexpired liveness key in the role bucket (src/cluster/worker-lease.ts). */
+  private async liveNodes(): Promise<Set<string>> {
+    const kv = await this.nc.jetstream().views.kv(ROLE_BUCKET);
+    const live = new Set<string>();
+    const now = Date.now();
+    for await (const key of await kv.keys()) {
+      const name = Buffer.from(key, 'base64url').toString('utf8');
+      if (!name.startsWith(LIVENESS_PREFIX)) continue;
+      const entry = await kv.get(key);
+      if (entry === null || entry.value.length === 0) continue;
+      const value = JSON.parse(new TextDecoder().decode(entry.value)) as { node?: unknown; expiresAt?: unknown };
+      if (typeof value.node === 'string' && typeof value.expiresAt === 'number' && value.expiresAt > now) live.add(value.node);
+    }
+    return live;
   }
 
   /** Deletes the blobs of messages up to `seq` (purged), forgetting them once gone. */

@@ -223,7 +223,7 @@ export class ClusterState implements Replication {
     this.responder ??= this.nc.subscribe(APPLIED_SUBJECT, {
       callback: (error, msg) => {
         if (error !== null) return this.options.log.warn('applied-position subscription failed', { error: String(error) });
-        if (this.behind === undefined) msg.respond(new TextEncoder().encode(String(this.applied)));
+        if (this.behind === undefined) msg.respond(new TextEncoder().encode(JSON.stringify({ node: this.options.nodeId, applied: this.applied })));
       },
     });
   }
