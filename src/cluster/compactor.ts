@@ -224,7 +224,10 @@ export class Compactor {
     const kv = await this.nc.jetstream().views.kv(ROLE_BUCKET);
     const live = new Set<string>();
     const now = Date.now();
-    for await (const key of await kv.keys()) {
+    // Keys first, values after: with a get inside the listing loop only the first key came (nats.js 2.29).
+    const names: string[] = [];
+    for await (const key of await kv.keys()) names.push(key);
+    for (const key of names) {
       const name = Buffer.from(key, 'base64url').toString('utf8');
       if (!name.startsWith(LIVENESS_PREFIX)) continue;
       const entry = await kv.get(key);

@@ -4,6 +4,8 @@ import { rmSync } from 'node:fs';
 import { connect, type NatsConnection } from 'nats';
 import t, { type Test } from 'tap';
 import { CHECKPOINT_BUCKET, listCheckpoints } from '../../src/cluster/checkpoint.js';
+import { leaseKey, ROLE_BUCKET } from '../../src/cluster/leases.js';
+import { nodeLivenessKey } from '../../src/cluster/worker-lease.js';
 import { BLOB_BUCKET, STATE_STREAM } from '../../src/cluster/state-message.js';
 import { Store } from '../../src/store/env.js';
 import { DB } from '../../src/store/keys.js';
@@ -195,4 +197,35 @@ t.test('past CLUSTER_CHECKPOINT_BYTES the worker-role holder compacts by itself,
   t.equal(seen.length, 1, 'one checkpoint');
   t.match(seen[0], /\(holder\)$/, `written by the worker-role holder (${seen[0] ?? ''})`);
   for (const node of nodes) await node.server.stop();
+});
+
+t.test('the purge waits for every live node; a cache behind the stream with no checkpoint covering the gap is refused, not applied with a gap', async (t) => {
+  const bin = natsOrSkip(t);
+  if (bin === undefined) return;
+  const nats = await startNats(t, bin);
+  const root = t.testdir();
+  const start = (nodeId: string): Promise<TestServer> =>
+    startTestServer(t, { natsUrl: nats.url, nodeId, secretKey, clusterCheckpointBytes: 0 }, `${root}/${nodeId}`, { autoDeliver: false });
+  const g1 = await start('g1');
+  const nc = await natsClient(t, nats.url);
+  const jsm = await nc.jetstreamManager();
+  await writeRow(g1, 'one', 1000);
+  // A live node that never answers how far it applied (its liveness key held, no applier): the purge must not pass it.
+  const roles = await nc.jetstream().views.kv(ROLE_BUCKET);
+  const ghost = leaseKey(nodeLivenessKey('ghost'));
+  await roles.put(ghost, JSON.stringify({ node: 'ghost', expiresAt: Date.now() + 600_000 }));
+  const skipped = await clusterOf(g1).state.compactor?.compact();
+  t.equal(skipped?.purgedTo, 0, 'the checkpoint is written but nothing is purged');
+  t.equal((await jsm.streams.info(STATE_STREAM)).state.first_seq, 1, 'the stream still starts at 1');
+  await roles.delete(ghost);
+  await writeRow(g1, 'two', 1000);
+  const purged = await clusterOf(g1).state.compactor?.compact();
+  t.ok((purged?.purgedTo ?? 0) > 0, 'once it is gone, the next run purges');
+  await g1.server.stop();
+
+  // The stream purged past every checkpoint (by hand): a new node refuses to start rather than apply with a gap.
+  await writeRow(await start('g2'), 'three', 1000).then(() => undefined);
+  const last = (await jsm.streams.info(STATE_STREAM)).state.last_seq;
+  await jsm.streams.purge(STATE_STREAM, { seq: last + 1 });
+  await t.rejects(start('g3'), /no checkpoint covers what came before/, 'a cache that cannot be rebuilt without a gap is refused');
 });
