@@ -6,10 +6,11 @@ import type { Logger } from '../log.js';
 import type { Store } from '../store/env.js';
 import { DB } from '../store/keys.js';
 import { CLUSTER_CACHE_KEY, type ReplicatedOp, type Replication } from '../store/replication.js';
-import { CHECKPOINT_BUCKET, newestCheckpoint, readCheckpoint } from './checkpoint.js';
+import { CHECKPOINT_BUCKET } from './checkpoint.js';
 import { APPLIED_SUBJECT, Compactor } from './compactor.js';
 import { DataDirLock } from './data-dir-lock.js';
 import { OriginOrder } from './origin-order.js';
+import { rebuildIfBehind } from './rebuild.js';
 import { BLOB_BUCKET, readTx, STATE_STREAM, STATE_SUBJECT } from './state-message.js';
 import { StatePublisher } from './state-publisher.js';
 
@@ -17,8 +18,6 @@ export { BLOB_BUCKET, STATE_STREAM, STATE_SUBJECT } from './state-message.js';
 
 /** DB.meta keys (node-local): where the applier is, and whether the cache may hold writes the stream lacks. */
 const POSITION_KEY = 'clusterApplied';
-/** Written while a checkpoint loads (the position is written only once it is whole). */
-const LOADING_KEY = 'clusterLoadingCheckpoint';
 const CACHE_KEY = CLUSTER_CACHE_KEY;
 /** How often a node reads the stream's size (gauges) and the worker-role holder checks the compaction threshold. */
 const MONITOR_MS = 5_000;
@@ -189,33 +188,9 @@ export class ClusterState implements Replication {
     log.info('state caught up with the cluster log', { from, applied: this.applied });
   }
 
-  /** A cache whose position is below the stream's first sequence is emptied and loaded from the newest checkpoint. */
+  /** A cache behind the stream's first sequence is emptied and loaded from the newest checkpoint (src/cluster/rebuild.ts). */
   private async rebuildIfBehind(store: Store): Promise<void> {
-    const meta = store.records<unknown>(DB.meta);
-    for (let attempt = 1; ; attempt++) {
-      const first = (await this.jsm.streams.info(STATE_STREAM)).state.first_seq;
-      if (this.applied >= first - 1) return;
-      const newest = await newestCheckpoint(this.checkpoints);
-      if (newest === undefined || newest.seq < first - 1) {
-        throw new Error(`the cluster log starts at sequence ${first} and no checkpoint covers what came before (newest: ${newest?.seq ?? 'none'}); this cache cannot be rebuilt`);
-      }
-      const started = performance.now();
-      this.options.log.warn('the cache is behind the start of the cluster log (away across a compaction, or new): loading the newest checkpoint', { applied: this.applied, first, checkpoint: newest.seq });
-      await store.wipeReplicated();
-      meta.removeSync(POSITION_KEY);
-      this.applied = 0;
-      try {
-        const rows = await readCheckpoint(this.checkpoints, newest, this.streamCreated, (batch) => store.applyReplicated(batch, { key: LOADING_KEY, value: newest.seq }));
-        meta.putSync(POSITION_KEY, newest.seq);
-        this.applied = newest.seq;
-        this.options.log.info('checkpoint loaded', { seq: newest.seq, rows, ms: Math.round(performance.now() - started) });
-        return;
-      } catch (error) {
-        // Deleted under the read by a newer compaction (or cut short): the next try takes the newest one.
-        if (attempt >= REBUILD_ATTEMPTS) throw error;
-        this.options.log.warn('could not load the checkpoint; trying the newest again', { checkpoint: newest.name, error: String(error) });
-      }
-    }
+    this.applied = await rebuildIfBehind({ jsm: this.jsm, checkpoints: this.checkpoints, stream: this.streamCreated, log: this.options.log, store, applied: this.applied, positionKey: POSITION_KEY, attempts: REBUILD_ATTEMPTS });
   }
 
   /** Answers the compactor's question of how far this cache has applied (the purge never passes it). */
