@@ -59,7 +59,8 @@ export interface CheckpointStats {
 export class Compactor {
   private running: Promise<CheckpointStats | undefined> | undefined;
   private scratch: Store | undefined;
-  private readonly order = new OriginOrder();
+  /** Per-origin order of the messages applied into the scratch store (as on every node's applier). */
+  private order = new OriginOrder();
   /** State-log bytes right after this node's last compaction (the trigger counts growth from there). */
   private baseline = 0;
   last: CheckpointStats | undefined;
@@ -140,6 +141,7 @@ export class Compactor {
     const meta = scratch.records<unknown>(DB.meta);
     if (meta.get(SCRATCH_STREAM) === this.options.stream && this.scratchPosition(scratch) >= firstSeq - 1) return scratch;
     await scratch.wipeReplicated();
+    this.order = new OriginOrder();
     await scratch.transaction(() => {
       for (const { key } of meta.getRange({})) if (key !== 'schemaVersion') void meta.remove(key);
     });

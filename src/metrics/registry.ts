@@ -69,7 +69,6 @@ export function createMetricsRegistry(sources: MetricSources, options: { default
     gauge('plait_cluster_state_unacknowledged', 'Cluster mode: committed writes waiting for the state stream to acknowledge them', () => state().unacknowledged);
     gauge('plait_cluster_state_first_seq', 'Cluster mode: the state stream\'s first sequence (messages before it were compacted into a checkpoint)', () => state().first);
     gauge('plait_cluster_state_last_seq', 'Cluster mode: the state stream\'s last sequence as last read (every 5 s)', () => state().last);
-    gauge('plait_cluster_state_lag', 'Cluster mode: stream messages this node has not applied yet (last seq - applied seq)', () => Math.max(0, state().last - state().applied));
     gauge('plait_cluster_state_log_bytes', 'Cluster mode: bytes of the state log (the stream and its blobs) as last read', () => state().logBytes);
     gauge('plait_cluster_checkpoint_seq', 'Cluster mode: stream sequence of the last checkpoint this node wrote (0: none)', () => state().checkpointSeq);
     gauge('plait_cluster_checkpoint_bytes', 'Cluster mode: size of the last checkpoint this node wrote', () => state().checkpointBytes);
