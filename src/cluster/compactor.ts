@@ -208,7 +208,12 @@ export class Compactor {
   private async slowestApplied(): Promise<number> {
     const live = await this.liveNodes();
     const replied = new Map<string, number>();
-    const replies = await this.nc.requestMany(APPLIED_SUBJECT, undefined, { strategy: RequestStrategy.Timer, maxWait: APPLIED_WAIT_MS });
+    // Done once as many nodes answered as hold liveness (a node answering in place of a live one only skips the purge).
+    const replies = await this.nc.requestMany(
+      APPLIED_SUBJECT,
+      undefined,
+      live.size > 0 ? { strategy: RequestStrategy.Count, maxMessages: live.size, maxWait: APPLIED_WAIT_MS } : { strategy: RequestStrategy.Timer, maxWait: APPLIED_WAIT_MS },
+    );
     for await (const reply of replies) {
       const answer = JSON.parse(new TextDecoder().decode(reply.data)) as { node?: unknown; applied?: unknown };
       if (typeof answer.node === 'string' && typeof answer.applied === 'number') replied.set(answer.node, Math.min(answer.applied, replied.get(answer.node) ?? Number.MAX_SAFE_INTEGER));
