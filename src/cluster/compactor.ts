@@ -116,16 +116,16 @@ export class Compactor {
     const log = this.options.log;
     const info = await this.jsm.streams.info(STATE_STREAM);
     const end = info.state.last_seq;
-    const scratch = await this.prepareScratch(info.state.first_seq);
-    let position = this.scratchPosition(scratch);
+    const store = await this.prepareScratch(info.state.first_seq);
+    let position = this.scratchPosition(store);
     const newest = await newestCheckpoint(this.checkpoints);
     if (end <= position && (newest?.seq ?? 0) >= position) return undefined;
-    if (end > position) position = await this.applyUpTo(scratch, position, end);
-    const written = await writeCheckpoint(this.checkpoints, { seq: position, stream: this.options.stream }, scratch.replicatedRows(), this.options.paced);
+    if (end > position) position = await this.applyUpTo(store, position, end);
+    const written = await writeCheckpoint(this.checkpoints, { seq: position, stream: this.options.stream }, store.replicatedRows(), this.options.paced);
     // The checkpoint is complete: older ones are no longer needed by a rebuild that starts now.
     const purgedTo = Math.min(position, await this.slowestApplied());
     if (purgedTo > 0) await this.jsm.streams.purge(STATE_STREAM, { seq: purgedTo + 1 });
-    const blobsDeleted = await this.deleteBlobsUpTo(scratch, purgedTo);
+    const blobsDeleted = await this.deleteBlobsUpTo(store, purgedTo);
     const oldDeleted = await deleteCheckpointsBefore(this.checkpoints, position);
     this.baseline = await this.measure();
     const stats: CheckpointStats = { seq: position, bytes: written.bytes, rows: written.rows, durationMs: performance.now() - started, purgedTo, blobsDeleted };
@@ -137,35 +137,35 @@ export class Compactor {
 
   /** Opens the scratch store; empties it and loads the newest checkpoint when it is of another stream or behind the stream's start. */
   private async prepareScratch(firstSeq: number): Promise<Store> {
-    const scratch = (this.scratch ??= Store.open(join(this.options.dataDir, 'checkpoint')));
-    const meta = scratch.records<unknown>(DB.meta);
-    if (meta.get(SCRATCH_STREAM) === this.options.stream && this.scratchPosition(scratch) >= firstSeq - 1) return scratch;
-    await scratch.wipeReplicated();
+    const store = (this.scratch ??= Store.open(join(this.options.dataDir, 'checkpoint')));
+    const meta = store.records<unknown>(DB.meta);
+    if (meta.get(SCRATCH_STREAM) === this.options.stream && this.scratchPosition(store) >= firstSeq - 1) return store;
+    await store.wipeReplicated();
     this.order = new OriginOrder();
-    await scratch.transaction(() => {
+    await store.transaction(() => {
       for (const { key } of meta.getRange({})) if (key !== 'schemaVersion') void meta.remove(key);
     });
     const newest = await newestCheckpoint(this.checkpoints);
     let position = 0;
     if (newest !== undefined) {
-      await readCheckpoint(this.checkpoints, newest, this.options.stream, (rows) => scratch.applyReplicated(rows, { key: SCRATCH_POSITION, value: 0 }));
+      await readCheckpoint(this.checkpoints, newest, this.options.stream, (rows) => store.applyReplicated(rows, { key: SCRATCH_POSITION, value: 0 }));
       position = newest.seq;
     }
     if (position < firstSeq - 1) throw new Error(`the state stream starts at ${firstSeq} but the newest checkpoint is at ${position}: messages between are lost`);
-    await scratch.transaction(() => {
+    await store.transaction(() => {
       void meta.put(SCRATCH_POSITION, position);
       void meta.put(SCRATCH_STREAM, this.options.stream);
     });
-    return scratch;
+    return store;
   }
 
-  private scratchPosition(scratch: Store): number {
-    return (scratch.records<unknown>(DB.meta).get(SCRATCH_POSITION) as number | undefined) ?? 0;
+  private scratchPosition(store: Store): number {
+    return (store.records<unknown>(DB.meta).get(SCRATCH_POSITION) as number | undefined) ?? 0;
   }
 
   /** Applies stream messages after `from` up to `end` into the scratch store, recording which blobs they referenced. */
-  private async applyUpTo(scratch: Store, from: number, end: number): Promise<number> {
-    const meta = scratch.records<unknown>(DB.meta);
+  private async applyUpTo(store: Store, from: number, end: number): Promise<number> {
+    const meta = store.records<unknown>(DB.meta);
     const consumer = await this.nc.jetstream().consumers.get(STATE_STREAM, { filterSubjects: STATE_SUBJECT, deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: from + 1 });
     const messages = await consumer.consume({ max_messages: 512 });
     let position = from;
@@ -174,11 +174,11 @@ export class Compactor {
     const flush = async (): Promise<void> => {
       if (blobs.length > 0) {
         const refs = blobs;
-        await scratch.transaction(() => {
+        await store.transaction(() => {
           for (const [seq, name] of refs) void meta.put(blobRef(seq), name);
         });
       }
-      await scratch.applyReplicated(ops, { key: SCRATCH_POSITION, value: position });
+      await store.applyReplicated(ops, { key: SCRATCH_POSITION, value: position });
       ops = [];
       blobs = [];
     };
@@ -246,8 +246,8 @@ export class Compactor {
   }
 
   /** Deletes the blobs of messages up to `seq` (purged), forgetting them once gone. */
-  private async deleteBlobsUpTo(scratch: Store, seq: number): Promise<number> {
-    const meta = scratch.records<unknown>(DB.meta);
+  private async deleteBlobsUpTo(store: Store, seq: number): Promise<number> {
+    const meta = store.records<unknown>(DB.meta);
     const gone: Array<[string, number]> = [];
     for (const { key, value } of meta.getRange({ start: blobRef(0), end: blobRef(seq + 1) })) {
       try {
@@ -259,7 +259,7 @@ export class Compactor {
       gone.push(key as [string, number]);
     }
     if (gone.length > 0) {
-      await scratch.transaction(() => {
+      await store.transaction(() => {
         for (const key of gone) void meta.remove(key);
       });
     }
