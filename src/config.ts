@@ -61,6 +61,8 @@ export interface Config {
   readonly clusterLeaseMs: number;
   /** Stream replicas of the cluster's KV buckets (leases, roles): 1 on one NATS server, 3 in production. */
   readonly clusterReplicas: number;
+  /** Cluster mode: bytes of the state log (stream and blobs) since the last checkpoint that trigger the next one; 0: never. */
+  readonly clusterCheckpointBytes: number;
   readonly awarenessMaxStateBytes: number;
   readonly awarenessUpdatesPerSecond: number;
 }
@@ -233,6 +235,7 @@ const OPTIONS: readonly OptionSpec<keyof Config>[] = [
   { key: 'nodeId', env: 'NODE_ID', fallback: undefined, parse: optionalText, doc: 'This node\'s name in the cluster (leases and relay subjects name it); default: `HOST:PORT` (with `PORT=0`: host name and process id).' },
   { key: 'clusterLeaseMs', env: 'CLUSTER_LEASE_MS', fallback: 10_000, parse: integer(1000, 10_000), doc: 'How long a document\'s ownership lease lasts without renewal (renewed every third of it); a dead node\'s documents move within it.' },
   { key: 'clusterReplicas', env: 'CLUSTER_REPLICAS', fallback: 1, parse: integer(1, 5), doc: 'Replicas of the cluster\'s JetStream storage (the document-lease and worker-role KV buckets, the state stream `PLAIT_STATE`, the object store `plait_blobs`): 1 on a single NATS server (tests, dev), 3 on a production three-server NATS cluster.' },
+  { key: 'clusterCheckpointBytes', env: 'CLUSTER_CHECKPOINT_BYTES', fallback: 256 * MiB, parse: integer(0, 1024 * 1024 * MiB), doc: 'Cluster mode: once the state log (the stream `PLAIT_STATE` and its blobs) has grown this much since the last checkpoint, the worker-role holder writes a checkpoint (object store `plait_checkpoints`) and purges the stream and blobs up to it (docs/cluster.md, "Compaction"); 0 never compacts.' },
   { key: 'awarenessMaxStateBytes', env: 'AWARENESS_MAX_STATE_BYTES', fallback: 16 * 1024, parse: integer(256, MiB), doc: 'Largest awareness state (as JSON) one client id may announce; larger entries are dropped (docs/limits.md).' },
   { key: 'awarenessUpdatesPerSecond', env: 'AWARENESS_UPDATES_PER_SECOND', fallback: 30, parse: integer(1, 10_000), doc: 'Awareness frames one sync connection may send per second (a burst of as many); the excess is dropped.' },
 ];

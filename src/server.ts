@@ -57,6 +57,8 @@ export interface RunningServer {
   readonly operations: readonly Operation[];
   /** The port of the separate metrics listener (METRICS_PORT), when there is one. */
   readonly metricsPort: number | undefined;
+  /** Cluster mode: this node's membership (leases, relay, the state log and its compaction); undefined on one process. */
+  readonly cluster: ClusterNode | undefined;
   stop(): Promise<void>;
 }
 
@@ -104,7 +106,7 @@ export async function startServer(config: Config, log: Logger, options: ServerOp
   // uWS's app.publish reaches every subscriber of a topic (ws.publish would skip its own socket).
   const local: TopicPublisher = { publish: (topic, bytes) => void app.publish(topic, bytes, true) };
   // Cluster mode (NATS_URL, docs/cluster.md): leases decide ownership and the owner's frames also go out on NATS.
-  const cluster = config.natsUrl === undefined ? undefined : await ClusterNode.start(config, log.child({ component: 'cluster' }), local);
+  const cluster = config.natsUrl === undefined ? undefined : await ClusterNode.start(config, log.child({ component: 'cluster' }), local, options.checkpointPaced);
   let services: Services;
   try {
     services = await openServices(config, log, cluster?.relay.clusterPublisher() ?? local, { ...options, ...(cluster === undefined ? {} : { ownership: cluster.ownership(), replication: cluster.state, workerRole: cluster.worker }) });
@@ -247,6 +249,7 @@ export async function startServer(config: Config, log: Logger, options: ServerOp
     paths: [...knownPaths].sort(),
     operations,
     metricsPort: metricsSocket === undefined ? undefined : uws.us_socket_local_port(metricsSocket),
+    cluster,
     stop: () => (stopping ??= stop()),
   };
 }

@@ -90,6 +90,8 @@ export interface ServerOptions {
   readonly replication?: Replication & { attach(store: Store): Promise<void>; catchUpFound(): Promise<boolean> };
   /** Cluster mode: which node runs the outbox, the delivery queue and jobs (src/cluster/ worker lease); default: this one. */
   readonly workerRole?: WorkerRole;
+  /** Cluster mode, tests: runs between pieces of a state checkpoint's upload (a test stops a checkpoint half-way). */
+  readonly checkpointPaced?: () => Promise<void>;
 }
 
 /** `publisher` sends server-originated frames to a topic's sockets: the App's publish once the App exists. */

@@ -17,7 +17,7 @@ import { WorkerLease } from './worker-lease.js';
 /** How long a graceful stop waits for the NATS connection to drain before closing it. */
 const STOP_DRAIN_MS = 2_000;
 
-export type ClusterConfig = Pick<Config, 'natsUrl' | 'nodeId' | 'host' | 'port' | 'clusterLeaseMs'> & Partial<Pick<Config, 'clusterReplicas'>>;
+export type ClusterConfig = Pick<Config, 'natsUrl' | 'nodeId' | 'host' | 'port' | 'clusterLeaseMs'> & Partial<Pick<Config, 'clusterReplicas' | 'clusterCheckpointBytes'>>;
 
 /** NODE_ID, else HOST:PORT; with PORT=0 the port is not known yet, so the host name and process id. */
 export function nodeIdOf(config: ClusterConfig): string {
@@ -43,7 +43,8 @@ export class ClusterNode {
   private draining = false;
 
   /** Connects to NATS (reconnecting by itself for ever), binds the lease bucket and starts the relay's inbox. */
-  static async start(config: ClusterConfig, log: Logger, local: TopicPublisher): Promise<ClusterNode> {
+  /** `checkpointPaced` (tests): runs between pieces of a checkpoint's upload. */
+  static async start(config: ClusterConfig, log: Logger, local: TopicPublisher, checkpointPaced?: () => Promise<void>): Promise<ClusterNode> {
     if (config.natsUrl === undefined) throw new Error('ClusterNode.start needs NATS_URL');
     const nodeId = nodeIdOf(config);
     const nc = await connect({ servers: config.natsUrl.split(',').map((server) => server.trim()), name: `plait ${nodeId}`, maxReconnectAttempts: -1, reconnectTimeWait: 250 });
@@ -63,7 +64,7 @@ export class ClusterNode {
       ownerOf: (key) => leases.owner(documentKeyString(key)),
       watchMs: Math.max(250, Math.floor(config.clusterLeaseMs / 3)),
     });
-    const state = await ClusterState.open(nc, { nodeId, log, replicas });
+    const state = await ClusterState.open(nc, { nodeId, log, replicas, checkpointBytes: config.clusterCheckpointBytes ?? 0, holder: () => worker.held(), ...(checkpointPaced === undefined ? {} : { checkpointPaced }) });
     log.info('joined the cluster', { nodeId, nats: config.natsUrl, leaseMs: config.clusterLeaseMs, replicas, origin: state.origin });
     return new ClusterNode(nodeId, nc, leases, relay, new RestForwarding(nc, nodeId, log), worker, log, state);
   }

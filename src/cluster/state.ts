@@ -1,29 +1,28 @@
-// Owns durable state in JetStream: the replicated write log (publish with acknowledgement), the applier, catch-up and the node-local cache's lifecycle.
+// Owns durable state in JetStream as one node sees it: the Replication port (publishing in state-publisher.ts), the applier, catch-up, rebuilds from a checkpoint and the node-local cache's lifecycle.
 import { randomUUID } from 'node:crypto';
-import { pack, unpack } from 'msgpackr';
-import { DeliverPolicy, StorageType, nanos, type ConsumerMessages, type JetStreamClient, type JetStreamManager, type JsMsg, type NatsConnection, type ObjectStore } from 'nats';
+import { DeliverPolicy, StorageType, nanos, type ConsumerMessages, type JetStreamClient, type JetStreamManager, type JsMsg, type NatsConnection, type ObjectStore, type Subscription } from 'nats';
 import { unavailable } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Store } from '../store/env.js';
 import { DB } from '../store/keys.js';
 import { CLUSTER_CACHE_KEY, type ReplicatedOp, type Replication } from '../store/replication.js';
+import { CHECKPOINT_BUCKET } from './checkpoint.js';
+import { APPLIED_SUBJECT, Compactor } from './compactor.js';
 import { DataDirLock } from './data-dir-lock.js';
 import { OriginOrder } from './origin-order.js';
+import { rebuildIfBehind } from './rebuild.js';
+import { BLOB_BUCKET, readTx, STATE_STREAM, STATE_SUBJECT } from './state-message.js';
+import { StatePublisher } from './state-publisher.js';
 
-export const STATE_STREAM = 'PLAIT_STATE';
-export const STATE_SUBJECT = 'plait.state.tx';
-export const BLOB_BUCKET = 'plait_blobs';
+export { BLOB_BUCKET, STATE_STREAM, STATE_SUBJECT } from './state-message.js';
+
 /** DB.meta keys (node-local): where the applier is, and whether the cache may hold writes the stream lacks. */
 const POSITION_KEY = 'clusterApplied';
 const CACHE_KEY = CLUSTER_CACHE_KEY;
-
-/** A message on the stream: its origin (node and boot), the origin's counter, and the ops or the blob holding them. */
-interface TxMessage {
-  readonly o: string;
-  readonly n: number;
-  readonly ops?: readonly ReplicatedOp[];
-  readonly b?: string;
-}
+/** How often a node reads the stream's size (gauges) and the worker-role holder checks the compaction threshold. */
+const MONITOR_MS = 5_000;
+/** Attempts at a rebuild that a concurrent compaction keeps overtaking before the start gives up. */
+const REBUILD_ATTEMPTS = 5;
 
 interface CacheState {
   /** The stream's creation time: a cache built from another stream (NATS store wiped) is rebuilt. */
@@ -40,6 +39,12 @@ export interface ClusterStateOptions {
   readonly publishTimeoutMs?: number;
   /** How long catch-up waits for the applier before it answers UNAVAILABLE. */
   readonly catchUpTimeoutMs?: number;
+  /** CLUSTER_CHECKPOINT_BYTES: state-log growth that triggers a checkpoint on the worker-role holder (0: never). */
+  readonly checkpointBytes?: number;
+  /** Whether this node holds the worker role (compaction runs there only). */
+  readonly holder?: () => boolean;
+  /** Tests: runs between pieces of a checkpoint's upload. */
+  readonly checkpointPaced?: () => Promise<void>;
 }
 
 /** Foreign messages read but not applied yet. */
@@ -50,60 +55,49 @@ interface Batch {
   end: number;
 }
 
-/** A write waiting for the stream's acknowledgement. */
-interface Outbound {
-  readonly n: number;
-  readonly ops: readonly ReplicatedOp[];
-  readonly payload: Uint8Array;
-  told: boolean;
-  acked: boolean;
-  readonly resolve: () => void;
-  readonly reject: (error: unknown) => void;
-  readonly timer: NodeJS.Timeout;
-}
+/** The stream lost messages this cache has not applied (a compaction purged them): only a rebuild from a checkpoint helps. */
+class BehindPurge extends Error {}
 
 /**
- * The store's Replication port on JetStream. Every committed transaction is one message on `plait.state.tx` (the
- * whole message in the object store when it exceeds the inline limit), published in commit order with a message id
- * (origin + counter: a resend inside the stream's duplicate window is dropped by the server). A write resolves once
- * acknowledged; one not acknowledged in time answers UNAVAILABLE and is resent in order until it lands, so every
- * node's cache ends in the stream's order. The applier consumes the stream in order into the local LMDB.
+ * The store's Replication port on JetStream (publishing: StatePublisher) and this node's applier: every node consumes
+ * the stream in order into its LMDB cache. A cache behind the stream's first sequence (it was away across a
+ * compaction) is rebuilt from the newest checkpoint, never applied with a gap.
  */
 export class ClusterState implements Replication {
   readonly origin: string;
   private readonly js: JetStreamClient;
-  private counter = 0;
-  private readonly queue: Outbound[] = [];
-  private retrying: Promise<void> | undefined;
-  private resendFailures = 0;
+  private readonly publisher: StatePublisher;
   /** Highest stream sequence applied to (or, for own messages, seen by) the local cache. */
   private applied = 0;
-  private readonly waiters = new Set<{ seq: number; wake: () => void }>();
+  private readonly waiters = new Set<{ seq: number; wake: (error?: Error) => void }>();
   private store: Store | undefined;
   private messages: ConsumerMessages | undefined;
   private applying: Promise<void> | undefined;
   private lock: DataDirLock | undefined;
   private closed = false;
-  private readonly inlineLimit: number;
-  private readonly publishTimeoutMs: number;
+  /** Set when the applier met a gap after the start: this cache can no longer follow the stream until restarted. */
+  private behind: BehindPurge | undefined;
+  private responder: Subscription | undefined;
+  private monitor: NodeJS.Timeout | undefined;
+  /** Compaction (created at attach, when the data directory is known). */
+  compactor: Compactor | undefined;
   private readonly catchUpTimeoutMs: number;
 
   private constructor(
     private readonly nc: NatsConnection,
     private readonly jsm: JetStreamManager,
     private readonly blobs: ObjectStore,
+    private readonly checkpoints: ObjectStore,
     private readonly streamCreated: string,
     private readonly options: ClusterStateOptions,
   ) {
     this.origin = `${options.nodeId}/${randomUUID().slice(0, 8)}`;
     this.js = nc.jetstream();
-    // Headroom under the server's max_payload for the envelope and headers.
-    this.inlineLimit = Math.max(1024, Math.min(nc.info?.max_payload ?? 1024 * 1024, 1024 * 1024) - 16 * 1024);
-    this.publishTimeoutMs = options.publishTimeoutMs ?? 5_000;
+    this.publisher = new StatePublisher(nc, blobs, { origin: this.origin, log: options.log, publishTimeoutMs: options.publishTimeoutMs ?? 5_000 });
     this.catchUpTimeoutMs = options.catchUpTimeoutMs ?? 30_000;
   }
 
-  /** Binds (creating if needed) the stream and the object store of large messages. */
+  /** Binds (creating if needed) the stream, the object store of large messages and that of checkpoints. */
   static async open(nc: NatsConnection, options: ClusterStateOptions): Promise<ClusterState> {
     const jsm = await nc.jetstreamManager();
     const replicas = options.replicas ?? 1;
@@ -116,112 +110,27 @@ export class ClusterState implements Replication {
       info = await jsm.streams.add({ name: STATE_STREAM, subjects: [STATE_SUBJECT], storage: StorageType.File, num_replicas: replicas, duplicate_window: nanos(120_000) });
     }
     const blobs = await nc.jetstream().views.os(BLOB_BUCKET, { storage: StorageType.File, replicas });
-    return new ClusterState(nc, jsm, blobs, info.created, options);
+    const checkpoints = await nc.jetstream().views.os(CHECKPOINT_BUCKET, { storage: StorageType.File, replicas });
+    return new ClusterState(nc, jsm, blobs, checkpoints, info.created, options);
   }
 
-  // ---- publishing (the Replication port) ----
+  // ---- the Replication port ----
 
-  /** While earlier writes wait to be resent (the stream unreachable), new ones are refused before they commit. */
   refusal(): Error | undefined {
-    if (this.closed) return unavailable('the node is stopping');
-    if (this.retrying !== undefined) return unavailable('the cluster log (NATS JetStream) is unreachable; earlier writes wait to be resent; retry shortly');
-    return undefined;
+    if (this.behind !== undefined) return unavailable('this node fell behind a compaction of the cluster log and must be restarted to rebuild its cache');
+    return this.publisher.refusal();
   }
 
   publish(ops: readonly ReplicatedOp[]): Promise<void> {
-    if (this.closed) return Promise.reject(unavailable('the node is stopping'));
-    const n = ++this.counter;
-    const payload = pack({ o: this.origin, n, ops } satisfies TxMessage);
-    this.sent.set(n, ops);
-    return new Promise<void>((resolve, reject) => {
-      const entry: Outbound = {
-        n,
-        ops,
-        payload,
-        told: false,
-        acked: false,
-        resolve,
-        reject,
-        timer: setTimeout(() => this.tell(entry, unavailable('the cluster log (NATS JetStream) did not acknowledge the write in time; it was not acknowledged, retry')), this.publishTimeoutMs),
-      };
-      this.queue.push(entry);
-      // While resending after a failure, everything goes through the resend loop, in order.
-      if (this.retrying === undefined) this.transmit(entry).then(() => this.acked(entry), (error: unknown) => this.failed(entry, error));
-    });
-  }
-
-  /**
-   * Sends one message and resolves on the stream's acknowledgement. Sends are issued in call order: a large
-   * message's blob upload holds back the messages after it (js.publish sends synchronously when called), while
-   * acknowledgements are awaited in parallel.
-   */
-  private transmit(entry: Outbound): Promise<void> {
-    const msgID = `${this.origin}#${entry.n}`;
-    let acknowledged: Promise<unknown> = Promise.resolve();
-    const issued = this.sending.then(async () => {
-      let data = entry.payload;
-      if (data.length > this.inlineLimit) {
-        await this.blobs.putBlob({ name: msgID }, data);
-        data = pack({ o: this.origin, n: entry.n, b: msgID } satisfies TxMessage);
-      }
-      acknowledged = this.js.publish(STATE_SUBJECT, data, { msgID, timeout: this.publishTimeoutMs });
-    });
-    this.sending = issued.catch((error: unknown) => this.options.log.debug('state send failed', { error: String(error) }));
-    return issued.then(() => acknowledged).then(() => undefined);
-  }
-
-  /** The last send issued (not its acknowledgement): the next send waits for it, so the stream gets commit order. */
-  private sending: Promise<unknown> = Promise.resolve();
-
-  private acked(entry: Outbound): void {
-    entry.acked = true;
-    const at = this.queue.indexOf(entry);
-    if (at >= 0) this.queue.splice(at, 1);
-    this.tell(entry, undefined);
-  }
-
-  private failed(entry: Outbound, error: unknown): void {
-    if (entry.acked) return;
-    this.tell(entry, unavailable('the cluster log (NATS JetStream) is unreachable; the write was not acknowledged, retry'));
-    if (this.retrying !== undefined) return;
-    this.options.log.warn('state publish failed; resending in order', { error: String(error), queued: this.queue.length });
-    this.retrying = this.resend().finally(() => (this.retrying = undefined));
-  }
-
-  /** Resends every unacknowledged message in order, one at a time, until the queue is empty (or the node closes). */
-  private async resend(): Promise<void> {
-    while (this.queue.length > 0) {
-      const entry = this.queue[0];
-      if (entry === undefined) break;
-      if (entry.acked) {
-        this.queue.shift();
-        continue;
-      }
-      try {
-        await this.transmit(entry);
-        this.acked(entry);
-      } catch (error) {
-        this.tell(entry, unavailable('the cluster log (NATS JetStream) is unreachable; the write was not acknowledged, retry'));
-        if (this.closed) return;
-        if (++this.resendFailures % 20 === 1) this.options.log.warn('state resend failed; writes wait behind it', { error: String(error), queued: this.queue.length, failures: this.resendFailures });
-        await new Promise((resolve) => setTimeout(resolve, 500));
-      }
-    }
-  }
-
-  private tell(entry: Outbound, error: unknown): void {
-    if (entry.told) return;
-    entry.told = true;
-    clearTimeout(entry.timer);
-    if (error === undefined) entry.resolve();
-    else entry.reject(error);
+    return this.publisher.publish(ops);
   }
 
   // ---- the local cache and the applier ----
 
   /**
-   * Takes the data directory for this node (refusing a second node on it), checks the cache (rebuilding a dirty one
-   * or one of another stream), marks it dirty until a clean close, and catches up with the stream before returning.
+   * Takes the data directory for this node (refusing a second node on it), checks the cache (rebuilding a dirty one,
+   * one of another stream, or one behind the stream's first sequence), marks it dirty until a clean close, and catches
+   * up with the stream before returning.
    */
   async attach(store: Store): Promise<void> {
     this.lock = DataDirLock.take(store.path);
@@ -248,28 +157,74 @@ export class ClusterState implements Replication {
     this.store = store;
     this.applied = (meta.get(POSITION_KEY) as number | undefined) ?? 0;
     meta.putSync(CACHE_KEY, { stream: this.streamCreated, dirty: true } satisfies CacheState);
+    this.compactor = new Compactor(this.nc, this.jsm, this.blobs, this.checkpoints, {
+      log,
+      dataDir: store.path,
+      stream: this.streamCreated,
+      thresholdBytes: this.options.checkpointBytes ?? 0,
+      holder: this.options.holder ?? (() => false),
+      ...(this.options.checkpointPaced === undefined ? {} : { paced: this.options.checkpointPaced }),
+    });
     const from = this.applied;
-    this.applying = this.applyLoop();
-    await this.catchUp();
+    for (let attempt = 1; ; attempt++) {
+      await this.rebuildIfBehind(store);
+      this.respond();
+      this.applying = this.applyLoop();
+      try {
+        await this.catchUp();
+        break;
+      } catch (error) {
+        // A compaction purged past this cache while it loaded: stop the applier and load the newer checkpoint.
+        if (this.behind === undefined || attempt >= REBUILD_ATTEMPTS) throw error;
+        log.warn('a compaction overtook this rebuild; starting over from the newest checkpoint', { attempt });
+        await this.messages?.close();
+        await this.applying;
+        this.behind = undefined;
+      }
+    }
+    this.monitor = setInterval(() => void this.compactor?.tick(), MONITOR_MS);
+    this.monitor.unref();
+    void this.compactor.tick();
     log.info('state caught up with the cluster log', { from, applied: this.applied });
+  }
+
+  /** A cache behind the stream's first sequence is emptied and loaded from the newest checkpoint (src/cluster/rebuild.ts). */
+  private async rebuildIfBehind(store: Store): Promise<void> {
+    this.applied = await rebuildIfBehind({ jsm: this.jsm, checkpoints: this.checkpoints, stream: this.streamCreated, log: this.options.log, store, applied: this.applied, positionKey: POSITION_KEY, attempts: REBUILD_ATTEMPTS });
+  }
+
+  /** Answers the compactor's question of how far this cache has applied (the purge never passes it). */
+  private respond(): void {
+    this.responder ??= this.nc.subscribe(APPLIED_SUBJECT, {
+      callback: (error, msg) => {
+        if (error !== null) return this.options.log.warn('applied-position subscription failed', { error: String(error) });
+        if (this.behind === undefined) msg.respond(new TextEncoder().encode(JSON.stringify({ node: this.options.nodeId, applied: this.applied })));
+      },
+    });
   }
 
   /** Resolves once the local cache holds every message the stream had when called; UNAVAILABLE when it cannot. */
   async catchUp(): Promise<void> {
-    let last: number;
+    if (this.behind !== undefined) throw this.behindError();
+    let state: { first_seq: number; last_seq: number };
     try {
-      last = (await this.jsm.streams.info(STATE_STREAM)).state.last_seq;
+      state = (await this.jsm.streams.info(STATE_STREAM)).state;
     } catch (error) {
       this.options.log.warn('cannot read the cluster log position', { error: String(error) });
       throw unavailable('the cluster log (NATS JetStream) is unreachable; retry shortly');
     }
-    if (this.applied >= last) return;
+    if (this.applied < state.first_seq - 1) {
+      this.fallBehind(this.applied, state.first_seq);
+      throw this.behindError();
+    }
+    if (this.applied >= state.last_seq) return;
     await new Promise<void>((resolve, reject) => {
       const waiter = {
-        seq: last,
-        wake: () => {
+        seq: state.last_seq,
+        wake: (error?: Error) => {
           clearTimeout(timer);
-          resolve();
+          if (error === undefined) resolve();
+          else reject(error);
         },
       };
       const timer = setTimeout(() => {
@@ -278,6 +233,10 @@ export class ClusterState implements Replication {
       }, this.catchUpTimeoutMs);
       this.waiters.add(waiter);
     });
+  }
+
+  private behindError(): Error {
+    return unavailable('this node fell behind a compaction of the cluster log and must be restarted to rebuild its cache');
   }
 
   /** `catchUp` after a lookup missed: true once caught up (worth one more look), false when it could not; never throws. */
@@ -291,9 +250,21 @@ export class ClusterState implements Replication {
     return true;
   }
 
-  /** For the metrics: the applied position, writes waiting for their acknowledgement, whether writes are refused. */
-  stats(): { applied: number; unacknowledged: number; refusing: boolean } {
-    return { applied: this.applied, unacknowledged: this.queue.length, refusing: this.refusal() !== undefined };
+  /** For the metrics: positions, writes waiting for their acknowledgement, whether writes are refused, the last checkpoint. */
+  stats(): { applied: number; unacknowledged: number; refusing: boolean; first: number; last: number; logBytes: number; checkpointSeq: number; checkpointBytes: number; checkpointSeconds: number } {
+    const stream = this.compactor?.stream ?? { first: 0, last: 0, bytes: 0 };
+    const checkpoint = this.compactor?.last;
+    return {
+      applied: this.applied,
+      unacknowledged: this.publisher.unacknowledged,
+      refusing: this.refusal() !== undefined,
+      first: stream.first,
+      last: Math.max(stream.last, this.applied),
+      logBytes: stream.bytes,
+      checkpointSeq: checkpoint?.seq ?? 0,
+      checkpointBytes: checkpoint?.bytes ?? 0,
+      checkpointSeconds: (checkpoint?.durationMs ?? 0) / 1000,
+    };
   }
 
   /** The stream position applied so far (for logs and tests). */
@@ -302,7 +273,7 @@ export class ClusterState implements Replication {
   }
 
   private async applyLoop(): Promise<void> {
-    while (!this.closed) {
+    while (!this.closed && this.behind === undefined) {
       try {
         const consumer = await this.js.consumers.get(STATE_STREAM, { filterSubjects: STATE_SUBJECT, deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: this.applied + 1 });
         this.messages = await consumer.consume({ max_messages: 512 });
@@ -310,6 +281,11 @@ export class ClusterState implements Replication {
         const batch: Batch = { ops: [], messages: 0, end: this.applied };
         for await (const message of this.messages) {
           if (message.seq <= batch.end) continue;
+          if (message.seq > batch.end + 1) {
+            await this.flush(batch);
+            this.fallBehind(batch.end, message.seq);
+            break;
+          }
           await this.take(message, batch);
           // Consecutive foreign messages share one LMDB transaction while the applier is behind.
           if (message.info.pending === 0 || batch.messages >= 256) await this.flush(batch);
@@ -321,29 +297,37 @@ export class ClusterState implements Replication {
         await new Promise((resolve) => setTimeout(resolve, 500));
       }
     }
+    await this.messages?.close();
+  }
+
+  /** The next message is past a purge this cache never reached: stop applying (a gap would lose writes) and say why. */
+  private fallBehind(applied: number, next: number): void {
+    if (this.behind !== undefined) return;
+    this.behind = new BehindPurge(`the cluster log continues at ${next} but this cache applied up to ${applied}`);
+    this.options.log.error('this node\'s cache fell behind a compaction of the cluster log: writes and catch-ups answer UNAVAILABLE until it is restarted (the restart rebuilds it from the newest checkpoint)', { applied, next });
+    for (const waiter of [...this.waiters]) {
+      this.waiters.delete(waiter);
+      waiter.wake(this.behindError());
+    }
   }
 
   /** Adds one stream message to the batch (a foreign one's ops), or, for this node's own, releases its keys. */
   private async take(message: JsMsg, batch: Batch): Promise<void> {
     const store = this.store;
     if (store === undefined) return;
-    const tx = unpack(message.data) as TxMessage;
-    if (tx.o === this.origin) {
+    // Own messages' ops are in the cache already: a blob message of this node is not fetched.
+    const head = await readTx(message.data, this.blobs, message.seq, false);
+    if (head.origin === this.origin) {
       // Earlier foreign writes still lose to this one: apply them first, then its keys stop holding foreign writes back.
       await this.flush(batch);
-      const own = this.ownOps(tx.n);
-      if (own !== undefined) store.ownApplied(own);
+      const ops = this.publisher.takeOwn(head.n);
+      if (ops !== undefined) store.ownApplied(ops);
       batch.end = message.seq;
       this.advance(message.seq);
       return;
     }
-    let ops = tx.ops;
-    if (ops === undefined && tx.b !== undefined) {
-      const blob = await this.blobs.getBlob(tx.b);
-      if (blob === null) throw new Error(`the blob ${tx.b} of stream message ${message.seq} is missing`);
-      ops = (unpack(blob) as TxMessage).ops;
-    }
-    for (const op of this.order.admit(tx.o, tx.n, ops ?? []) ?? []) batch.ops.push(op);
+    const tx = head.blob === undefined ? head : await readTx(message.data, this.blobs, message.seq);
+    for (const op of this.order.admit(tx.origin, tx.n, tx.ops) ?? []) batch.ops.push(op);
     batch.messages++;
     batch.end = message.seq;
   }
@@ -361,15 +345,6 @@ export class ClusterState implements Replication {
 
   private readonly order = new OriginOrder();
 
-  /** Ops of this boot's messages, kept until the applier passes them (by counter). */
-  private readonly sent = new Map<number, readonly ReplicatedOp[]>();
-
-  private ownOps(n: number): readonly ReplicatedOp[] | undefined {
-    const ops = this.sent.get(n);
-    this.sent.delete(n);
-    return ops;
-  }
-
   private advance(seq: number): void {
     if (seq <= this.applied) return;
     this.applied = seq;
@@ -381,20 +356,19 @@ export class ClusterState implements Replication {
   }
 
   /**
-   * After the store's last write: waits (bounded) for unacknowledged messages, stops the applier, and marks the cache
-   * clean only when every local write is in the stream (else the next start rebuilds it).
+   * After the store's last write: waits (bounded) for unacknowledged messages, stops the applier and compaction, and
+   * marks the cache clean only when every local write is in the stream (else the next start rebuilds it).
    */
   async close(): Promise<void> {
     const store = this.store;
     if (store !== undefined) await store.group.settled();
-    const deadline = Date.now() + this.publishTimeoutMs;
-    while (this.queue.length > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+    if (this.monitor !== undefined) clearInterval(this.monitor);
+    const unacked = await this.publisher.close();
     this.closed = true;
-    const unacked = this.queue.length;
-    for (const entry of this.queue.splice(0)) this.tell(entry, unavailable('the node is stopping'));
+    this.responder?.unsubscribe();
     // Bounded: with NATS away the consumer's close would wait for the server.
-    await Promise.race([Promise.all([this.messages?.close(), this.applying]), new Promise((resolve) => setTimeout(resolve, 2_000).unref())]);
-    if (store !== undefined) {
+    await Promise.race([Promise.all([this.messages?.close(), this.applying, this.compactor?.close()]), new Promise((resolve) => setTimeout(resolve, 2_000).unref())]);
+    if (store !== undefined && this.behind === undefined) {
       const meta = store.records<unknown>(DB.meta);
       if (unacked === 0) {
         // DB.meta is node-local (never recorded), and writes through the store are refused once closed.

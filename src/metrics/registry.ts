@@ -6,7 +6,18 @@ import { groupCommitSeconds, groupCommitSize, mailboxCounts, restRequests, restS
 export interface MetricSources {
   documents(): { loaded: number; connections: number; mailboxDepth: number; mailboxMax: number; joinStateBytes?: number };
   /** Cluster mode only: the state log (src/cluster/state.ts). */
-  state?(): { applied: number; unacknowledged: number; refusing: boolean };
+  state?(): {
+    applied: number;
+    unacknowledged: number;
+    refusing: boolean;
+    /** The stream's first and last sequence, the state log's bytes, and the last checkpoint this node wrote (compaction). */
+    first: number;
+    last: number;
+    logBytes: number;
+    checkpointSeq: number;
+    checkpointBytes: number;
+    checkpointSeconds: number;
+  };
 }
 
 /** A counter whose value is a plain number kept by the hot path, brought up to date when scraped. */
@@ -56,6 +67,12 @@ export function createMetricsRegistry(sources: MetricSources, options: { default
   if (state !== undefined) {
     gauge('plait_cluster_state_applied_seq', 'Cluster mode: the state stream sequence this node has applied to its cache', () => state().applied);
     gauge('plait_cluster_state_unacknowledged', 'Cluster mode: committed writes waiting for the state stream to acknowledge them', () => state().unacknowledged);
+    gauge('plait_cluster_state_first_seq', 'Cluster mode: the state stream\'s first sequence (messages before it were compacted into a checkpoint)', () => state().first);
+    gauge('plait_cluster_state_last_seq', 'Cluster mode: the state stream\'s last sequence as last read (every 5 s)', () => state().last);
+    gauge('plait_cluster_state_log_bytes', 'Cluster mode: bytes of the state log (the stream and its blobs) as last read', () => state().logBytes);
+    gauge('plait_cluster_checkpoint_seq', 'Cluster mode: stream sequence of the last checkpoint this node wrote (0: none)', () => state().checkpointSeq);
+    gauge('plait_cluster_checkpoint_bytes', 'Cluster mode: size of the last checkpoint this node wrote', () => state().checkpointBytes);
+    gauge('plait_cluster_checkpoint_duration_seconds', 'Cluster mode: how long the last checkpoint this node wrote took (build, upload, purge)', () => state().checkpointSeconds);
     gauge('plait_cluster_state_refusing', 'Cluster mode: 1 while writes are refused because earlier ones wait to be resent', () => (state().refusing ? 1 : 0));
   }
 

@@ -207,6 +207,14 @@ export class Store {
     });
   }
 
+  /** Cluster mode: every replicated row, database by database in key order, as puts (a checkpoint's image of this store). */
+  *replicatedRows(): Generator<ReplicatedOp> {
+    for (const name of Object.values(DB)) {
+      if (LOCAL_ONLY.has(name)) continue;
+      for (const { key, value } of this.raw(name).getRange({})) yield [name, key, value];
+    }
+  }
+
   /** Whether any replicated database holds a row. */
   holdsReplicatedRows(): boolean {
     return Object.values(DB).some((name) => !LOCAL_ONLY.has(name) && this.raw(name).getKeysCount({ limit: 1 }) > 0);

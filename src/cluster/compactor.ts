@@ -1,0 +1,275 @@
+// Owns compaction of the state log on the worker-role holder: a checkpoint built from the stream in a scratch LMDB, the purge of the stream and of the blobs only purged messages referenced, and old checkpoints' removal.
+import { join } from 'node:path';
+import { DeliverPolicy, RequestStrategy, type JetStreamManager, type NatsConnection, type ObjectStore } from 'nats';
+import type { Logger } from '../log.js';
+import { Store } from '../store/env.js';
+import { DB } from '../store/keys.js';
+import type { ReplicatedOp } from '../store/replication.js';
+import { deleteCheckpointsBefore, newestCheckpoint, readCheckpoint, writeCheckpoint } from './checkpoint.js';
+import { ROLE_BUCKET } from './leases.js';
+import { nodeLivenessKey } from './worker-lease.js';
+import { OriginOrder } from './origin-order.js';
+import { readTx, STATE_STREAM, STATE_SUBJECT } from './state-message.js';
+
+/** Every node answers here with the stream sequence its cache has applied (the purge never passes the slowest). */
+export const APPLIED_SUBJECT = 'plait.state.applied';
+/** DB.meta keys of the scratch store: the stream it was built from, how far it applied, and blobs messages referenced. */
+const SCRATCH_STREAM = 'checkpointStream';
+const SCRATCH_POSITION = 'checkpointApplied';
+/** What every node's liveness key in the role bucket starts with. */
+const LIVENESS_PREFIX = nodeLivenessKey('');
+const blobRef = (seq: number): [string, number] => ['blob', seq];
+/** How long the purge waits for every node to say how far it applied. */
+const APPLIED_WAIT_MS = 1_000;
+
+export interface CompactorOptions {
+  readonly log: Logger;
+  /** The node's DATA_DIR: the scratch store lives in `checkpoint/` beside the cache. */
+  readonly dataDir: string;
+  /** The stream's creation time (checkpoints name it). */
+  readonly stream: string;
+  /** State-log bytes since the last checkpoint that trigger the next (0: never automatically). */
+  readonly thresholdBytes: number;
+  /** Whether this node holds the worker role now. */
+  readonly holder: () => boolean;
+  /** Tests: runs between pieces of the checkpoint's upload. */
+  readonly paced?: () => Promise<void>;
+}
+
+export interface CheckpointStats {
+  /** The newest checkpoint this node wrote: its stream sequence, size, rows and how long it took. */
+  seq: number;
+  bytes: number;
+  rows: number;
+  durationMs: number;
+  /** Where the last purge cut the stream (messages up to it are gone), and how many blobs it deleted. */
+  purgedTo: number;
+  blobsDeleted: number;
+}
+
+/**
+ * Compaction. A checkpoint is the fold of the stream's messages 1..S in stream order (the same per-origin order rules as
+ * every node's applier), built by applying the stream into a scratch LMDB of this node, never read from the live
+ * cache: the cache may hold this node's own committed writes whose messages come after S. The scratch store is kept
+ * between checkpoints, so each one applies only the messages since the last; a holder that finds it missing or behind
+ * the stream's first sequence loads the newest checkpoint into it first. After the checkpoint is complete the stream is
+ * purged up to min(S, every live node's applied position), then the blobs of purged messages and older checkpoints are
+ * deleted. One run at a time; only the worker-role holder runs.
+ */
+export class Compactor {
+  private running: Promise<CheckpointStats | undefined> | undefined;
+  private scratch: Store | undefined;
+  /** Per-origin order of the messages applied into the scratch store (as on every node's applier). */
+  private order = new OriginOrder();
+  /** State-log bytes right after this node's last compaction (the trigger counts growth from there). */
+  private baseline = 0;
+  last: CheckpointStats | undefined;
+  /** The stream's first and last sequence and the state log's bytes, as last read. */
+  readonly stream = { first: 0, last: 0, bytes: 0 };
+
+  constructor(
+    private readonly nc: NatsConnection,
+    private readonly jsm: JetStreamManager,
+    private readonly blobs: ObjectStore,
+    private readonly checkpoints: ObjectStore,
+    private readonly options: CompactorOptions,
+  ) {}
+
+  private readonly listeners: Array<(stats: CheckpointStats) => void> = [];
+
+  /** Told after each completed compaction (logs, tests). */
+  onCheckpoint(listener: (stats: CheckpointStats) => void): void {
+    this.listeners.push(listener);
+  }
+
+  /** Reads the stream's size and, on the holder past the threshold, compacts. Never throws (logs). */
+  async tick(): Promise<void> {
+    try {
+      const size = await this.measure();
+      if (!this.options.holder() || this.options.thresholdBytes === 0) return;
+      if (size - this.baseline < this.options.thresholdBytes) return;
+      this.options.log.info('the state log passed its checkpoint threshold: compacting', { bytes: size, since: size - this.baseline, threshold: this.options.thresholdBytes });
+      await this.compact();
+    } catch (error) {
+      this.options.log.warn('state log compaction failed; retrying at the next check', { error: String(error) });
+    }
+  }
+
+  /** The state log's bytes: the stream's and the blob store's. */
+  private async measure(): Promise<number> {
+    const info = await this.jsm.streams.info(STATE_STREAM);
+    const blobs = await this.blobs.status();
+    this.stream.first = info.state.first_seq;
+    this.stream.last = info.state.last_seq;
+    this.stream.bytes = info.state.bytes + blobs.size;
+    return this.stream.bytes;
+  }
+
+  /** Checkpoint at the stream's last sequence, then purge. Resolves undefined when there was nothing new. */
+  compact(): Promise<CheckpointStats | undefined> {
+    this.running ??= this.run().finally(() => (this.running = undefined));
+    return this.running;
+  }
+
+  private async run(): Promise<CheckpointStats | undefined> {
+    const started = performance.now();
+    const log = this.options.log;
+    const info = await this.jsm.streams.info(STATE_STREAM);
+    const end = info.state.last_seq;
+    const store = await this.prepareScratch(info.state.first_seq);
+    let position = this.scratchPosition(store);
+    const newest = await newestCheckpoint(this.checkpoints);
+    if (end <= position && (newest?.seq ?? 0) >= position) return undefined;
+    if (end > position) position = await this.applyUpTo(store, position, end);
+    const written = await writeCheckpoint(this.checkpoints, { seq: position, stream: this.options.stream }, store.replicatedRows(), this.options.paced);
+    // The checkpoint is complete: older ones are no longer needed by a rebuild that starts now.
+    const purgedTo = Math.min(position, await this.slowestApplied());
+    if (purgedTo > 0) await this.jsm.streams.purge(STATE_STREAM, { seq: purgedTo + 1 });
+    const blobsDeleted = await this.deleteBlobsUpTo(store, purgedTo);
+    const oldDeleted = await deleteCheckpointsBefore(this.checkpoints, position);
+    this.baseline = await this.measure();
+    const stats: CheckpointStats = { seq: position, bytes: written.bytes, rows: written.rows, durationMs: performance.now() - started, purgedTo, blobsDeleted };
+    this.last = stats;
+    for (const listener of this.listeners) listener(stats);
+    log.info('state checkpoint written and the stream purged', { ...stats, oldCheckpointsDeleted: oldDeleted });
+    return stats;
+  }
+
+  /** Opens the scratch store; empties it and loads the newest checkpoint when it is of another stream or behind the stream's start. */
+  private async prepareScratch(firstSeq: number): Promise<Store> {
+    const store = (this.scratch ??= Store.open(join(this.options.dataDir, 'checkpoint')));
+    const meta = store.records<unknown>(DB.meta);
+    if (meta.get(SCRATCH_STREAM) === this.options.stream && this.scratchPosition(store) >= firstSeq - 1) return store;
+    await store.wipeReplicated();
+    this.order = new OriginOrder();
+    await store.transaction(() => {
+      for (const { key } of meta.getRange({})) if (key !== 'schemaVersion') void meta.remove(key);
+    });
+    const newest = await newestCheckpoint(this.checkpoints);
+    let position = 0;
+    if (newest !== undefined) {
+      await readCheckpoint(this.checkpoints, newest, this.options.stream, (rows) => store.applyReplicated(rows, { key: SCRATCH_POSITION, value: 0 }));
+      position = newest.seq;
+    }
+    if (position < firstSeq - 1) throw new Error(`the state stream starts at ${firstSeq} but the newest checkpoint is at ${position}: messages between are lost`);
+    await store.transaction(() => {
+      void meta.put(SCRATCH_POSITION, position);
+      void meta.put(SCRATCH_STREAM, this.options.stream);
+    });
+    return store;
+  }
+
+  private scratchPosition(store: Store): number {
+    return (store.records<unknown>(DB.meta).get(SCRATCH_POSITION) as number | undefined) ?? 0;
+  }
+
+  /** Applies stream messages after `from` up to `end` into the scratch store, recording which blobs they referenced. */
+  private async applyUpTo(store: Store, from: number, end: number): Promise<number> {
+    const meta = store.records<unknown>(DB.meta);
+    const consumer = await this.nc.jetstream().consumers.get(STATE_STREAM, { filterSubjects: STATE_SUBJECT, deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: from + 1 });
+    const messages = await consumer.consume({ max_messages: 512 });
+    let position = from;
+    let ops: ReplicatedOp[] = [];
+    let blobs: Array<[number, string]> = [];
+    const flush = async (): Promise<void> => {
+      if (blobs.length > 0) {
+        const refs = blobs;
+        await store.transaction(() => {
+          for (const [seq, name] of refs) void meta.put(blobRef(seq), name);
+        });
+      }
+      await store.applyReplicated(ops, { key: SCRATCH_POSITION, value: position });
+      ops = [];
+      blobs = [];
+    };
+    try {
+      for await (const message of messages) {
+        if (message.seq <= position) continue;
+        if (message.seq > position + 1) throw new Error(`the state stream skips from ${position} to ${message.seq} (purged by another node?)`);
+        const tx = await readTx(message.data, this.blobs, message.seq);
+        if (tx.blob !== undefined) blobs.push([message.seq, tx.blob]);
+        for (const op of this.order.admit(tx.origin, tx.n, tx.ops) ?? []) ops.push(op);
+        position = message.seq;
+        if (ops.length >= 5_000 || blobs.length >= 64) await flush();
+        if (position >= end) break;
+      }
+      await flush();
+    } finally {
+      await messages.close();
+    }
+    return position;
+  }
+
+  /**
+   * The lowest applied position the live nodes report (this node's included). Every node holding its liveness key must
+   * answer: one that does not (busy, starting, cut off) would meet a gap after the purge, so the purge waits for a later
+   * run (0: purge nothing now).
+   */
+  private async slowestApplied(): Promise<number> {
+    const live = await this.liveNodes();
+    const replied = new Map<string, number>();
+    // Done once as many nodes answered as hold liveness (a node answering in place of a live one only skips the purge).
+    const replies = await this.nc.requestMany(
+      APPLIED_SUBJECT,
+      undefined,
+      live.size > 0 ? { strategy: RequestStrategy.Count, maxMessages: live.size, maxWait: APPLIED_WAIT_MS } : { strategy: RequestStrategy.Timer, maxWait: APPLIED_WAIT_MS },
+    );
+    for await (const reply of replies) {
+      const answer = JSON.parse(new TextDecoder().decode(reply.data)) as { node?: unknown; applied?: unknown };
+      if (typeof answer.node === 'string' && typeof answer.applied === 'number') replied.set(answer.node, Math.min(answer.applied, replied.get(answer.node) ?? Number.MAX_SAFE_INTEGER));
+    }
+    const silent = [...live].filter((node) => !replied.has(node));
+    if (silent.length > 0 || replied.size === 0) {
+      this.options.log.warn('live nodes did not say how far they applied: the stream is not purged this time', { silent });
+      return 0;
+    }
+    return Math.min(...replied.values());
+  }
+
+  /** Node ids holding an unexpired liveness key in the role bucket (src/cluster/worker-lease.ts). */
+  private async liveNodes(): Promise<Set<string>> {
+    const kv = await this.nc.jetstream().views.kv(ROLE_BUCKET);
+    const live = new Set<string>();
+    const now = Date.now();
+    // Keys first, values after: with a get inside the listing loop only the first key came (nats.js 2.29).
+    const names: string[] = [];
+    for await (const key of await kv.keys()) names.push(key);
+    for (const key of names) {
+      const name = Buffer.from(key, 'base64url').toString('utf8');
+      if (!name.startsWith(LIVENESS_PREFIX)) continue;
+      const entry = await kv.get(key);
+      if (entry === null || entry.value.length === 0) continue;
+      const value = JSON.parse(new TextDecoder().decode(entry.value)) as { node?: unknown; expiresAt?: unknown };
+      if (typeof value.node === 'string' && typeof value.expiresAt === 'number' && value.expiresAt > now) live.add(value.node);
+    }
+    return live;
+  }
+
+  /** Deletes the blobs of messages up to `seq` (purged), forgetting them once gone. */
+  private async deleteBlobsUpTo(store: Store, seq: number): Promise<number> {
+    const meta = store.records<unknown>(DB.meta);
+    const gone: Array<[string, number]> = [];
+    for (const { key, value } of meta.getRange({ start: blobRef(0), end: blobRef(seq + 1) })) {
+      try {
+        await this.blobs.delete(value as string);
+      } catch (error) {
+        // Already gone (a run stopped between the delete and forgetting it): nothing left to free.
+        this.options.log.debug('a purged message\'s blob was not there to delete', { blob: value, error: String(error) });
+      }
+      gone.push(key as [string, number]);
+    }
+    if (gone.length > 0) {
+      await store.transaction(() => {
+        for (const key of gone) void meta.remove(key);
+      });
+    }
+    return gone.length;
+  }
+
+  /** Waits for a run in progress and closes the scratch store. */
+  async close(): Promise<void> {
+    await this.running?.catch((error: unknown) => this.options.log.debug('compaction ended by the stop', { error: String(error) }));
+    await this.scratch?.close();
+    this.scratch = undefined;
+  }
+}

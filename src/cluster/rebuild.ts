@@ -1,0 +1,57 @@
+// Owns rebuilding a node's cache from the newest checkpoint when the cache is behind the start of the state stream.
+import type { JetStreamManager, ObjectStore } from 'nats';
+import type { Logger } from '../log.js';
+import type { Store } from '../store/env.js';
+import { DB } from '../store/keys.js';
+import { newestCheckpoint, readCheckpoint } from './checkpoint.js';
+import { STATE_STREAM } from './state-message.js';
+
+/** DB.meta key written while a checkpoint loads (the position itself is written only once the checkpoint is whole). */
+const LOADING_KEY = 'clusterLoadingCheckpoint';
+
+export interface RebuildArgs {
+  readonly jsm: JetStreamManager;
+  readonly checkpoints: ObjectStore;
+  /** The stream's creation time: a checkpoint of another stream is refused. */
+  readonly stream: string;
+  readonly log: Logger;
+  readonly store: Store;
+  /** The cache's applied position now. */
+  readonly applied: number;
+  /** DB.meta key of the applied position. */
+  readonly positionKey: string;
+  readonly attempts: number;
+}
+
+/**
+ * Returns the cache's applied position: unchanged when it is at or past the stream's first sequence − 1 (nothing was
+ * purged that it lacks); else the cache is emptied and loaded from the newest checkpoint, whose sequence is returned. A
+ * checkpoint deleted (or cut short) under the read is retried with the newest one; no checkpoint covering the gap
+ * refuses the start, since applying the stream with a gap would lose writes.
+ */
+export async function rebuildIfBehind(args: RebuildArgs): Promise<number> {
+  const { store, log } = args;
+  const meta = store.records<unknown>(DB.meta);
+  for (let attempt = 1; ; attempt++) {
+    const first = (await args.jsm.streams.info(STATE_STREAM)).state.first_seq;
+    if (args.applied >= first - 1) return args.applied;
+    const newest = await newestCheckpoint(args.checkpoints);
+    if (newest === undefined || newest.seq < first - 1) {
+      throw new Error(`the cluster log starts at sequence ${first} and no checkpoint covers what came before (newest: ${newest?.seq ?? 'none'}); this cache cannot be rebuilt`);
+    }
+    const started = performance.now();
+    log.warn('the cache is behind the start of the cluster log (away across a compaction, or new): loading the newest checkpoint', { applied: args.applied, first, checkpoint: newest.seq });
+    await store.wipeReplicated();
+    meta.removeSync(args.positionKey);
+    try {
+      const rows = await readCheckpoint(args.checkpoints, newest, args.stream, (batch) => store.applyReplicated(batch, { key: LOADING_KEY, value: newest.seq }));
+      meta.putSync(args.positionKey, newest.seq);
+      log.info('checkpoint loaded', { seq: newest.seq, rows, ms: Math.round(performance.now() - started) });
+      return newest.seq;
+    } catch (error) {
+      // Deleted under the read by a newer compaction (or cut short): the next try takes the newest one.
+      if (attempt >= args.attempts) throw error;
+      log.warn('could not load the checkpoint; trying the newest again', { checkpoint: newest.name, error: String(error) });
+    }
+  }
+}
