@@ -5,15 +5,21 @@ import { type Peer, type TopicPublisher } from './peer.js';
 import { documentKeyString, type DocumentKey } from '../document-key.js';
 
 /**
- * The topics of one document, spelled here and nowhere else. Every connection subscribes to `document` (awareness,
- * generic broadcasts) and to its store's topic (Yjs updates of its editor id); `ext=1` connections also to `live`
- * (extension frames, types >= 100). The prefixes keep the three families apart whatever the ids contain.
+ * The topics of one document, spelled here and nowhere else. Every connection subscribes to its store's topic only
+ * (Yjs updates of its editor id, and the document's awareness and broadcasts, published once to each store's topic);
+ * `ext=1` connections also to `live` (extension frames, types >= 100). One topic per connection, not a document topic
+ * beside it: a uWS subscriber of two topics costs a merge of both topics' queues at every drain (bench/README,
+ * "Fan-out CPU per delivery"). The prefixes keep the families apart whatever the ids contain.
  */
 export const topics = {
-  document: (key: DocumentKey): string => `d${documentKeyString(key)}`,
   live: (key: DocumentKey): string => `l${documentKeyString(key)}`,
   store: (key: DocumentKey, editorId: string): string => `s${documentKeyString(key, editorId)}`,
 } as const;
+
+/** The topics a connection of `editorId` is subscribed to (DocumentActor.attach; a cluster's relaying node mirrors them). */
+export function connectionTopics(key: DocumentKey, editorId: string, extensions: boolean): string[] {
+  return extensions ? [topics.store(key, editorId), topics.live(key)] : [topics.store(key, editorId)];
+}
 
 /** Where the fan-out publishes: the document's actor, which also closes subscribers past their backpressure limit. */
 export interface FanoutTarget extends TopicPublisher {
