@@ -122,6 +122,9 @@ function buildPlait(): void {
 
 /** The node flags `npm start` runs Plait with (package.json's start script), so the bench runs it the same way. */
 function plaitNodeFlags(): string[] {
+  // An experiment knob (bench/README, "Fan-out CPU per delivery"): other flags than the start script's, space-separated.
+  const override = process.env['BENCH_PLAIT_NODE_FLAGS'];
+  if (override !== undefined) return override.split(/\s+/).filter((word) => word !== '');
   const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts?: Record<string, string> };
   const start = pkg.scripts?.['start'] ?? '';
   const words = start.split(/\s+/);

@@ -1,6 +1,6 @@
 // Owns one document's live state: a Y.Doc per editor id, the document's awareness, its connections and its mailbox.
 import * as Y from 'yjs';
-import { alreadyExists, CLOSE, notFound } from '../errors.js';
+import { CLOSE } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { LoadedStore } from '../store/snapshots.js';
 import type { UpdateLog } from '../store/update-log.js';
@@ -16,13 +16,14 @@ import {
 import type { AwarenessLimits, AwarenessRefusal } from './awareness-guard.js';
 import { DocumentAwareness, type AwarenessOwner } from './document-awareness.js';
 import { defineRoot } from './crdt.js';
-import { planWrite, type StoreWrite } from './crdt-write.js';
+import type { StoreWrite } from './crdt-write.js';
 import type { StoreType } from '../store/snapshots.js';
 import { EditorDoc, LOADING, type CrdtRecord, type EditorDocUpdates } from './editor-doc.js';
 import { EditorDocs } from './editor-docs.js';
 import type { JoinFrames } from './join-state.js';
 import { connectionTopics, topics, UpdateFanout, type FanoutTarget } from './fanout.js';
 import { Mailbox, type TaskFailures } from './mailbox.js';
+import { StoreWrites, type WritableStores } from './store-writes.js';
 import { REST_ORIGIN, type ChangeOrigin, type ConnectionListener, type DocumentActorView, type Peer, type PeerInfo, type TopicPublisher } from './peer.js';
 import type { DocumentKey } from '../document-key.js';
 
@@ -69,8 +70,8 @@ export class DocumentActor implements DocumentActorView, TaskFailures, EditorDoc
   private attaching = 0;
   /** Bytes published since every socket's buffer was last checked. */
   private uncheckedBytes = 0;
-  /** Commit promises of the REST write running now, so it can answer only after they commit. */
-  private commits: Array<Promise<void>> | undefined;
+  /** The REST CRDT operations (src/doc/store-writes.ts), made at the first. */
+  private writesState: StoreWrites | undefined;
   /** Leases from the registry (each open socket holds one, each REST or collab use one); never unloaded while > 0. */
   leases = 0;
 
@@ -220,7 +221,7 @@ export class DocumentActor implements DocumentActorView, TaskFailures, EditorDoc
   private changed(store: EditorDoc, update: Uint8Array, origin: unknown, frame?: Uint8Array): void {
     store.touch(isChangeOrigin(origin) ? origin : REST_ORIGIN, Date.now());
     const commit = this.deps.updateLog.append(store, update);
-    this.commits?.push(commit);
+    this.writesState?.logged(commit);
     // Peers get the update at the end of this turn, before the disk: a crash loses at most what clients still hold
     // and resend. Updates of one sender in one turn go out as one merged frame, not back to that sender.
     this.fanout.queue(store, update, this.isAttached(origin) ? origin : undefined, frame);
@@ -329,59 +330,28 @@ export class DocumentActor implements DocumentActorView, TaskFailures, EditorDoc
   // ---- REST CRDT operations ----
 
   records(editorId?: string): Promise<CrdtRecord[]> {
-    return this.mailbox.ask(() => {
-      const stores = editorId === undefined ? [...this.stores.values()] : [this.stores.get(editorId)];
-      return stores.filter((store): store is EditorDoc => store?.exists === true).map((store) => store.record());
-    });
+    return this.writes.records(editorId);
   }
 
   /** Creates a store's content (ALREADY_EXISTS when it has some); resolves once committed. */
-  async add(editorId: string, write: StoreWrite): Promise<void> {
-    const commits = await this.mailbox.ask(() => {
-      const existing = this.stores.get(editorId);
-      if (existing?.exists === true) throw alreadyExists('CRDT data already exists for this editor ID.');
-      return this.write(existing ?? this.addStore(editorId), write);
-    });
-    await this.committed(commits);
+  add(editorId: string, write: StoreWrite): Promise<void> {
+    return this.writes.add(editorId, write);
   }
 
   /** Replaces a store's content with real Yjs operations (NOT_FOUND when absent); resolves once committed. */
-  async update(editorId: string, write: StoreWrite): Promise<void> {
-    const commits = await this.mailbox.ask(() => {
-      const store = this.stores.get(editorId);
-      if (store?.exists !== true) throw notFound('No CRDT data found for this editor ID.');
-      return this.write(store, write);
-    });
-    await this.committed(commits);
+  update(editorId: string, write: StoreWrite): Promise<void> {
+    return this.writes.update(editorId, write);
   }
 
-  /** A REST caller waits for the disk, so its batch commits now instead of at the end of the group-commit window. */
-  private async committed(commits: ReadonlyArray<Promise<void>>): Promise<void> {
-    // flush() never rejects (a failed commit rejects the batch's promises, which are in `commits`).
-    void this.deps.updateLog.flush();
-    await Promise.all(commits);
-  }
-
-  /** Applies a REST write as one Yjs update (planned on a scratch copy: `planWrite`); returns the commit promises (not awaited inside the mailbox). */
-  private write(store: EditorDoc, write: StoreWrite): Array<Promise<void>> {
-    const { contentKey, update } = planWrite(store, write);
-    const commits: Array<Promise<void>> = [];
-    this.commits = commits;
-    try {
-      // The root is defined on the store too, so reads see its type even when the write changed no content.
-      defineRoot(store.doc, write.type, contentKey);
-      if (update !== undefined && !isEmptyUpdate(update)) Y.applyUpdate(store.doc, update, REST_ORIGIN);
-    } finally {
-      this.commits = undefined;
-    }
-    store.type = write.type;
-    store.contentKey = contentKey;
-    // Add with empty data changes no content, yet the store must now exist on disk.
-    if (commits.length === 0) {
-      store.touch(REST_ORIGIN, Date.now());
-      commits.push(this.deps.updateLog.requestSnapshot(store));
-    }
-    return commits;
+  private get writes(): StoreWrites {
+    if (this.writesState !== undefined) return this.writesState;
+    const stores: WritableStores = {
+      ask: (task) => this.mailbox.ask(task),
+      get: (editorId) => this.stores.get(editorId),
+      create: (editorId) => this.addStore(editorId),
+      all: () => this.stores.values(),
+    };
+    return (this.writesState = new StoreWrites(stores, this.deps.updateLog));
   }
 
   /**
