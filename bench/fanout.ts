@@ -101,7 +101,7 @@ if (isMain(import.meta.url)) {
       const figures: Figure[] = [];
       for (const server of servers(values, SYNC_SERVERS)) {
         progress(`${fanoutLabel(base.docs, base.readers)}: ${server}${count > 1 ? ` round ${r + 1}/${count}` : ''} (rate ${base.rate}/s per doc, ${base.latencyMs} ms + ${base.throughputMs} ms)`);
-        const isPlait = server === 'plait' || server === 'plait-nopersist';
+        const isPlait = server === 'plait' || server === 'plait-nopersist' || server === 'plait-base';
         // only the first round's Plait run is profiled
         const profiled = prof !== undefined && server === 'plait' && r === 0;
         const result = await runFanout(

@@ -37,6 +37,8 @@ export interface PhaseFigures {
   readonly serverCores: number;
   /** Share of the server's CPU spent in the kernel. */
   readonly serverSystemShare: number;
+  /** The share of server CPU spent on the main thread (coarse: 10 ms ticks); the rest is other threads. */
+  readonly serverMainThreadShare: number;
   readonly clientCores: number;
   /** Deliveries still missing when the phase's drain wait ended. */
   readonly missing: number;
@@ -133,6 +135,7 @@ function phase(before: ProcessStats, after: ProcessStats, clientBefore: NodeJS.C
     serverCpuMicrosPerDelivery: cpu / Math.max(1, deliveries),
     serverCores: cpu / 1e6 / seconds,
     serverSystemShare: (after.systemMicros - before.systemMicros) / Math.max(1, cpu),
+    serverMainThreadShare: (after.mainThreadMicros - before.mainThreadMicros) / Math.max(1, cpu),
     clientCores: (client.user + client.system) / 1e6 / seconds,
     missing,
   };
@@ -206,7 +209,7 @@ export async function runFanout(options: FanoutOptions, progress: (line: string)
     recordFrom = Number.POSITIVE_INFINITY;
     progress(
       `${options.server}: latency p50 ${latency.p50.toFixed(2)} ms p99 ${latency.p99.toFixed(2)} ms max ${latency.max.toFixed(1)} ms, ` +
-        `${latencyPhase.serverCpuMicrosPerDelivery.toFixed(2)} µs CPU/delivery, server ${latencyPhase.serverCores.toFixed(2)} cores (${Math.round(latencyPhase.serverSystemShare * 100)}% sys), client ${latencyPhase.clientCores.toFixed(2)} cores`,
+        `${latencyPhase.serverCpuMicrosPerDelivery.toFixed(2)} µs CPU/delivery, server ${latencyPhase.serverCores.toFixed(2)} cores (${Math.round(latencyPhase.serverSystemShare * 100)}% sys, ${Math.round(latencyPhase.serverMainThreadShare * 100)}% main thread), client ${latencyPhase.clientCores.toFixed(2)} cores`,
     );
 
     let throughputPhase: PhaseFigures | undefined;
@@ -242,7 +245,7 @@ export async function runFanout(options: FanoutOptions, progress: (line: string)
       throughputPhase = phase(tBefore, await server.stats(), tClient, updates, deliveries, performance.now() - tStart, missing);
       progress(
         `${options.server}: throughput ${Math.round(throughputPhase.updatesPerSec)} updates/s (${Math.round(throughputPhase.deliveriesPerSec)} deliveries/s), ` +
-          `${throughputPhase.serverCpuMicrosPerDelivery.toFixed(2)} µs CPU/delivery, server ${throughputPhase.serverCores.toFixed(2)} cores (${Math.round(throughputPhase.serverSystemShare * 100)}% sys), client ${throughputPhase.clientCores.toFixed(2)} cores`,
+          `${throughputPhase.serverCpuMicrosPerDelivery.toFixed(2)} µs CPU/delivery, server ${throughputPhase.serverCores.toFixed(2)} cores (${Math.round(throughputPhase.serverSystemShare * 100)}% sys, ${Math.round(throughputPhase.serverMainThreadShare * 100)}% main thread), client ${throughputPhase.clientCores.toFixed(2)} cores`,
       );
     }
     const end = await server.stats();

@@ -10,6 +10,12 @@ export interface ProcessStats {
   readonly cpuMicros: number;
   /** The system (kernel) part of cpuMicros: syscalls, socket writes, fsync. */
   readonly systemMicros: number;
+  /**
+   * The main thread's user + system CPU (the event loop: JavaScript and uWS's socket writes), from
+   * /proc/self/task/<pid>/stat in clock ticks (10 ms each), so coarse; the rest of cpuMicros is other threads
+   * (lmdb-js's write thread, libuv's pool, V8's GC helpers). NaN off Linux.
+   */
+  readonly mainThreadMicros: number;
   readonly rss: number;
   readonly heapUsed: number;
   /** Memory outside the V8 heap held by JS objects (Buffers, ArrayBuffers, native addons that report it). */
@@ -37,6 +43,21 @@ function residentParts(): { anon: number; file: number } | undefined {
   return { anon: kb('RssAnon'), file: kb('RssFile') + kb('RssShmem') };
 }
 
+/** utime + stime of the main thread (tid = pid) in microseconds; NaN where /proc is absent. */
+function mainThreadMicros(): number {
+  let stat: string;
+  try {
+    stat = readFileSync(`/proc/self/task/${process.pid}/stat`, 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return Number.NaN;
+    throw error;
+  }
+  // Fields after the command name (which may hold spaces, so split after its closing parenthesis): utime is the
+  // 14th field of the line, stime the 15th; USER_HZ is 100 on Linux.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10_000;
+}
+
 /** Child → parent. */
 export type HostMessage =
   | { readonly type: 'ready'; readonly port: number; readonly pid: number }
@@ -57,6 +78,7 @@ export function processStats(): ProcessStats {
   return {
     cpuMicros: cpu.user + cpu.system,
     systemMicros: cpu.system,
+    mainThreadMicros: mainThreadMicros(),
     rss: memory.rss,
     heapUsed: memory.heapUsed,
     external: memory.external,

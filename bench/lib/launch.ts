@@ -7,7 +7,8 @@ import { fileURLToPath } from 'node:url';
 import type { HostMessage, HostRequest, ProcessStats } from './host.js';
 
 export const SYNC_SERVERS = ['plait', 'hocuspocus', 'y-websocket', 'floor'] as const;
-export const SERVER_KINDS = ['plait', 'plait-nopersist', 'hocuspocus', 'y-websocket', 'y-websocket-leveldb', 'uws-hello', 'floor'] as const;
+/** plait-base: Plait from the build in the bench's env BENCH_BASE_DIST (a copy of dist/ from before a change), for before/after in one run. */
+export const SERVER_KINDS = ['plait', 'plait-base', 'plait-nopersist', 'hocuspocus', 'y-websocket', 'y-websocket-leveldb', 'uws-hello', 'floor', 'floor-2topics', 'floor-deferred', 'floor-2topics-deferred'] as const;
 export type ServerKind = (typeof SERVER_KINDS)[number];
 
 export function isServerKind(value: string): value is ServerKind {
@@ -16,9 +17,9 @@ export function isServerKind(value: string): value is ServerKind {
 
 /** Which wire protocol/client a server speaks. */
 export function protocolOf(kind: ServerKind): 'plait' | 'hocuspocus' | 'y-websocket' | 'http' {
-  if (kind === 'plait' || kind === 'plait-nopersist') return 'plait';
+  if (kind === 'plait' || kind === 'plait-nopersist' || kind === 'plait-base') return 'plait';
   // The floor speaks y-websocket's wire format on `/<room>`, so the stock provider connects to it.
-  if (kind === 'y-websocket' || kind === 'y-websocket-leveldb' || kind === 'floor') return 'y-websocket';
+  if (kind === 'y-websocket' || kind === 'y-websocket-leveldb' || kind.startsWith('floor')) return 'y-websocket';
   return kind === 'hocuspocus' ? 'hocuspocus' : 'http';
 }
 
@@ -62,14 +63,21 @@ function hostEnv(kind: ServerKind, dataDir: string, extra: Readonly<Record<strin
   delete env['PORT'];
   delete env['NODE_OPTIONS'];
   if (protocolOf(kind) === 'plait') {
-    Object.assign(env, { DATA_DIR: dataDir, LOG_LEVEL: 'warn', DEV_BOOTSTRAP: 'false', PERSISTENCE: kind === 'plait' ? 'true' : 'false' });
+    Object.assign(env, { DATA_DIR: dataDir, LOG_LEVEL: 'warn', DEV_BOOTSTRAP: 'false', PERSISTENCE: kind === 'plait-nopersist' ? 'false' : 'true' });
+    if (kind === 'plait-base') {
+      const base = process.env['BENCH_BASE_DIST'];
+      if (base === undefined) throw new Error('server kind plait-base needs BENCH_BASE_DIST (a copy of dist/ inside the checkout, so node_modules resolves)');
+      env['PLAIT_BENCH_DIST'] = base;
+    }
   }
   if (kind === 'y-websocket-leveldb') env['YPERSISTENCE'] = dataDir;
+  // The floor's variants (bench/servers/floor.ts) isolate costs of Plait's fan-out path.
+  if (kind.startsWith('floor-')) Object.assign(env, { FLOOR_TOPICS: kind.includes('2topics') ? '2' : '1', FLOOR_DEFER: kind.includes('deferred') ? '1' : '0' });
   return { ...env, ...extra };
 }
 
 function hostScript(kind: ServerKind): string {
-  if (kind === 'floor') return join(HOST_DIR, 'floor.ts');
+  if (kind.startsWith('floor')) return join(HOST_DIR, 'floor.ts');
   const protocol = protocolOf(kind);
   return join(HOST_DIR, `${protocol === 'http' ? 'uws-hello' : protocol}.ts`);
 }
@@ -116,6 +124,9 @@ function buildPlait(): void {
 
 /** The node flags `npm start` runs Plait with (package.json's start script), so the bench runs it the same way. */
 function plaitNodeFlags(): string[] {
+  // An experiment knob (bench/README, "Fan-out CPU per delivery"): other flags than the start script's, space-separated.
+  const override = process.env['BENCH_PLAIT_NODE_FLAGS'];
+  if (override !== undefined) return override.split(/\s+/).filter((word) => word !== '');
   const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts?: Record<string, string> };
   const start = pkg.scripts?.['start'] ?? '';
   const words = start.split(/\s+/);

@@ -18,12 +18,35 @@ const MESSAGE_AWARENESS = 1;
 
 interface Conn {
   readonly room: string;
+  /** Cleared at close: a deferred publish must not touch a closed socket. */
+  open?: boolean;
 }
+
+/**
+ * Variants that isolate two costs of Plait's fan-out path (bench/README, "Fan-out CPU per delivery"), chosen by
+ * server kind (bench/lib/launch.ts): FLOOR_TOPICS=2 subscribes every connection to a second topic of its room (as
+ * Plait subscribed to a document topic and a store topic), FLOOR_DEFER=1 publishes from setImmediate, corked, as
+ * Plait's per-turn fan-out does, instead of inside uWS's message callback.
+ */
+const TOPICS = Number(process.env.FLOOR_TOPICS ?? 1);
+const DEFER = process.env.FLOOR_DEFER === '1';
 
 serveHost(async () => {
   const uws = loadUws();
   const rooms = new Map<string, { doc: Y.Doc; members: number }>();
   const app = uws.App();
+  const deferred: Array<{ ws: Uws.WebSocket<Conn>; room: string; bytes: Uint8Array }> = [];
+  const flush = (): void => {
+    for (const { ws, room, bytes } of deferred.splice(0)) if (ws.getUserData().open === true) ws.cork(() => ws.publish(room, bytes, true));
+  };
+  const publish = (ws: Uws.WebSocket<Conn>, room: string, bytes: Uint8Array): void => {
+    if (!DEFER) {
+      ws.publish(room, bytes, true);
+      return;
+    }
+    // The message's buffer is reused once the callback returns: a deferred publish needs its own copy (Plait copies too).
+    if (deferred.push({ ws, room, bytes: bytes.slice() }) === 1) setImmediate(flush);
+  };
   app.ws<Conn>('/*', {
     maxPayloadLength: 16 * 1024 * 1024,
     maxBackpressure: 64 * 1024 * 1024,
@@ -39,7 +62,9 @@ serveHost(async () => {
         rooms.set(room, entry);
       }
       entry.members++;
+      ws.getUserData().open = true;
       ws.subscribe(room);
+      if (TOPICS === 2) ws.subscribe(`${room}#d`);
       const encoder = encoding.createEncoder();
       encoding.writeVarUint(encoder, MESSAGE_SYNC);
       syncProtocol.writeSyncStep1(encoder, entry.doc);
@@ -53,7 +78,7 @@ serveHost(async () => {
       const decoder = decoding.createDecoder(bytes);
       const type = decoding.readVarUint(decoder);
       if (type === MESSAGE_AWARENESS) {
-        ws.publish(room, bytes, true);
+        publish(ws, room, bytes);
         return;
       }
       if (type !== MESSAGE_SYNC) return;
@@ -62,10 +87,11 @@ serveHost(async () => {
       const subtype = syncProtocol.readSyncMessage(decoder, reply, entry.doc, null);
       if (subtype === syncProtocol.messageYjsSyncStep1) ws.send(encoding.toUint8Array(reply), true);
       // The client's own frame, as it sent it (uWS copies it before this callback returns).
-      else ws.publish(room, bytes, true);
+      else publish(ws, room, bytes);
     },
     close: (ws) => {
       const { room } = ws.getUserData();
+      ws.getUserData().open = false;
       const entry = rooms.get(room);
       if (entry !== undefined && --entry.members === 0) {
         entry.doc.destroy();

@@ -3,7 +3,10 @@ import { serveHost } from '../lib/host.js';
 
 // The compiled build (bench/lib/launch.ts builds it first), loaded as plain JavaScript: what `npm start` runs.
 // The URL is computed so TypeScript checks the calls against the sources the build was made from.
-const dist = (path: string): string => new URL(`../../dist/src/${path}`, import.meta.url).href;
+// PLAIT_BENCH_DIST (server kind plait-base) runs another build instead, e.g. a copy of the build before a change,
+// so before and after can be interleaved in one run.
+const distRoot = process.env['PLAIT_BENCH_DIST'] === undefined ? new URL('../../dist/', import.meta.url) : new URL(`file://${process.env['PLAIT_BENCH_DIST']}/`);
+const dist = (path: string): string => new URL(`src/${path}`, distRoot).href;
 const { loadConfig } = (await import(dist('config.js'))) as typeof import('../../src/config.js');
 const { createLogger } = (await import(dist('log.js'))) as typeof import('../../src/log.js');
 const { startServer } = (await import(dist('server.js'))) as typeof import('../../src/server.js');

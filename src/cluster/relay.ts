@@ -1,7 +1,7 @@
 // Owns relaying between nodes: sync sockets on a node that does not own their document reach the owner's actor over NATS.
 import { ErrorCode, type Msg, type NatsConnection, type Subscription } from 'nats';
 import type { RootHint } from '../doc/actor.js';
-import { topics } from '../doc/fanout.js';
+import { connectionTopics } from '../doc/fanout.js';
 import type { Peer, TopicPublisher } from '../doc/peer.js';
 import type { ConnectionLease, ConnectionTarget, DocumentRelay } from '../doc/relay-port.js';
 import type { DocumentActors } from '../doc/registry.js';
@@ -33,10 +33,6 @@ const MAX_WAITING_FRAMES = 256;
 /** How long a relaying node waits for the owner to attach a connection before refusing it (UNAVAILABLE). */
 const ATTACH_TIMEOUT_MS = 5_000;
 
-/** The topics the owner's actor puts a connection in (DocumentActor.attach): the document's, its store's, and live with ext=1. */
-function connectionTopics(key: DocumentKey, peer: Peer): string[] {
-  return [topics.document(key), topics.store(key, peer.editorId), ...(peer.extensions ? [topics.live(key)] : [])];
-}
 
 /** `work`, or a rejection with `message` once `ms` have passed (NATS away: a flush would wait for the reconnect). */
 async function within<T>(work: Promise<T>, ms: number, message: string): Promise<T> {
@@ -184,7 +180,7 @@ export class Relay implements DocumentRelay {
    */
   async open(session: RelayedSession, peer: Peer, hint: RootHint): Promise<void> {
     this.relayed.set(peer.sessionId, session);
-    for (const topic of connectionTopics(session.key, peer)) this.listen(session, topic);
+    for (const topic of connectionTopics(session.key, peer.editorId, peer.extensions)) this.listen(session, topic);
     try {
       await within(this.deps.nc.flush(), ATTACH_TIMEOUT_MS, 'NATS did not confirm the subscriptions');
     } catch (error) {

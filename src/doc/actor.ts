@@ -1,7 +1,6 @@
 // Owns one document's live state: a Y.Doc per editor id, the document's awareness, its connections and its mailbox.
-import * as awarenessProtocol from 'y-protocols/awareness';
 import * as Y from 'yjs';
-import { alreadyExists, CLOSE, notFound } from '../errors.js';
+import { CLOSE } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { LoadedStore } from '../store/snapshots.js';
 import type { UpdateLog } from '../store/update-log.js';
@@ -9,22 +8,22 @@ import {
   EXTENSION_TYPE_MIN,
   isEmptyUpdate,
   messageType,
-  writeAwareness,
   writePermissionDenied,
   writeReadOnly,
   writeSyncStep1,
   type ClientMessage,
 } from '../sync/protocol.js';
-import { AwarenessGuard, type AwarenessLimits, type AwarenessRefusal } from './awareness-guard.js';
-import { createAwareness, releaseAwareness } from './awareness-sweep.js';
+import type { AwarenessLimits, AwarenessRefusal } from './awareness-guard.js';
+import { DocumentAwareness, type AwarenessOwner } from './document-awareness.js';
 import { defineRoot } from './crdt.js';
-import { planWrite, type StoreWrite } from './crdt-write.js';
+import type { StoreWrite } from './crdt-write.js';
 import type { StoreType } from '../store/snapshots.js';
 import { EditorDoc, LOADING, type CrdtRecord, type EditorDocUpdates } from './editor-doc.js';
 import { EditorDocs } from './editor-docs.js';
 import type { JoinFrames } from './join-state.js';
-import { topics, UpdateFanout, type FanoutTarget } from './fanout.js';
+import { connectionTopics, topics, UpdateFanout, type FanoutTarget } from './fanout.js';
 import { Mailbox, type TaskFailures } from './mailbox.js';
+import { StoreWrites, type WritableStores } from './store-writes.js';
 import { REST_ORIGIN, type ChangeOrigin, type ConnectionListener, type DocumentActorView, type Peer, type PeerInfo, type TopicPublisher } from './peer.js';
 import type { DocumentKey } from '../document-key.js';
 
@@ -52,31 +51,27 @@ export interface RootHint {
   readonly contentKey?: string;
 }
 
-const DISCONNECTED = 'disconnect';
-
-export class DocumentActor implements DocumentActorView, TaskFailures, EditorDocUpdates, FanoutTarget {
+export class DocumentActor implements DocumentActorView, TaskFailures, EditorDocUpdates, FanoutTarget, AwarenessOwner {
   /** Each store's `peers` are its connections; together they are the document's (no Set of its own for them). */
   private readonly stores = new EditorDocs();
   /** Connections attached, over all stores. */
   private peerCount = 0;
-  // The optional structures below (livePeers, fanoutState, awarenessGuard, deniedOnce) are made on first use: most
+  // The optional structures below (livePeers, awareness, fanoutState, deniedOnce) are made on first use: most
   // loaded documents never need some of them, and each empty Map or Set costs ~150-200 bytes per document. Topic
   // names are not kept either: they are built when used (src/doc/fanout.ts), a string or two per document less.
   /** The `ext=1` connections: the subscribers of the live topic. */
   private livePeers: Set<Peer> | undefined;
   private readonly mailbox: Mailbox;
   /** Created when a client first speaks awareness: most idle documents never need one. */
-  private awareness: awarenessProtocol.Awareness | undefined;
+  private awareness: DocumentAwareness | undefined;
   /** Read through `fanout`, which makes it. */
   private fanoutState: UpdateFanout | undefined;
-  /** Which connection owns which awareness client id, and each connection's awareness rate (src/doc/awareness-guard.ts). */
-  private awarenessGuard: AwarenessGuard | undefined;
   private deniedOnce: WeakSet<Peer> | undefined;
   private attaching = 0;
   /** Bytes published since every socket's buffer was last checked. */
   private uncheckedBytes = 0;
-  /** Commit promises of the REST write running now, so it can answer only after they commit. */
-  private commits: Array<Promise<void>> | undefined;
+  /** The REST CRDT operations (src/doc/store-writes.ts), made at the first. */
+  private writesState: StoreWrites | undefined;
   /** Leases from the registry (each open socket holds one, each REST or collab use one); never unloaded while > 0. */
   leases = 0;
 
@@ -109,12 +104,8 @@ export class DocumentActor implements DocumentActorView, TaskFailures, EditorDoc
     return (this.fanoutState ??= new UpdateFanout(this));
   }
 
-  private awarenessNow(): awarenessProtocol.Awareness {
-    if (this.awareness !== undefined) return this.awareness;
-    const awareness = createAwareness((error) => this.taskFailed(error));
-    awareness.on('update', (change: { added: number[]; updated: number[]; removed: number[] }, origin: unknown) => this.onAwareness(change, origin));
-    this.awareness = awareness;
-    return awareness;
+  private get awarenessNow(): DocumentAwareness {
+    return (this.awareness ??= new DocumentAwareness(this.deps.awareness, this));
   }
 
   // ---- connections (called by the WebSocket edge) ----
@@ -150,15 +141,11 @@ export class DocumentActor implements DocumentActorView, TaskFailures, EditorDoc
       // (and, harmlessly, the not yet published updates of this turn, which that state vector already covers).
       store.peers.add(peer);
       this.peerCount++;
-      peer.subscribe(topics.document(this.key));
-      peer.subscribe(topics.store(this.key, store.editorId));
-      if (peer.extensions) {
-        (this.livePeers ??= new Set()).add(peer);
-        peer.subscribe(topics.live(this.key));
-      }
+      for (const topic of connectionTopics(this.key, store.editorId, peer.extensions)) peer.subscribe(topic);
+      if (peer.extensions) (this.livePeers ??= new Set()).add(peer);
       peer.send(writeSyncStep1(Y.encodeStateVector(store.doc)));
-      const states = this.awareness === undefined ? [] : [...this.awareness.getStates().keys()];
-      if (this.awareness !== undefined && states.length > 0) peer.send(writeAwareness(awarenessProtocol.encodeAwarenessUpdate(this.awareness, states)));
+      const states = this.awareness?.statesFrame();
+      if (states !== undefined) peer.send(states);
       if (peer.readOnly) peer.send(writeReadOnly('viewer access: this connection is read-only'));
       this.notify('joined', peer);
     }, true);
@@ -172,10 +159,7 @@ export class DocumentActor implements DocumentActorView, TaskFailures, EditorDoc
       this.peerCount--;
       this.livePeers?.delete(peer);
       if (!store.exists && store.peers.size === 0) this.stores.delete(peer.editorId);
-      const owned = this.awarenessGuard?.release(peer) ?? [];
-      const awareness = this.awareness;
-      const live = awareness === undefined ? [] : owned.filter((id) => awareness.states.has(id));
-      if (awareness !== undefined && live.length > 0) awarenessProtocol.removeAwarenessStates(awareness, live, DISCONNECTED);
+      this.awareness?.release(peer);
       this.notify('left', peer);
       this.checkIdle();
     }, true);
@@ -206,21 +190,12 @@ export class DocumentActor implements DocumentActorView, TaskFailures, EditorDoc
         if (peer.readOnly) this.refuseEdit(peer, message.update);
         else Y.applyUpdate(store.doc, message.update, peer);
         return;
-      case 'awareness': {
-        const awareness = this.awarenessNow();
-        const admitted = (this.awarenessGuard ??= new AwarenessGuard(this.deps.awareness, (from, why) => this.awarenessRefused(from, why))).admit(
-          peer,
-          message.update,
-          message.entries,
-        );
-        if (admitted !== undefined) awarenessProtocol.applyAwarenessUpdate(awareness, admitted, peer);
+      case 'awareness':
+        this.awarenessNow.receive(peer, message.update, message.entries);
         return;
-      }
-      case 'query-awareness': {
-        const awareness = this.awarenessNow();
-        peer.send(writeAwareness(awarenessProtocol.encodeAwarenessUpdate(awareness, [...awareness.getStates().keys()])));
+      case 'query-awareness':
+        peer.send(this.awarenessNow.query());
         return;
-      }
       case 'auth':
         return;
       case 'malformed':
@@ -246,23 +221,22 @@ export class DocumentActor implements DocumentActorView, TaskFailures, EditorDoc
   private changed(store: EditorDoc, update: Uint8Array, origin: unknown, frame?: Uint8Array): void {
     store.touch(isChangeOrigin(origin) ? origin : REST_ORIGIN, Date.now());
     const commit = this.deps.updateLog.append(store, update);
-    this.commits?.push(commit);
+    this.writesState?.logged(commit);
     // Peers get the update at the end of this turn, before the disk: a crash loses at most what clients still hold
     // and resend. Updates of one sender in one turn go out as one merged frame, not back to that sender.
     this.fanout.queue(store, update, this.isAttached(origin) ? origin : undefined, frame);
   }
 
-  private onAwareness(change: { added: number[]; updated: number[]; removed: number[] }, origin: unknown): void {
-    if (this.awareness === undefined) return;
-    const changed = [...change.added, ...change.updated, ...change.removed];
-    const frame = writeAwareness(awarenessProtocol.encodeAwarenessUpdate(this.awareness, changed));
+  /** @internal For the document's awareness (AwarenessOwner): a change's frame. */
+  awarenessChanged(frame: Uint8Array): void {
     // Echoed to the sender too: y-websocket drops a connection that hears nothing for 30 s, and a lone
     // client's own awareness renewals are what it hears. Queued updates go first: cursors refer to them.
     this.fanoutState?.flush();
-    if (this.peerCount > 0) this.publish(topics.document(this.key), frame);
+    this.publishToAll(frame);
   }
 
-  private awarenessRefused(peer: Peer, why: AwarenessRefusal): void {
+  /** @internal For the document's awareness (AwarenessOwner). */
+  awarenessRefused(peer: Peer, why: AwarenessRefusal): void {
     this.deps.log.debug('awareness entry dropped', { why, sessionId: peer.sessionId, ...this.logFields() });
   }
 
@@ -270,6 +244,11 @@ export class DocumentActor implements DocumentActorView, TaskFailures, EditorDoc
   publish(topic: string, bytes: Uint8Array): void {
     this.deps.publisher.publish(topic, bytes);
     this.checkBackpressure(bytes.length);
+  }
+
+  /** A document-wide frame: every connection is subscribed to exactly one store's topic, so once to each such topic. */
+  private publishToAll(bytes: Uint8Array): void {
+    for (const store of this.stores.values()) if (store.peers.size > 0) this.publish(store.topic(), bytes);
   }
 
   /**
@@ -322,7 +301,7 @@ export class DocumentActor implements DocumentActorView, TaskFailures, EditorDoc
       if (members > 0) this.publish(topics.live(this.key), bytes);
       return members;
     }
-    if (this.peerCount > 0) this.publish(topics.document(this.key), bytes);
+    this.publishToAll(bytes);
     return this.peerCount;
   }
 
@@ -351,59 +330,28 @@ export class DocumentActor implements DocumentActorView, TaskFailures, EditorDoc
   // ---- REST CRDT operations ----
 
   records(editorId?: string): Promise<CrdtRecord[]> {
-    return this.mailbox.ask(() => {
-      const stores = editorId === undefined ? [...this.stores.values()] : [this.stores.get(editorId)];
-      return stores.filter((store): store is EditorDoc => store?.exists === true).map((store) => store.record());
-    });
+    return this.writes.records(editorId);
   }
 
   /** Creates a store's content (ALREADY_EXISTS when it has some); resolves once committed. */
-  async add(editorId: string, write: StoreWrite): Promise<void> {
-    const commits = await this.mailbox.ask(() => {
-      const existing = this.stores.get(editorId);
-      if (existing?.exists === true) throw alreadyExists('CRDT data already exists for this editor ID.');
-      return this.write(existing ?? this.addStore(editorId), write);
-    });
-    await this.committed(commits);
+  add(editorId: string, write: StoreWrite): Promise<void> {
+    return this.writes.add(editorId, write);
   }
 
   /** Replaces a store's content with real Yjs operations (NOT_FOUND when absent); resolves once committed. */
-  async update(editorId: string, write: StoreWrite): Promise<void> {
-    const commits = await this.mailbox.ask(() => {
-      const store = this.stores.get(editorId);
-      if (store?.exists !== true) throw notFound('No CRDT data found for this editor ID.');
-      return this.write(store, write);
-    });
-    await this.committed(commits);
+  update(editorId: string, write: StoreWrite): Promise<void> {
+    return this.writes.update(editorId, write);
   }
 
-  /** A REST caller waits for the disk, so its batch commits now instead of at the end of the group-commit window. */
-  private async committed(commits: ReadonlyArray<Promise<void>>): Promise<void> {
-    // flush() never rejects (a failed commit rejects the batch's promises, which are in `commits`).
-    void this.deps.updateLog.flush();
-    await Promise.all(commits);
-  }
-
-  /** Applies a REST write as one Yjs update (planned on a scratch copy: `planWrite`); returns the commit promises (not awaited inside the mailbox). */
-  private write(store: EditorDoc, write: StoreWrite): Array<Promise<void>> {
-    const { contentKey, update } = planWrite(store, write);
-    const commits: Array<Promise<void>> = [];
-    this.commits = commits;
-    try {
-      // The root is defined on the store too, so reads see its type even when the write changed no content.
-      defineRoot(store.doc, write.type, contentKey);
-      if (update !== undefined && !isEmptyUpdate(update)) Y.applyUpdate(store.doc, update, REST_ORIGIN);
-    } finally {
-      this.commits = undefined;
-    }
-    store.type = write.type;
-    store.contentKey = contentKey;
-    // Add with empty data changes no content, yet the store must now exist on disk.
-    if (commits.length === 0) {
-      store.touch(REST_ORIGIN, Date.now());
-      commits.push(this.deps.updateLog.requestSnapshot(store));
-    }
-    return commits;
+  private get writes(): StoreWrites {
+    if (this.writesState !== undefined) return this.writesState;
+    const stores: WritableStores = {
+      ask: (task) => this.mailbox.ask(task),
+      get: (editorId) => this.stores.get(editorId),
+      create: (editorId) => this.addStore(editorId),
+      all: () => this.stores.values(),
+    };
+    return (this.writesState = new StoreWrites(stores, this.deps.updateLog));
   }
 
   /**
@@ -453,7 +401,7 @@ export class DocumentActor implements DocumentActorView, TaskFailures, EditorDoc
 
   dispose(): void {
     this.fanoutState?.cancel();
-    if (this.awareness !== undefined) releaseAwareness(this.awareness);
+    this.awareness?.dispose();
     this.awareness = undefined;
     for (const store of this.stores.values()) store.doc.destroy();
     this.stores.clear();

@@ -5,15 +5,21 @@ import { type Peer, type TopicPublisher } from './peer.js';
 import { documentKeyString, type DocumentKey } from '../document-key.js';
 
 /**
- * The topics of one document, spelled here and nowhere else. Every connection subscribes to `document` (awareness,
- * generic broadcasts) and to its store's topic (Yjs updates of its editor id); `ext=1` connections also to `live`
- * (extension frames, types >= 100). The prefixes keep the three families apart whatever the ids contain.
+ * The topics of one document, spelled here and nowhere else. Every connection subscribes to its store's topic only
+ * (Yjs updates of its editor id, and the document's awareness and broadcasts, published once to each store's topic);
+ * `ext=1` connections also to `live` (extension frames, types >= 100). One topic per connection, not a document topic
+ * beside it: a uWS subscriber of two topics costs a merge of both topics' queues at every drain (bench/README,
+ * "Fan-out CPU per delivery"). The prefixes keep the families apart whatever the ids contain.
  */
 export const topics = {
-  document: (key: DocumentKey): string => `d${documentKeyString(key)}`,
   live: (key: DocumentKey): string => `l${documentKeyString(key)}`,
   store: (key: DocumentKey, editorId: string): string => `s${documentKeyString(key, editorId)}`,
 } as const;
+
+/** The topics a connection of `editorId` is subscribed to (DocumentActor.attach; a cluster's relaying node mirrors them). */
+export function connectionTopics(key: DocumentKey, editorId: string, extensions: boolean): string[] {
+  return extensions ? [topics.store(key, editorId), topics.live(key)] : [topics.store(key, editorId)];
+}
 
 /** Where the fan-out publishes: the document's actor, which also closes subscribers past their backpressure limit. */
 export interface FanoutTarget extends TopicPublisher {
@@ -25,9 +31,9 @@ export interface FanoutTarget extends TopicPublisher {
 
 /** What one sender has queued for one topic in this turn. */
 interface Queued {
-  /** In arrival order. */
-  readonly updates: Uint8Array[];
-  /** The client's own frame of the first update, published as it came while it is the only one; dropped at the second. */
+  /** In arrival order; empty when the sender's first update of the turn went out at once and nothing followed it. */
+  updates: Uint8Array[];
+  /** The client's own frame of the first queued update, published as it came while it is the only one; dropped at the second. */
   frame: Uint8Array | undefined;
 }
 
@@ -43,11 +49,14 @@ interface PendingTopic {
 }
 
 /**
- * Store updates of one event-loop turn, merged into one frame per (store, sender) and published at the end of the
- * turn (as Hocuspocus 4 does). Merging per sender is what keeps the sender out: uWS's ws.publish skips the
- * publishing socket, so each sender's merged frame goes out through its own socket, and updates of the server go to
- * everyone. Yjs updates commute (and out-of-order structs wait as pending), so the order between senders' frames
- * does not matter for convergence; within one sender the merge keeps everything.
+ * Store updates of one event-loop turn. A client's first update of the turn, when the client's own frame holds exactly
+ * it, is published at once through the client's socket (inside uWS's message callback, as the floor does: no copy
+ * kept, no deferred publish); the updates that follow it in the same turn are merged into one frame per (store,
+ * sender) and published at the end of the turn (as Hocuspocus 4 does), so a burst costs two frames, not one per
+ * update. Merging per sender is what keeps the sender out: uWS's ws.publish skips the publishing socket, so each
+ * sender's merged frame goes out through its own socket, and updates of the server go to everyone. Yjs updates
+ * commute (and out-of-order structs wait as pending), so the order between senders' frames does not matter for
+ * convergence; within one sender the frames keep the order of its updates.
  */
 export class UpdateFanout {
   /** Made when an update is queued and dropped when flushed: an idle document keeps no table (~200 bytes) for it. */
@@ -57,16 +66,23 @@ export class UpdateFanout {
   constructor(private readonly publisher: FanoutTarget) {}
 
   /**
-   * Queues `update` for the subscribers of `stream`'s topic except `sender`. `frame`, when given, is the sync frame
-   * holding exactly `update` as the client sent it: published unchanged if nothing else of that sender joins it this turn.
+   * Passes `update` on to the subscribers of `stream`'s topic except `sender`. `frame`, when given, is the sync frame
+   * holding exactly `update` as the client sent it: the sender's first update of the turn goes out at once in it;
+   * later ones wait for the end of the turn, in it too when nothing else of that sender joins it.
    */
   queue(stream: UpdateStream, update: Uint8Array, sender: Peer | undefined, frame?: Uint8Array): void {
     const pending = (this.pending ??= new Map());
     let entry = pending.get(stream);
     if (entry === undefined) pending.set(stream, (entry = { bySender: new Map() }));
     const queued = entry.bySender.get(sender);
-    if (queued === undefined) entry.bySender.set(sender, { updates: [update], frame });
-    else {
+    if (queued === undefined) {
+      // Recorded even when sent, so the sender's next updates of this turn are merged rather than sent one by one.
+      const sent = frame !== undefined && sender !== undefined && this.publishNow(stream, frame, sender);
+      entry.bySender.set(sender, sent ? { updates: [], frame: undefined } : { updates: [update], frame });
+    } else if (queued.updates.length === 0) {
+      queued.updates.push(update);
+      queued.frame = frame;
+    } else {
       queued.updates.push(update);
       queued.frame = undefined;
     }
@@ -82,6 +98,15 @@ export class UpdateFanout {
     });
   }
 
+  /** `sender`'s frame to the others now; false when its socket is gone (the update then waits for the flush, to all). */
+  private publishNow(stream: UpdateStream, frame: Uint8Array, sender: Peer): boolean {
+    const topic = stream.topic();
+    if (!sender.publish(topic, frame)) return false;
+    this.publisher.publishedBy?.(topic, frame, sender);
+    this.publisher.checkBackpressure(frame.length);
+    return true;
+  }
+
   /** Publishes everything queued now; callers sending other frames flush first so frames keep the order of changes. */
   flush(): void {
     if (this.scheduled !== undefined) clearImmediate(this.scheduled);
@@ -92,6 +117,7 @@ export class UpdateFanout {
     for (const [stream, { bySender }] of pending) {
       const topic = stream.topic();
       for (const [sender, { updates, frame: asSent }] of bySender) {
+        if (updates.length === 0) continue;
         const frame = asSent ?? writeUpdate(updates.length === 1 ? (updates[0] as Uint8Array) : Y.mergeUpdates(updates));
         published += frame.length;
         // A sender that has gone is unsubscribed already, so publishing to all reaches exactly the others.

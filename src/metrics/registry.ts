@@ -81,7 +81,7 @@ export function createMetricsRegistry(sources: MetricSources, options: { default
   mirroredCounter(
     registry,
     'plait_sync_frames_published_total',
-    'Frames published to a document topic (each reaches every other subscriber)',
+    'Frames published to a topic of a document (each reaches every other subscriber)',
     () => syncCounts.framesPublished,
   );
   mirroredCounter(registry, 'plait_sync_connections_opened_total', 'Sync connections opened', () => syncCounts.opened);

@@ -139,3 +139,47 @@ t.test('awareness is echoed to everyone and a silent state expires in the shared
   t.equal(removal[0]?.kind, 'awareness', 'the expired state is removed for everyone');
   t.same(removal[0]?.kind === 'awareness' ? removal[0].entries.map((entry) => entry.state) : [], [null]);
 });
+
+t.test('a connection is in one topic (two with ext=1); awareness and broadcasts reach every connection of every store once', async (t) => {
+  const hub = new FakeHub();
+  const actor = await actorOf(t, hub);
+  const [a, b, other] = [
+    ['a', 'main'],
+    ['b', 'main'],
+    ['o', 'other'],
+  ].map(([id, editorId]) => new FakePeer(id as string, 'u1', editorId, hub)) as [FakePeer, FakePeer, FakePeer];
+  other.extensions = true;
+  const subscribed = new Map<FakePeer, string[]>();
+  for (const peer of [a, b, other]) {
+    const subscribe = peer.subscribe.bind(peer);
+    peer.subscribe = (topic: string): void => {
+      subscribed.set(peer, [...(subscribed.get(peer) ?? []), topic]);
+      subscribe(topic);
+    };
+  }
+  await join(actor, a, b, other);
+  t.equal(subscribed.get(a)?.length, 1, 'a plain connection is in one topic');
+  t.equal(subscribed.get(other)?.length, 2, 'an ext=1 connection also in the live topic');
+  t.same(subscribed.get(a), subscribed.get(b), 'connections of one store share its topic');
+  t.not(subscribed.get(a)?.[0], subscribed.get(other)?.[0], 'each store has its own');
+
+  const generic = Uint8Array.of(2, 1, 0);
+  t.equal(await actor.run(() => actor.broadcast(generic)), 3);
+  for (const peer of [a, b, other]) t.same(peer.frames, [generic], `${peer.sessionId} got the broadcast once`);
+  for (const peer of [a, b, other]) peer.frames.length = 0;
+
+  const client = new awarenessProtocol.Awareness(new Y.Doc());
+  t.teardown(() => client.destroy());
+  client.setLocalState({ cursor: 2 });
+  actor.receive(other, { kind: 'awareness', update: awarenessProtocol.encodeAwarenessUpdate(client, [client.clientID]), entries: [] });
+  await actor.run(() => undefined);
+  for (const peer of [a, b, other]) t.equal(peer.frames.length, 1, `${peer.sessionId} heard the awareness change once`);
+
+  // An update reaches only its own store's connections.
+  a.frames.length = 0;
+  other.frames.length = 0;
+  actor.receive(a, { kind: 'update', update: edit(new Y.Doc(), 'x') });
+  await endOfTurn();
+  t.equal(updatesIn(b).length, 1, 'the same store hears it');
+  t.same(updatesIn(other), [], 'another store does not');
+});
