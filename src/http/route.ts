@@ -116,7 +116,7 @@ class Exchange implements ResponseState, RequestContext {
   }
 }
 
-/** Builds the uWS handlers of one operation, one per path; its schema is compiled here, once. */
+/** Builds the uWS handlers of one operation, one per path; its schema is compiled once, at the first request. */
 export function route(op: Operation, deps: RouteDeps): (path: string) => (res: HttpResponse, req: HttpRequest) => void {
   const validate: Validator<unknown> = compileValidator(op.schema);
   return (path) => {
