@@ -1,9 +1,9 @@
 // Owns the Plait server under test: the real server (startServer, config from env) in a bench host child.
 import { serveHost } from '../lib/host.js';
 
-// The compiled build (bench/lib/launch.ts builds it first), loaded as plain JavaScript: what `npm start` runs.
-// The URL is computed so TypeScript checks the calls against the sources the build was made from.
-const dist = (path: string): string => new URL(`../../dist/src/${path}`, import.meta.url).href;
+// The bundled build (bench/lib/launch.ts builds it first, dist/bundle), loaded as plain JavaScript: what `npm start`
+// runs. The URL is computed so TypeScript checks the calls against the sources the bundle was made from.
+const dist = (path: string): string => new URL(`../../dist/bundle/${path}`, import.meta.url).href;
 const { loadConfig } = (await import(dist('config.js'))) as typeof import('../../src/config.js');
 const { createLogger } = (await import(dist('log.js'))) as typeof import('../../src/log.js');
 const { startServer } = (await import(dist('server.js'))) as typeof import('../../src/server.js');
