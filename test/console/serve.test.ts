@@ -11,10 +11,11 @@ t.test('the console answers 503 while unbuilt, then serves what is on disk at ea
   const uws = loadUws();
   const app = uws.App();
   mountConsole(app, dir, { warn: (message: string) => warnings.push(message) });
-  const port = await new Promise<number>((resolve, reject) => {
-    app.listen('127.0.0.1', 0, (socket) => (socket === false ? reject(new Error('listen failed')) : resolve(uws.us_socket_local_port(socket))));
+  const socket = await new Promise<Exclude<Parameters<typeof uws.us_listen_socket_close>[0], false>>((resolve, reject) => {
+    app.listen('127.0.0.1', 0, (listen) => (listen === false ? reject(new Error('listen failed')) : resolve(listen)));
   });
-  t.teardown(() => app.close());
+  const port = uws.us_socket_local_port(socket);
+  t.teardown(() => uws.us_listen_socket_close(socket));
   t.equal(warnings.length, 4, 'each missing file is named once at mount');
 
   const missing = await fetch(`http://127.0.0.1:${port}/console/`);
