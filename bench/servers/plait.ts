@@ -3,7 +3,9 @@ import { serveHost } from '../lib/host.js';
 
 // The bundled build (bench/lib/launch.ts builds it first, dist/bundle), loaded as plain JavaScript: what `npm start`
 // runs. The URL is computed so TypeScript checks the calls against the sources the bundle was made from.
-const dist = (path: string): string => new URL(`../../dist/bundle/${path}`, import.meta.url).href;
+// BENCH_PLAIT_BUILD=src runs the unbundled compiled tree (dist/src) instead, to compare the two.
+const build = process.env['BENCH_PLAIT_BUILD'] === 'src' ? 'src' : 'bundle';
+const dist = (path: string): string => new URL(`../../dist/${build}/${path}`, import.meta.url).href;
 const { loadConfig } = (await import(dist('config.js'))) as typeof import('../../src/config.js');
 const { createLogger } = (await import(dist('log.js'))) as typeof import('../../src/log.js');
 const { startServer } = (await import(dist('server.js'))) as typeof import('../../src/server.js');
