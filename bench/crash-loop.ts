@@ -30,7 +30,7 @@ try {
     kills: Number(values.kills),
     maxLoadMs: Number(values['max-load-ms']),
     seed: Number(values.seed),
-    ...(dist ? { serverArgs: [new URL('../dist/src/main.js', import.meta.url).pathname] } : {}),
+    ...(dist ? { serverArgs: [new URL('../dist/bundle/main.js', import.meta.url).pathname] } : {}),
     progress: (line) => process.stderr.write(`${line}\n`),
   });
   process.stdout.write(

@@ -46,6 +46,8 @@ export interface MemoryOptions {
 }
 
 export interface MemoryResult {
+  /** Right after the start, no client yet, full GC: the baseline every absolute figure (e.g. after a burst) sits on. */
+  readonly idle: ProcessStats;
   readonly perConnection: Delta;
   readonly small: Phase;
   readonly large: Phase;
@@ -75,6 +77,7 @@ function destroyAll(clients: readonly SyncClient[]): void {
 export async function runMemory(options: MemoryOptions): Promise<MemoryResult> {
   const server = await launchServer(options.server, { env: { DOC_IDLE_UNLOAD_MS: String(options.evictMs) } });
   try {
+    const idle = await server.gcStats();
     const target = await syncTarget(server);
     const small = buildContent(options.smallBytes, 16, 1);
     const large = buildContent(options.largeBytes, 64, 2);
@@ -99,7 +102,7 @@ export async function runMemory(options: MemoryOptions): Promise<MemoryResult> {
       loaded: { heap: phase.loaded.heap - perConnection.heap, rss: phase.loaded.rss - perConnection.rss, anon: phase.loaded.anon - perConnection.anon },
       retained: phase.retained,
     });
-    return { perConnection, small: less(smallPhase), large: less(largePhase) };
+    return { idle, perConnection, small: less(smallPhase), large: less(largePhase) };
   } finally {
     await server.stop();
   }
@@ -107,7 +110,11 @@ export async function runMemory(options: MemoryOptions): Promise<MemoryResult> {
 
 export function memoryFigures(server: ServerKind, result: MemoryResult, options: Omit<MemoryOptions, 'server'>): Figure[] {
   const kb = (bytes: number): number => bytes / KB;
+  const MB = 1024 * 1024;
+  const idleDetail = { note: 'right after the start, before any client, full GC', heapUsedMB: result.idle.heapUsed / MB, externalMB: result.idle.external / MB };
   const figures: Figure[] = [
+    { bench: 'memory, idle', metric: 'anon RSS', unit: 'MB', server, value: result.idle.rssAnon / MB, better: 'lower', detail: idleDetail },
+    { bench: 'memory, idle', metric: 'RSS', unit: 'MB', server, value: result.idle.rss / MB, better: 'lower' },
     { bench: 'memory, connections', metric: 'JS memory / connection', unit: 'KB', server, value: kb(result.perConnection.heap), better: 'lower' },
     { bench: 'memory, connections', metric: 'RSS / connection', unit: 'KB', server, value: kb(result.perConnection.rss), better: 'lower' },
     { bench: 'memory, connections', metric: 'anon RSS / connection', unit: 'KB', server, value: kb(result.perConnection.anon), better: 'lower' },

@@ -1,6 +1,7 @@
 // Owns starting every server under test as a child process (fork + IPC), asking it for CPU/memory, and stopping it.
 import { execFileSync, fork, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { buildSync } from 'esbuild';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -82,6 +83,30 @@ function hostScript(kind: ServerKind): string {
   return join(HOST_DIR, `${protocol === 'http' ? 'uws-hello' : protocol}.ts`);
 }
 
+/**
+ * Server hosts run as plain JavaScript, without tsx's loader: tsx runs its module hooks on a thread of their own (a
+ * second V8 isolate, ~25–30 MB of anonymous memory in every server) and keeps, with source maps on, a copy of every
+ * module it loads (with Plait's bundle, another ~30 MB). That was no part of any server, and it hid the servers'
+ * own differences in every memory figure (bench/README.md, "Baseline memory"). Each host is bundled once per bench
+ * process by esbuild (packages left external) into bench/.hosts/, a folder at the same depth as bench/servers/ so
+ * the hosts' relative URLs (Plait's dist/) still resolve. BENCH_HOST_LOADER=tsx runs them under tsx as before.
+ */
+const HOSTS_OUT = fileURLToPath(new URL('../.hosts/', import.meta.url));
+const USE_TSX = process.env['BENCH_HOST_LOADER'] === 'tsx';
+const builtHosts = new Map<string, string>();
+
+function hostEntry(kind: ServerKind): string {
+  const source = hostScript(kind);
+  if (USE_TSX) return source;
+  let out = builtHosts.get(source);
+  if (out === undefined) {
+    out = join(HOSTS_OUT, source.slice(HOST_DIR.length).replace(/\.ts$/, '.mjs'));
+    buildSync({ entryPoints: [source], outfile: out, bundle: true, packages: 'external', format: 'esm', platform: 'node', target: 'node20', logLevel: 'warning' });
+    builtHosts.set(source, out);
+  }
+  return out;
+}
+
 const FORWARD_LINES = Number(process.env.BENCH_FORWARD_LINES ?? 10);
 const FORWARD_CHARS = 400;
 
@@ -112,13 +137,15 @@ const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 let built = false;
 
 /**
- * The Plait host runs the compiled `dist/` build, as `npm start` does, not the sources under tsx (tsx keeps
+ * The Plait host runs the bundled build (`dist/bundle`), as `npm start` does, not the sources under tsx (tsx keeps
  * function names by wrapping every named closure, which costs memory and CPU Plait would not pay in production).
  * Built once per bench process, so the figures are always of the current sources.
  */
 function buildPlait(): void {
   if (built) return;
   execFileSync(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(ROOT, 'tsconfig.build.json')], { stdio: 'inherit' });
+  // npm start runs the bundle (src/bundle.ts), not dist/src
+  execFileSync(process.execPath, [join(ROOT, 'dist', 'src', 'bundle.js')], { stdio: 'inherit' });
   built = true;
 }
 
@@ -136,10 +163,10 @@ function plaitNodeFlags(): string[] {
 export async function launchServer(kind: ServerKind, options: LaunchOptions = {}): Promise<ServerHandle> {
   if (protocolOf(kind) === 'plait') buildPlait();
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), `plait-bench-${kind}-`));
-  const execArgv = ['--import=tsx', '--expose-gc', ...(protocolOf(kind) === 'plait' ? plaitNodeFlags() : [])];
+  const execArgv = [...(USE_TSX ? ['--import=tsx'] : []), '--expose-gc', ...(protocolOf(kind) === 'plait' ? plaitNodeFlags() : [])];
   if (options.cpuProfileDir !== undefined) execArgv.push('--cpu-prof', `--cpu-prof-dir=${options.cpuProfileDir}`);
   execArgv.push(...(options.execArgv ?? []));
-  const child = fork(hostScript(kind), [], {
+  const child = fork(hostEntry(kind), [], {
     execArgv,
     env: hostEnv(kind, dataDir, options.env ?? {}),
     stdio: ['ignore', 'pipe', 'pipe', 'ipc'],

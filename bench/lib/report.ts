@@ -47,6 +47,11 @@ export const TARGETS: readonly Target[] = [
   { bench: 'REST Update Presence', metric: 'requests/s', minRatio: 0.5, peers: ['uws-hello'], text: '≥ 1/2 of uWS hello' },
   // Issue 18. Throughput here is bound by the commit latency of the disk as much as by CPU; see bench/README.md.
   { bench: 'REST Add Comment Annotations', metric: 'requests/s', minRatio: 0.25, peers: ['uws-hello'], text: '≥ 1/4 of uWS hello' },
+  // Issue 18, memory: anonymous memory no more than Hocuspocus's, RSS at most 1.1× (perf-mem, bench/README.md).
+  ...['memory, idle', 'fan-out 1×50'].flatMap((bench) => [
+    { bench, metric: bench === 'memory, idle' ? 'anon RSS' : 'server anon RSS after the burst', maxRatio: 1, peers: ['hocuspocus'] as const, text: 'anon ≤ Hocuspocus' },
+    { bench, metric: bench === 'memory, idle' ? 'RSS' : 'server RSS after the burst', maxRatio: 1.1, peers: ['hocuspocus'] as const, text: '≤ 1.1× Hocuspocus' },
+  ]),
 ];
 
 export type Verdict = { readonly target: Target; readonly met: boolean; readonly detail: string } | undefined;

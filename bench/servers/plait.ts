@@ -1,12 +1,15 @@
 // Owns the Plait server under test: the real server (startServer, config from env) in a bench host child.
 import { serveHost } from '../lib/host.js';
 
-// The compiled build (bench/lib/launch.ts builds it first), loaded as plain JavaScript: what `npm start` runs.
-// The URL is computed so TypeScript checks the calls against the sources the build was made from.
-// PLAIT_BENCH_DIST (server kind plait-base) runs another build instead, e.g. a copy of the build before a change,
-// so before and after can be interleaved in one run.
-const distRoot = process.env['PLAIT_BENCH_DIST'] === undefined ? new URL('../../dist/', import.meta.url) : new URL(`file://${process.env['PLAIT_BENCH_DIST']}/`);
-const dist = (path: string): string => new URL(`src/${path}`, distRoot).href;
+// The bundled build (bench/lib/launch.ts builds it first, dist/bundle), loaded as plain JavaScript: what `npm start`
+// runs. The URL is computed so TypeScript checks the calls against the sources the bundle was made from.
+// BENCH_PLAIT_BUILD=src runs the unbundled compiled tree (dist/src) instead, to compare the two. PLAIT_BENCH_DIST
+// (server kind plait-base) runs another build's dist/src instead, e.g. a copy of the build before a change, so before
+// and after can be interleaved in one run.
+const base = process.env['PLAIT_BENCH_DIST'];
+const build = base !== undefined || process.env['BENCH_PLAIT_BUILD'] === 'src' ? 'src' : 'bundle';
+const distRoot = base === undefined ? new URL('../../dist/', import.meta.url) : new URL(`file://${base}/`);
+const dist = (path: string): string => new URL(`${build}/${path}`, distRoot).href;
 const { loadConfig } = (await import(dist('config.js'))) as typeof import('../../src/config.js');
 const { createLogger } = (await import(dist('log.js'))) as typeof import('../../src/log.js');
 const { startServer } = (await import(dist('server.js'))) as typeof import('../../src/server.js');

@@ -1,4 +1,4 @@
-// Owns serving the built console at /console (GET only): its three files from dist/console, read once.
+// Owns serving the built console at /console (GET only): its files from dist/console, read from disk on each request.
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -35,21 +35,24 @@ function send(res: HttpResponse, status: string, type: string, body: string | Bu
 
 /**
  * Mounts /console. The files are built by `npm run build` (src/console/build.ts); without them /console answers 503
- * saying so, and the rest of the server is unaffected.
+ * saying so, and the rest of the server is unaffected. They are read from disk per request, not held: the console is
+ * an operator's page, requested rarely, and its script with its source map is ~2 MB that every idle server kept in
+ * memory (bench/README.md, "Baseline memory").
  */
 export function mountConsole(app: TemplatedApp, dir: string, log: Pick<Logger, 'warn'>): void {
-  const files = new Map<string, Buffer>();
   for (const name of Object.keys(FILES)) {
-    try {
-      files.set(name, readFileSync(join(dir, name)));
-    } catch (error) {
-      log.warn('console file missing; run `npm run build` to build the console', { file: join(dir, name), error: error instanceof Error ? error.message : String(error) });
-    }
+    if (!existsSync(join(dir, name))) log.warn('console file missing; run `npm run build` to build the console', { file: join(dir, name) });
   }
   const serve = (name: string) => (res: HttpResponse) => {
-    const body = files.get(name);
-    if (body === undefined) send(res, '503 Service Unavailable', 'text/plain; charset=utf-8', 'The console is not built: run `npm run build`.\n');
-    else send(res, '200 OK', FILES[name] ?? 'application/octet-stream', body);
+    let body: Buffer;
+    try {
+      body = readFileSync(join(dir, name));
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') log.warn('console file unreadable', { file: join(dir, name), error: error instanceof Error ? error.message : String(error) });
+      send(res, '503 Service Unavailable', 'text/plain; charset=utf-8', 'The console is not built: run `npm run build`.\n');
+      return;
+    }
+    send(res, '200 OK', FILES[name] ?? 'application/octet-stream', body);
   };
   app.get('/console', serve('index.html'));
   app.get('/console/', serve('index.html'));

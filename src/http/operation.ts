@@ -35,7 +35,7 @@ export const bare = (result: unknown): Reply => ({ kind: 'bare', result });
 export interface Operation {
   readonly paths: readonly string[];
   readonly auth: AuthLevel;
-  /** JSON schema of `data`, compiled once at start. */
+  /** JSON schema of `data`, compiled once, at the first request on the operation (test/http/schemas.test.ts compiles them all). */
   readonly schema: object;
   /** Public operations are rate limited per client address. */
   readonly rateLimited: boolean;

@@ -29,7 +29,7 @@ export interface PathHandlers {
   readonly forwarded: (request: ForwardedRequest) => Promise<Answer>;
 }
 
-/** Builds the handlers of one operation, one pair per path; its schema is compiled here, once. */
+/** Builds the handlers of one operation, one pair per path; its schema is compiled once, at the first request. */
 export function route(op: Operation, deps: RouteDeps): (path: string) => PathHandlers {
   const validate: Validator<unknown> = compileValidator(op.schema);
   return (path) => {

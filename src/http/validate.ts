@@ -1,4 +1,4 @@
-// Owns request validation: one ajv instance, schemas compiled once at start, errors rendered as field-naming messages.
+// Owns request validation: one ajv instance, each schema compiled once at its first request, errors rendered as field-naming messages.
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import { invalidArgument } from '../errors.js';
@@ -33,14 +33,25 @@ ajv.addKeyword({
 
 export type Validator<T> = (value: unknown) => T;
 
-/** Compiles `schema` once; the returned function narrows `data` to T or throws INVALID_ARGUMENT naming the field. */
+/**
+ * The returned function narrows `data` to T or throws INVALID_ARGUMENT naming the field. `schema` is compiled at the
+ * first call, not here: compiling all ~130 operations' schemas at start cost ~4 MB of heap (generated source and
+ * code) and grew V8's young generation during startup, for routes a deployment may never be sent
+ * (bench/README.md, "Baseline memory"). `checkSchema` compiles one now (the test of every operation's schema).
+ */
 export function compileValidator<T>(schema: object): Validator<T> {
-  const validate: ValidateFunction<T> = ajv.compile<T>(schema);
+  let validate: ValidateFunction<T> | undefined;
   return (value: unknown): T => {
+    validate ??= ajv.compile<T>(schema);
     if (validate(value)) return value;
     const first = validate.errors?.[0];
     throw invalidArgument(first === undefined ? 'data is invalid' : describeError(first));
   };
+}
+
+/** Compiles `schema` with the request validator's ajv (its keywords and formats) and throws what ajv rejects. */
+export function checkSchema(schema: object): void {
+  ajv.compile(schema);
 }
 
 function fieldPath(instancePath: string): string {

@@ -175,3 +175,19 @@ t.test('OUTBOUND_ALLOWED_NETWORKS is a validated comma-separated list, empty by 
   t.throws(() => loadConfig({ SMTP_URL: 'http://mail' }, []), { message: /SMTP_URL must be an smtp/ });
   t.throws(() => loadConfig({ SENDGRID_BASE_URL: 'nope' }, []), { message: /SENDGRID_BASE_URL must be an http/ });
 });
+
+t.test('undici is loaded at the first request, not when the client is made; close before any request is clean', async (t) => {
+  const { url, hits } = await receiver(t, (_req, res) => res.end('lazy'));
+  const http = client(t, ['127.0.0.0/8']);
+  t.equal(http.started, false, 'no pool before the first request');
+  const response = await http.request({ url: `${url}/first` });
+  t.equal(http.started, true);
+  t.equal(response.body.toString(), 'lazy');
+  t.same(hits, ['GET /first']);
+
+  const unused = new OutboundHttp({ allowedNetworks: ['127.0.0.0/8'] });
+  await unused.close();
+  t.equal(unused.started, false, 'closing an unused client loads nothing');
+  t.equal(await code(unused.request({ url: `${url}/after-close` })), 'NETWORK', 'a closed client refuses');
+  t.same(hits, ['GET /first'], 'nothing was sent after close');
+});

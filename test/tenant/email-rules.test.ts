@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import t, { type Test } from 'tap';
 import { AppError } from '../../src/errors.js';
 import { checkContinueUrl, isDisposableEmail } from '../../src/tenant/email-rules.js';
@@ -62,3 +64,15 @@ t.test('disposable domains match whatever the case', async (t) => t.equal(isDisp
 t.test('a trailing dot does not hide a disposable domain', async (t) => t.equal(isDisposableEmail('x@mailinator.com.'), true));
 t.test('an ordinary domain is not disposable', async (t) => t.equal(isDisposableEmail('owner@example.com'), false));
 t.test('a domain that merely ends like a disposable one is not disposable', async (t) => t.equal(isDisposableEmail('x@plainmailinator.com'), false));
+
+// The list is read from mailchecker's file at each check (nothing kept): it must agree with the package's own Set.
+t.test('the file scan agrees with mailchecker on a sample of its list and on unlisted domains', async (t) => {
+  const require = createRequire(import.meta.url);
+  t.match(readFileSync(require.resolve('mailchecker'), 'latin1'), /var blacklist\s+= new Set\(\["/, 'the file still has the shape the scan reads (else it falls back to the Set)');
+  const listed = [...(require('mailchecker') as { blacklist(): ReadonlySet<string> }).blacklist()];
+  t.ok(listed.length > 10_000, `${listed.length} listed domains`);
+  const sample = [listed[0] ?? '', listed[listed.length - 1] ?? '', ...listed.filter((_, i) => i % 997 === 0)];
+  for (const domain of sample) t.equal(isDisposableEmail(`x@${domain}`), true, `${domain} is disposable`);
+  for (const domain of ['example.com', 'plait.dev', 'gmail.com', 'b.example.org']) t.equal(isDisposableEmail(`x@${domain}`), false, `${domain} is not`);
+  t.equal(isDisposableEmail('x@'), false, 'an empty domain is not listed');
+});

@@ -1,7 +1,7 @@
 // Owns every outbound HTTP request Plait makes (webhooks, agents, permission provider): undici, SSRF-guarded, bounded.
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import { isIP, type LookupFunction } from 'node:net';
-import { Agent, buildConnector, request as undiciRequest } from 'undici';
+import type { Agent, request as undiciRequest } from 'undici';
 import { AddressPolicy } from './address-policy.js';
 
 export interface OutboundRequest {
@@ -76,7 +76,12 @@ function stripBrackets(hostname: string): string {
  */
 export class OutboundHttp {
   private readonly policy: AddressPolicy;
-  private readonly agent: Agent;
+  /**
+   * undici and the pool, made at the first request: undici is ~4 MB of heap and a server with no webhook, agent or
+   * permission provider configured never sends one (bench/README.md, "Baseline memory").
+   */
+  private client: Promise<Client> | undefined;
+  private closed = false;
   private readonly resolve: Resolver;
   private readonly timeoutMs: number;
   private readonly maxBytes: number;
@@ -86,24 +91,36 @@ export class OutboundHttp {
     this.resolve = opts.resolve ?? systemResolve;
     this.timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     this.maxBytes = opts.maxBytes ?? DEFAULT_MAX_BYTES;
-    const connector = buildConnector({ lookup: this.guardedLookup });
-    this.agent = new Agent({
-      connect: (options, callback) => {
-        const host = stripBrackets(options.hostname);
-        if (isIP(host) !== 0) {
-          const refusal = this.policy.refusal(host);
-          if (refusal !== undefined) {
-            callback(new BlockedAddress(refusal), null);
-            return;
+  }
+
+  /** Whether undici has been loaded and the pool made (the first request does it). */
+  get started(): boolean {
+    return this.client !== undefined;
+  }
+
+  private open(): Promise<Client> {
+    this.client ??= import('undici').then(({ Agent, buildConnector, request }) => {
+      const connector = buildConnector({ lookup: this.guardedLookup });
+      const agent = new Agent({
+        connect: (options, callback) => {
+          const host = stripBrackets(options.hostname);
+          if (isIP(host) !== 0) {
+            const refusal = this.policy.refusal(host);
+            if (refusal !== undefined) {
+              callback(new BlockedAddress(refusal), null);
+              return;
+            }
           }
-        }
-        connector(options, callback);
-      },
-      // The overall deadline is the request's signal; these only bound an idle connection.
-      headersTimeout: 0,
-      bodyTimeout: 0,
-      keepAliveTimeout: 4_000,
+          connector(options, callback);
+        },
+        // The overall deadline is the request's signal; these only bound an idle connection.
+        headersTimeout: 0,
+        bodyTimeout: 0,
+        keepAliveTimeout: 4_000,
+      });
+      return { agent, request };
     });
+    return this.client;
   }
 
   /** Resolves a name and keeps only the addresses the policy allows; none left is a refusal. */
@@ -161,9 +178,12 @@ export class OutboundHttp {
     }
   }
 
-  /** Closes pooled connections; in-flight requests finish first. */
-  close(): Promise<void> {
-    return this.agent.close();
+  /** Closes pooled connections; in-flight requests finish first. Later requests fail (undici's closed client). */
+  async close(): Promise<void> {
+    this.closed = true;
+    if (this.client === undefined) return;
+    const { agent } = await this.client;
+    await agent.close();
   }
 
   private async once(
@@ -181,12 +201,19 @@ export class OutboundHttp {
       const refusal = this.policy.refusal(host);
       if (refusal !== undefined) throw new OutboundError('BLOCKED_ADDRESS', `refused ${url.href}: ${refusal}`);
     }
+    if (this.closed && this.client === undefined) throw new OutboundError('NETWORK', `request to ${url.origin} failed: the outbound client is closed`);
     try {
-      return await undiciRequest(url, { method, headers, body: body ?? null, signal, dispatcher: this.agent });
+      const { agent, request } = await this.open();
+      return await request(url, { method, headers, body: body ?? null, signal, dispatcher: agent });
     } catch (error) {
       throw toOutboundError(error, url, timeout, timeoutMs);
     }
   }
+}
+
+interface Client {
+  readonly agent: Agent;
+  readonly request: typeof undiciRequest;
 }
 
 function parseUrl(raw: string, base?: URL): URL {
