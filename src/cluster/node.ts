@@ -63,7 +63,7 @@ export class ClusterNode {
       ownerOf: (key) => leases.owner(documentKeyString(key)),
       watchMs: Math.max(250, Math.floor(config.clusterLeaseMs / 3)),
     });
-    const state = await ClusterState.open(nc, { nodeId, log, replicas });
+    const state = await ClusterState.open(nc, { nodeId, log, replicas, owns: (document) => leases.owns(document) });
     log.info('joined the cluster', { nodeId, nats: config.natsUrl, leaseMs: config.clusterLeaseMs, replicas, origin: state.origin });
     return new ClusterNode(nodeId, nc, leases, relay, new RestForwarding(nc, nodeId, log), worker, log, state);
   }
@@ -85,17 +85,22 @@ export class ClusterNode {
           throw unavailable('the cluster coordinator (NATS) is unreachable; retry shortly');
         }
         if (!claim.mine) return claim;
-        // The previous owner's acknowledged writes are all in the stream before its last message: apply up to there
-        // before the actor loads the document from the local cache.
+        // The claim on the state stream starts this holding's epoch (older owners' later writes are fenced off), and
+        // every write the previous owner got into the stream is before it: apply up to there before the actor loads
+        // the document from the local cache.
+        const document = documentKeyString(key);
         try {
-          await this.state.catchUp();
+          await this.state.claimDocument(document, leases.takenRevision(document) ?? 0);
         } catch (error) {
           void leases.release(documentKeyString(key));
           throw error;
         }
         return claim;
       },
-      release: (key: DocumentKey) => void leases.release(documentKeyString(key)),
+      release: (key: DocumentKey) => {
+        this.state.releaseDocument(documentKeyString(key));
+        void leases.release(documentKeyString(key));
+      },
       onLost: (listener) =>
         leases.onLost((id) => {
           const [apiKey, organizationId, documentId] = JSON.parse(id) as [string, string, string];

@@ -8,6 +8,7 @@ import type { Store } from '../store/env.js';
 import { DB } from '../store/keys.js';
 import { CLUSTER_CACHE_KEY, type ReplicatedOp, type Replication } from '../store/replication.js';
 import { DataDirLock } from './data-dir-lock.js';
+import { ClaimTable, DocumentEpochs, documentOf, type Fence } from './fence.js';
 import { OriginOrder } from './origin-order.js';
 
 export const STATE_STREAM = 'PLAIT_STATE';
@@ -23,6 +24,12 @@ interface TxMessage {
   readonly n: number;
   readonly ops?: readonly ReplicatedOp[];
   readonly b?: string;
+  /** A claim: the owner of this document (key string) starts a new epoch at this message's stream sequence. */
+  readonly c?: string;
+  /** With `c`: the lease revision the claim was made under (an older holding's claim is ignored). */
+  readonly r?: number;
+  /** The epochs the writer held for the documents whose rows `ops` write (src/cluster/fence.ts). */
+  readonly f?: Fence;
 }
 
 interface CacheState {
@@ -40,6 +47,8 @@ export interface ClusterStateOptions {
   readonly publishTimeoutMs?: number;
   /** How long catch-up waits for the applier before it answers UNAVAILABLE. */
   readonly catchUpTimeoutMs?: number;
+  /** Whether this node still owns a document (its lease is valid): a fenced write acknowledged after that answers UNAVAILABLE. */
+  readonly owns?: (document: string) => boolean;
 }
 
 /** Foreign messages read but not applied yet. */
@@ -48,6 +57,10 @@ interface Batch {
   messages: number;
   /** The last stream sequence taken into the batch (or passed). */
   end: number;
+  /** DB.meta entries stored with the position (claims applied). */
+  meta: Array<{ key: string; value: unknown }>;
+  /** Ops that win over this node's own pending writes (a newer owner's writes of a document this node lost). */
+  forced: Set<ReplicatedOp>;
 }
 
 /** A write waiting for the stream's acknowledgement. */
@@ -55,9 +68,10 @@ interface Outbound {
   readonly n: number;
   readonly ops: readonly ReplicatedOp[];
   readonly payload: Uint8Array;
+  readonly fence?: Fence;
   told: boolean;
   acked: boolean;
-  readonly resolve: () => void;
+  readonly resolve: (seq: number) => void;
   readonly reject: (error: unknown) => void;
   readonly timer: NodeJS.Timeout;
 }
@@ -130,14 +144,20 @@ export class ClusterState implements Replication {
 
   publish(ops: readonly ReplicatedOp[]): Promise<void> {
     if (this.closed) return Promise.reject(unavailable('the node is stopping'));
+    const fence = this.epochs.fenceOf(ops);
     const n = ++this.counter;
-    const payload = pack({ o: this.origin, n, ops } satisfies TxMessage);
     this.sent.set(n, ops);
-    return new Promise<void>((resolve, reject) => {
+    return this.enqueue(n, ops, pack({ o: this.origin, n, ops, ...(fence === undefined ? {} : { f: fence }) } satisfies TxMessage), fence).then(() => undefined);
+  }
+
+  /** Queues one message (in call order) and resolves with its stream sequence once acknowledged. */
+  private enqueue(n: number, ops: readonly ReplicatedOp[], payload: Uint8Array, fence: Fence | undefined): Promise<number> {
+    return new Promise<number>((resolve, reject) => {
       const entry: Outbound = {
         n,
         ops,
         payload,
+        ...(fence === undefined ? {} : { fence }),
         told: false,
         acked: false,
         resolve,
@@ -146,7 +166,7 @@ export class ClusterState implements Replication {
       };
       this.queue.push(entry);
       // While resending after a failure, everything goes through the resend loop, in order.
-      if (this.retrying === undefined) this.transmit(entry).then(() => this.acked(entry), (error: unknown) => this.failed(entry, error));
+      if (this.retrying === undefined) this.transmit(entry).then((seq) => this.acked(entry, seq), (error: unknown) => this.failed(entry, error));
     });
   }
 
@@ -155,29 +175,29 @@ export class ClusterState implements Replication {
    * message's blob upload holds back the messages after it (js.publish sends synchronously when called), while
    * acknowledgements are awaited in parallel.
    */
-  private transmit(entry: Outbound): Promise<void> {
+  private transmit(entry: Outbound): Promise<number> {
     const msgID = `${this.origin}#${entry.n}`;
-    let acknowledged: Promise<unknown> = Promise.resolve();
+    let acknowledged: Promise<{ seq: number }> = Promise.resolve({ seq: 0 });
     const issued = this.sending.then(async () => {
       let data = entry.payload;
       if (data.length > this.inlineLimit) {
         await this.blobs.putBlob({ name: msgID }, data);
-        data = pack({ o: this.origin, n: entry.n, b: msgID } satisfies TxMessage);
+        data = pack({ o: this.origin, n: entry.n, b: msgID, ...(entry.fence === undefined ? {} : { f: entry.fence }) } satisfies TxMessage);
       }
       acknowledged = this.js.publish(STATE_SUBJECT, data, { msgID, timeout: this.publishTimeoutMs });
     });
     this.sending = issued.catch((error: unknown) => this.options.log.debug('state send failed', { error: String(error) }));
-    return issued.then(() => acknowledged).then(() => undefined);
+    return issued.then(() => acknowledged).then((ack) => ack.seq);
   }
 
   /** The last send issued (not its acknowledgement): the next send waits for it, so the stream gets commit order. */
   private sending: Promise<unknown> = Promise.resolve();
 
-  private acked(entry: Outbound): void {
+  private acked(entry: Outbound, seq: number): void {
     entry.acked = true;
     const at = this.queue.indexOf(entry);
     if (at >= 0) this.queue.splice(at, 1);
-    this.tell(entry, undefined);
+    this.tell(entry, this.outOfLease(entry), seq);
   }
 
   private failed(entry: Outbound, error: unknown): void {
@@ -198,8 +218,7 @@ export class ClusterState implements Replication {
         continue;
       }
       try {
-        await this.transmit(entry);
-        this.acked(entry);
+        this.acked(entry, await this.transmit(entry));
       } catch (error) {
         this.tell(entry, unavailable('the cluster log (NATS JetStream) is unreachable; the write was not acknowledged, retry'));
         if (this.closed) return;
@@ -209,11 +228,11 @@ export class ClusterState implements Replication {
     }
   }
 
-  private tell(entry: Outbound, error: unknown): void {
+  private tell(entry: Outbound, error: unknown, seq = 0): void {
     if (entry.told) return;
     entry.told = true;
     clearTimeout(entry.timer);
-    if (error === undefined) entry.resolve();
+    if (error === undefined) entry.resolve(seq);
     else entry.reject(error);
   }
 
@@ -243,7 +262,9 @@ export class ClusterState implements Replication {
       });
       await store.wipeReplicated();
       meta.removeSync(POSITION_KEY);
+      ClaimTable.clear(meta);
     }
+    this.claims.load(meta);
     // From here on the cache is this node's: close() may mark it clean.
     this.store = store;
     this.applied = (meta.get(POSITION_KEY) as number | undefined) ?? 0;
@@ -263,10 +284,15 @@ export class ClusterState implements Replication {
       this.options.log.warn('cannot read the cluster log position', { error: String(error) });
       throw unavailable('the cluster log (NATS JetStream) is unreachable; retry shortly');
     }
-    if (this.applied >= last) return;
+    await this.reach(last);
+  }
+
+  /** Resolves once the applier has passed stream sequence `seq`; UNAVAILABLE after the catch-up timeout. */
+  private async reach(seq: number): Promise<void> {
+    if (this.applied >= seq) return;
     await new Promise<void>((resolve, reject) => {
       const waiter = {
-        seq: last,
+        seq,
         wake: () => {
           clearTimeout(timer);
           resolve();
@@ -307,7 +333,7 @@ export class ClusterState implements Replication {
         const consumer = await this.js.consumers.get(STATE_STREAM, { filterSubjects: STATE_SUBJECT, deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: this.applied + 1 });
         this.messages = await consumer.consume({ max_messages: 512 });
         if (this.closed) break;
-        const batch: Batch = { ops: [], messages: 0, end: this.applied };
+        const batch: Batch = { ops: [], messages: 0, end: this.applied, meta: [], forced: new Set() };
         for await (const message of this.messages) {
           if (message.seq <= batch.end) continue;
           await this.take(message, batch);
@@ -328,11 +354,13 @@ export class ClusterState implements Replication {
     const store = this.store;
     if (store === undefined) return;
     const tx = unpack(message.data) as TxMessage;
+    if (tx.c !== undefined) return this.takeClaim(tx, tx.c, message.seq, batch);
     if (tx.o === this.origin) {
       // Earlier foreign writes still lose to this one: apply them first, then its keys stop holding foreign writes back.
       await this.flush(batch);
       const own = this.ownOps(tx.n);
       if (own !== undefined) store.ownApplied(own);
+      this.ownOutdated(tx.f, message.seq);
       batch.end = message.seq;
       this.advance(message.seq);
       return;
@@ -343,7 +371,12 @@ export class ClusterState implements Replication {
       if (blob === null) throw new Error(`the blob ${tx.b} of stream message ${message.seq} is missing`);
       ops = (unpack(blob) as TxMessage).ops;
     }
-    for (const op of this.order.admit(tx.o, tx.n, ops ?? []) ?? []) batch.ops.push(op);
+    const { kept, outdated } = this.claims.sort(ops ?? [], tx.f);
+    if (outdated.length > 0) this.options.log.warn('dropped document writes of an owner whose lease had moved (fenced)', { origin: tx.o, seq: message.seq, documents: outdated });
+    for (const op of this.order.admit(tx.o, tx.n, kept) ?? []) {
+      batch.ops.push(op);
+      if (this.winsOverOwn(op, tx.f)) batch.forced.add(op);
+    }
     batch.messages++;
     batch.end = message.seq;
   }
@@ -352,10 +385,12 @@ export class ClusterState implements Replication {
   private async flush(batch: Batch): Promise<void> {
     const store = this.store;
     if (store === undefined || batch.messages === 0) return;
-    const ops = batch.ops;
+    const { ops, meta, forced } = batch;
     batch.ops = [];
+    batch.meta = [];
+    batch.forced = new Set();
     batch.messages = 0;
-    await store.applyReplicated(ops, { key: POSITION_KEY, value: batch.end });
+    await store.applyReplicated(ops, [{ key: POSITION_KEY, value: batch.end }, ...meta], forced.size === 0 ? undefined : forced);
     this.advance(batch.end);
   }
 
@@ -380,6 +415,78 @@ export class ClusterState implements Replication {
     }
   }
 
+  // ---- fencing document writes with the owner's epoch (src/cluster/fence.ts) ----
+
+  private readonly epochs = new DocumentEpochs();
+  private readonly claims = new ClaimTable();
+  /** Documents whose own writes were fenced off after this node's cache took them: the cache is wrong for them. */
+  private readonly diverged = new Set<string>();
+  /** Counters of this boot's claim messages not yet seen by the applier (a second copy of one is ignored). */
+  private readonly ownClaims = new Set<number>();
+
+  /**
+   * After taking `document`'s lease (revision `revision`): publishes a claim and waits until the applier has passed it.
+   * The claim's stream sequence is the document's new epoch: every node drops a write of the document fenced with an
+   * older epoch that lands after it (an old owner's resend after a partition heals), and every write the previous
+   * owner got into the stream before it is in this node's cache when the actor loads. A claim of the same holding of
+   * the lease (the document reloaded without a release) keeps its epoch and only catches up.
+   */
+  async claimDocument(document: string, revision: number): Promise<void> {
+    if (this.diverged.has(document)) {
+      throw unavailable('this node\'s cache of the document holds writes fenced off by a newer owner (it is rebuilt at the next start); retry shortly');
+    }
+    if (this.epochs.revisionOf(document) === revision) return this.catchUp();
+    const refusal = this.refusal();
+    if (refusal !== undefined) throw refusal;
+    const n = ++this.counter;
+    this.ownClaims.add(n);
+    const seq = await this.enqueue(n, [], pack({ o: this.origin, n, c: document, r: revision } satisfies TxMessage), undefined);
+    this.epochs.hold(document, seq, revision);
+    await this.reach(seq);
+  }
+
+  /** The document was released after its last write: later writes of it here are not fenced. */
+  releaseDocument(document: string): void {
+    this.epochs.forget(document);
+  }
+
+  /** A claim on the stream (own or foreign): a newer holding of the lease starts an epoch at `seq`. */
+  private takeClaim(tx: TxMessage, document: string, seq: number, batch: Batch): void {
+    // A second copy (resent past the duplicate window) must not start a new epoch over its owner's writes.
+    const first = tx.o === this.origin ? this.ownClaims.delete(tx.n) : this.order.admit(tx.o, tx.n, []) !== undefined;
+    const entry = first ? this.claims.claim(document, seq, tx.r ?? 0) : undefined;
+    if (entry !== undefined) batch.meta.push(entry);
+    batch.messages++;
+    batch.end = seq;
+  }
+
+  /** An own message the stream placed after a newer owner's claim: the other nodes dropped it, this cache has it. */
+  private ownOutdated(fence: Fence | undefined, seq: number): void {
+    const { outdated } = this.claims.sort([], fence);
+    for (const document of outdated) {
+      this.diverged.add(document);
+      this.options.log.error('this node\'s writes of a document were fenced off by a newer owner; its cache of the document is wrong until it is rebuilt at the next start', { document, seq });
+    }
+  }
+
+  /** A foreign op of a document whose newer epoch this node's own pending writes of it (an older epoch) lose to. */
+  private winsOverOwn(op: ReplicatedOp, fence: Fence | undefined): boolean {
+    if (fence === undefined) return false;
+    const document = documentOf(op);
+    if (document === undefined) return false;
+    const theirs = fence[document];
+    const ours = this.epochs.epochOf(document);
+    return theirs !== undefined && ours !== undefined && ours < theirs;
+  }
+
+  /** A fenced write acknowledged after its lease's validity: a newer owner may have claimed before it landed. */
+  private outOfLease(entry: Outbound): Error | undefined {
+    const owns = this.options.owns;
+    if (entry.fence === undefined || owns === undefined) return undefined;
+    if (Object.keys(entry.fence).every((document) => owns(document))) return undefined;
+    return unavailable('the write reached the cluster log after this node\'s lease of the document ended; it was not acknowledged, retry');
+  }
+
   /**
    * After the store's last write: waits (bounded) for unacknowledged messages, stops the applier, and marks the cache
    * clean only when every local write is in the stream (else the next start rebuilds it).
@@ -396,11 +503,11 @@ export class ClusterState implements Replication {
     await Promise.race([Promise.all([this.messages?.close(), this.applying]), new Promise((resolve) => setTimeout(resolve, 2_000).unref())]);
     if (store !== undefined) {
       const meta = store.records<unknown>(DB.meta);
-      if (unacked === 0) {
+      if (unacked === 0 && this.diverged.size === 0) {
         // DB.meta is node-local (never recorded), and writes through the store are refused once closed.
         meta.putSync(POSITION_KEY, this.applied);
         meta.putSync(CACHE_KEY, { stream: this.streamCreated, dirty: false } satisfies CacheState);
-      } else this.options.log.warn('stopping with writes the cluster log never acknowledged: the cache stays dirty and is rebuilt at the next start', { unacked });
+      } else this.options.log.warn('stopping with writes the cluster log never acknowledged (or fenced off): the cache stays dirty and is rebuilt at the next start', { unacked, diverged: [...this.diverged] });
     }
     this.lock?.release();
   }
