@@ -198,6 +198,15 @@ export class ClusterState implements Replication {
     const at = this.queue.indexOf(entry);
     if (at >= 0) this.queue.splice(at, 1);
     this.tell(entry, this.outOfLease(entry), seq);
+    if (this.queue.length === 0) for (const wake of this.emptied.splice(0)) wake();
+  }
+
+  private readonly emptied: Array<() => void> = [];
+
+  /** Resolves once every message published so far (resends included) is acknowledged by the stream. */
+  acknowledged(): Promise<void> {
+    if (this.queue.length === 0) return Promise.resolve();
+    return new Promise((resolve) => this.emptied.push(resolve));
   }
 
   private failed(entry: Outbound, error: unknown): void {
@@ -318,8 +327,8 @@ export class ClusterState implements Replication {
   }
 
   /** For the metrics: the applied position, writes waiting for their acknowledgement, whether writes are refused. */
-  stats(): { applied: number; unacknowledged: number; refusing: boolean } {
-    return { applied: this.applied, unacknowledged: this.queue.length, refusing: this.refusal() !== undefined };
+  stats(): { applied: number; unacknowledged: number; refusing: boolean; diverged: number } {
+    return { applied: this.applied, unacknowledged: this.queue.length, refusing: this.refusal() !== undefined, diverged: this.diverged.size };
   }
 
   /** The stream position applied so far (for logs and tests). */
@@ -499,6 +508,7 @@ export class ClusterState implements Replication {
     this.closed = true;
     const unacked = this.queue.length;
     for (const entry of this.queue.splice(0)) this.tell(entry, unavailable('the node is stopping'));
+    for (const wake of this.emptied.splice(0)) wake();
     // Bounded: with NATS away the consumer's close would wait for the server.
     await Promise.race([Promise.all([this.messages?.close(), this.applying]), new Promise((resolve) => setTimeout(resolve, 2_000).unref())]);
     if (store !== undefined) {
