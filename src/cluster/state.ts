@@ -17,6 +17,8 @@ export const BLOB_BUCKET = 'plait_blobs';
 /** DB.meta keys (node-local): where the applier is, and whether the cache may hold writes the stream lacks. */
 const POSITION_KEY = 'clusterApplied';
 const CACHE_KEY = CLUSTER_CACHE_KEY;
+/** DB.meta key (node-local): the applier's open per-origin gaps (src/cluster/origin-order.ts), stored with the position. */
+const GAPS_KEY = 'clusterGaps';
 
 /** A message on the stream: its origin (node and boot), the origin's counter, and the ops or the blob holding them. */
 interface TxMessage {
@@ -92,6 +94,8 @@ export class ClusterState implements Replication {
   private resendFailures = 0;
   /** Highest stream sequence applied to (or, for own messages, seen by) the local cache. */
   private applied = 0;
+  /** The highest stream sequence the applier has heard of (a delivered message's sequence plus those pending after it). */
+  private streamLast = 0;
   private readonly waiters = new Set<{ seq: number; wake: () => void }>();
   private store: Store | undefined;
   private messages: ConsumerMessages | undefined;
@@ -272,8 +276,10 @@ export class ClusterState implements Replication {
       await store.wipeReplicated();
       meta.removeSync(POSITION_KEY);
       ClaimTable.clear(meta);
+      meta.removeSync(GAPS_KEY);
     }
     this.claims.load(meta);
+    this.order.restore(meta.get(GAPS_KEY));
     // From here on the cache is this node's: close() may mark it clean.
     this.store = store;
     this.applied = (meta.get(POSITION_KEY) as number | undefined) ?? 0;
@@ -327,8 +333,8 @@ export class ClusterState implements Replication {
   }
 
   /** For the metrics: the applied position, writes waiting for their acknowledgement, whether writes are refused. */
-  stats(): { applied: number; unacknowledged: number; refusing: boolean; diverged: number } {
-    return { applied: this.applied, unacknowledged: this.queue.length, refusing: this.refusal() !== undefined, diverged: this.diverged.size };
+  stats(): { applied: number; unacknowledged: number; refusing: boolean; lag: number; diverged: number } {
+    return { applied: this.applied, unacknowledged: this.queue.length, refusing: this.refusal() !== undefined, lag: Math.max(0, this.streamLast - this.applied), diverged: this.diverged.size };
   }
 
   /** The stream position applied so far (for logs and tests). */
@@ -344,6 +350,8 @@ export class ClusterState implements Replication {
         if (this.closed) break;
         const batch: Batch = { ops: [], messages: 0, end: this.applied, meta: [], forced: new Set() };
         for await (const message of this.messages) {
+          // The stream's last sequence as of this delivery: for the lag metric, without a JetStream API request.
+          this.streamLast = Math.max(this.streamLast, message.seq + message.info.pending);
           if (message.seq <= batch.end) continue;
           await this.take(message, batch);
           // Consecutive foreign messages share one LMDB transaction while the applier is behind.
@@ -395,6 +403,8 @@ export class ClusterState implements Replication {
     const store = this.store;
     if (store === undefined || batch.messages === 0) return;
     const { ops, meta, forced } = batch;
+    const gaps = this.order.changes();
+    if (gaps !== undefined) meta.push({ key: GAPS_KEY, value: gaps });
     batch.ops = [];
     batch.meta = [];
     batch.forced = new Set();

@@ -6,7 +6,7 @@ import { groupCommitSeconds, groupCommitSize, mailboxCounts, restRequests, restS
 export interface MetricSources {
   documents(): { loaded: number; connections: number; mailboxDepth: number; mailboxMax: number; joinStateBytes?: number };
   /** Cluster mode only: the state log (src/cluster/state.ts). */
-  state?(): { applied: number; unacknowledged: number; refusing: boolean };
+  state?(): { applied: number; unacknowledged: number; refusing: boolean; lag: number; diverged: number };
 }
 
 /** A counter whose value is a plain number kept by the hot path, brought up to date when scraped. */
@@ -56,6 +56,8 @@ export function createMetricsRegistry(sources: MetricSources, options: { default
   if (state !== undefined) {
     gauge('plait_cluster_state_applied_seq', 'Cluster mode: the state stream sequence this node has applied to its cache', () => state().applied);
     gauge('plait_cluster_state_unacknowledged', 'Cluster mode: committed writes waiting for the state stream to acknowledge them', () => state().unacknowledged);
+    gauge('plait_cluster_state_lag', 'Cluster mode: state stream messages not yet applied here (the stream\'s last sequence as last seen minus the applied one)', () => state().lag);
+    gauge('plait_cluster_state_diverged_documents', 'Cluster mode: documents whose writes here were fenced off by a newer owner (the cache is rebuilt at the next start)', () => state().diverged);
     gauge('plait_cluster_state_refusing', 'Cluster mode: 1 while writes are refused because earlier ones wait to be resent', () => (state().refusing ? 1 : 0));
   }
 
