@@ -107,7 +107,7 @@ export async function startServer(config: Config, log: Logger, options: ServerOp
   const cluster = config.natsUrl === undefined ? undefined : await ClusterNode.start(config, log.child({ component: 'cluster' }), local);
   let services: Services;
   try {
-    services = await openServices(config, log, cluster?.relay.clusterPublisher() ?? local, { ...options, ...(cluster === undefined ? {} : { ownership: cluster.ownership(), replication: cluster.state, workerRole: cluster.worker }) });
+    services = await openServices(config, log, cluster?.relay.clusterPublisher() ?? local, { ...options, ...(cluster === undefined ? {} : { ownership: cluster.ownership(), replication: cluster.state, workerRole: cluster.worker, agentVersions: cluster.agentVersions }) });
   } catch (error) {
     // A refused start (a DATA_DIR another node holds, the cluster log unreachable) leaves no NATS connection behind.
     await cluster?.stop();

@@ -31,6 +31,7 @@ import { Delivery } from './delivery/service.js';
 import { deliveryUserData } from './delivery/user-data.js';
 import type { DocumentOwnership } from './doc/ownership.js';
 import { LocalWorkerRole, type WorkerRole } from './worker-role.js';
+import type { AgentVersionCounter } from './agents/version-counter.js';
 
 export interface Services {
   readonly config: Config;
@@ -90,6 +91,8 @@ export interface ServerOptions {
   readonly replication?: Replication & { attach(store: Store): Promise<void>; catchUpFound(): Promise<boolean> };
   /** Cluster mode: which node runs the outbox, the delivery queue and jobs (src/cluster/ worker lease); default: this one. */
   readonly workerRole?: WorkerRole;
+  /** Cluster mode: agent version numbers from a counter every node shares (src/cluster/agent-versions.ts); default: the store's. */
+  readonly agentVersions?: AgentVersionCounter;
 }
 
 /** `publisher` sends server-originated frames to a topic's sockets: the App's publish once the App exists. */
@@ -184,7 +187,7 @@ export async function openServices(config: Config, log: Logger, publisher: Topic
     verificationLinkTtlMs: config.verificationLinkTtlMs,
     loginLinkTtlMs: config.loginLinkTtlMs,
   });
-  const agents = await openAgents({ store, secrets, config, collab, log, processId: workerRole.processId });
+  const agents = await openAgents({ store, secrets, config, collab, log, processId: workerRole.processId, ...(options.agentVersions === undefined ? {} : { versions: options.agentVersions }) });
   const delivery = new Delivery({
     config,
     store,

@@ -8,6 +8,7 @@ import type { DocumentActors } from '../doc/registry.js';
 import { documentKeyString, type DocumentKey } from '../document-key.js';
 import { unavailable } from '../errors.js';
 import type { Logger } from '../log.js';
+import { KvAgentVersions } from './agent-versions.js';
 import { Leases } from './leases.js';
 import { Relay } from './relay.js';
 import { RestForwarding } from './rest-forward.js';
@@ -37,6 +38,8 @@ export class ClusterNode {
     private readonly log: Logger,
     /** Durable state in JetStream: the store's Replication port, the applier and catch-up (src/cluster/state.ts). */
     readonly state: ClusterState,
+    /** Agent version numbers handed out once across the cluster (src/cluster/agent-versions.ts). */
+    readonly agentVersions: KvAgentVersions,
   ) {}
 
   /** Set by `drain()`: no new document is claimed here, so the ones it serves can only move away. */
@@ -65,7 +68,8 @@ export class ClusterNode {
     });
     const state = await ClusterState.open(nc, { nodeId, log, replicas, owns: (document) => leases.owns(document) });
     log.info('joined the cluster', { nodeId, nats: config.natsUrl, leaseMs: config.clusterLeaseMs, replicas, origin: state.origin });
-    return new ClusterNode(nodeId, nc, leases, relay, new RestForwarding(nc, nodeId, log), worker, log, state);
+    const agentVersions = await KvAgentVersions.open(nc, { replicas, log });
+    return new ClusterNode(nodeId, nc, leases, relay, new RestForwarding(nc, nodeId, log), worker, log, state, agentVersions);
   }
 
   /** The core's ownership port, backed by the leases (the lease key is the document key string). */
