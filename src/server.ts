@@ -115,6 +115,7 @@ export async function startServer(config: Config, log: Logger, options: ServerOp
     throw error;
   }
   cluster?.serve(services.documentActors);
+  cluster?.serveJobs(services.jobs);
   const deps: RouteDeps = {
     auth: {
       workspace: (id, token) => services.workspaces.authenticateWorkspace(id, token),

@@ -8,7 +8,9 @@ import type { DocumentActors } from '../doc/registry.js';
 import { documentKeyString, type DocumentKey } from '../document-key.js';
 import { unavailable } from '../errors.js';
 import type { Logger } from '../log.js';
+import type { Jobs } from '../tenant/jobs.js';
 import { KvAgentVersions } from './agent-versions.js';
+import { JobForwarder } from './job-forward.js';
 import { Leases } from './leases.js';
 import { Relay } from './relay.js';
 import { RestForwarding } from './rest-forward.js';
@@ -40,6 +42,8 @@ export class ClusterNode {
     readonly state: ClusterState,
     /** Agent version numbers handed out once across the cluster (src/cluster/agent-versions.ts). */
     readonly agentVersions: KvAgentVersions,
+    /** Background jobs that need a document another node owns run there (src/cluster/job-forward.ts). */
+    readonly jobs: JobForwarder,
   ) {}
 
   /** Set by `drain()`: no new document is claimed here, so the ones it serves can only move away. */
@@ -69,7 +73,7 @@ export class ClusterNode {
     const state = await ClusterState.open(nc, { nodeId, log, replicas, owns: (document) => leases.owns(document) });
     log.info('joined the cluster', { nodeId, nats: config.natsUrl, leaseMs: config.clusterLeaseMs, replicas, origin: state.origin });
     const agentVersions = await KvAgentVersions.open(nc, { replicas, log });
-    return new ClusterNode(nodeId, nc, leases, relay, new RestForwarding(nc, nodeId, log), worker, log, state, agentVersions);
+    return new ClusterNode(nodeId, nc, leases, relay, new RestForwarding(nc, nodeId, log), worker, log, state, agentVersions, new JobForwarder(nc, nodeId, log));
   }
 
   /** The core's ownership port, backed by the leases (the lease key is the document key string). */
@@ -118,6 +122,12 @@ export class ClusterNode {
     this.relay.serve(actors);
   }
 
+  /** Jobs meeting a document owned elsewhere forward to its owner; jobs forwarded here run on this node's actors. */
+  serveJobs(jobs: Jobs): void {
+    jobs.forwardTo(this.jobs);
+    this.jobs.serve(jobs);
+  }
+
   /** Starts answering REST requests forwarded to this node, through its own listener (`host`:`port`). */
   serveRest(host: string, port: number): void {
     const loopback = host === '0.0.0.0' || host === '::' || host === '' ? '127.0.0.1' : host;
@@ -133,6 +143,7 @@ export class ClusterNode {
   async stop(): Promise<void> {
     this.draining = true;
     this.rest.stop();
+    this.jobs.stop();
     await this.worker.close();
     await this.relay.close();
     await this.leases.close();
