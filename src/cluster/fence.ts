@@ -1,5 +1,7 @@
 // Owns the fencing of document writes in the state stream: each document's epoch (the stream sequence of its owner's claim) and which writes it outdates.
 import type { Database, Key } from 'lmdb';
+import { unavailable } from '../errors.js';
+import type { Logger } from '../log.js';
 import { DB, type DbName } from '../store/keys.js';
 import type { ReplicatedOp } from '../store/replication.js';
 
@@ -126,5 +128,84 @@ export class ClaimTable {
     if (outdated.length === 0) return { kept: ops, outdated };
     const dropped = new Set(outdated);
     return { kept: ops.filter((op) => !dropped.has(documentOf(op) ?? '')), outdated };
+  }
+}
+
+/**
+ * Everything the state stream does for fencing, behind a few calls from src/cluster/state.ts: the fence of an outgoing
+ * message, the claims and fenced writes the applier meets, and the documents this node's cache got wrong.
+ */
+export class Fencing {
+  readonly epochs = new DocumentEpochs();
+  readonly claims = new ClaimTable();
+  /** Documents whose own writes were fenced off after this node's cache took them: the cache is wrong for them. */
+  private readonly diverged = new Set<string>();
+  /** Counters of this boot's claim messages not yet seen by the applier (a second copy of one is ignored). */
+  private readonly ownClaims = new Set<number>();
+
+  constructor(
+    private readonly log: Pick<Logger, 'warn' | 'error'>,
+    /** Whether this node's lease of a document is still valid (src/cluster/leases.ts `owns`); absent: always. */
+    private readonly owns?: (document: string) => boolean,
+  ) {}
+
+  get divergedCount(): number {
+    return this.diverged.size;
+  }
+
+  /** Why this node must not take `document` now (its cache of it is wrong until rebuilt), or undefined. */
+  refusal(document: string): Error | undefined {
+    if (!this.diverged.has(document)) return undefined;
+    return unavailable("this node's cache of the document holds writes fenced off by a newer owner (it is rebuilt at the next start); retry shortly");
+  }
+
+  /** Whether a claim under `revision` is the holding this node already has an epoch for (no new claim needed). */
+  holding(document: string, revision: number): boolean {
+    return this.epochs.revisionOf(document) === revision;
+  }
+
+  /** This node is about to publish claim message `n`. */
+  claiming(n: number): void {
+    this.ownClaims.add(n);
+  }
+
+  /** A claim on the stream: returns the DB.meta entry to store with the position, or undefined when it changes nothing. */
+  claimLanded(document: string, revision: number, seq: number, own: { readonly n: number } | undefined, admitted: boolean): { key: string; value: Claimed } | undefined {
+    // A second copy (resent past the duplicate window) must not start a new epoch over its owner's writes.
+    const first = own === undefined ? admitted : this.ownClaims.delete(own.n);
+    return first ? this.claims.claim(document, seq, revision) : undefined;
+  }
+
+  /** A foreign message's ops: those of documents whose fence an applied claim outdated are dropped. */
+  foreign(ops: readonly ReplicatedOp[], fence: Fence | undefined, origin: string, seq: number): readonly ReplicatedOp[] {
+    const { kept, outdated } = this.claims.sort(ops, fence);
+    if (outdated.length > 0) this.log.warn('dropped document writes of an owner whose lease had moved (fenced)', { origin, seq, documents: outdated });
+    return kept;
+  }
+
+  /** A foreign op of a document whose newer epoch this node's own pending writes of it (an older epoch) lose to. */
+  winsOverOwn(op: ReplicatedOp, fence: Fence | undefined): boolean {
+    if (fence === undefined) return false;
+    const document = documentOf(op);
+    if (document === undefined) return false;
+    const theirs = fence[document];
+    const ours = this.epochs.epochOf(document);
+    return theirs !== undefined && ours !== undefined && ours < theirs;
+  }
+
+  /** An own message the stream placed after a newer owner's claim: the other nodes dropped it, this cache has it. */
+  ownLanded(fence: Fence | undefined, seq: number): void {
+    for (const document of this.claims.sort([], fence).outdated) {
+      this.diverged.add(document);
+      this.log.error("this node's writes of a document were fenced off by a newer owner; its cache of the document is wrong until it is rebuilt at the next start", { document, seq });
+    }
+  }
+
+  /** A fenced write acknowledged after its lease's validity: a newer owner may have claimed before it landed. */
+  acknowledgedLate(fence: Fence | undefined): Error | undefined {
+    const owns = this.owns;
+    if (fence === undefined || owns === undefined) return undefined;
+    if (Object.keys(fence).every((document) => owns(document))) return undefined;
+    return unavailable("the write reached the cluster log after this node's lease of the document ended; it was not acknowledged, retry");
   }
 }

@@ -8,7 +8,7 @@ import type { Store } from '../store/env.js';
 import { DB } from '../store/keys.js';
 import { CLUSTER_CACHE_KEY, type ReplicatedOp, type Replication } from '../store/replication.js';
 import { DataDirLock } from './data-dir-lock.js';
-import { ClaimTable, DocumentEpochs, documentOf, type Fence } from './fence.js';
+import { ClaimTable, Fencing, type Fence } from './fence.js';
 import { OriginOrder } from './origin-order.js';
 
 export const STATE_STREAM = 'PLAIT_STATE';
@@ -119,6 +119,7 @@ export class ClusterState implements Replication {
     this.inlineLimit = Math.max(1024, Math.min(nc.info?.max_payload ?? 1024 * 1024, 1024 * 1024) - 16 * 1024);
     this.publishTimeoutMs = options.publishTimeoutMs ?? 5_000;
     this.catchUpTimeoutMs = options.catchUpTimeoutMs ?? 30_000;
+    this.fencing = new Fencing(options.log, options.owns);
   }
 
   /** Binds (creating if needed) the stream and the object store of large messages. */
@@ -148,7 +149,7 @@ export class ClusterState implements Replication {
 
   publish(ops: readonly ReplicatedOp[]): Promise<void> {
     if (this.closed) return Promise.reject(unavailable('the node is stopping'));
-    const fence = this.epochs.fenceOf(ops);
+    const fence = this.fencing.epochs.fenceOf(ops);
     const n = ++this.counter;
     this.sent.set(n, ops);
     return this.enqueue(n, ops, pack({ o: this.origin, n, ops, ...(fence === undefined ? {} : { f: fence }) } satisfies TxMessage), fence).then(() => undefined);
@@ -201,7 +202,7 @@ export class ClusterState implements Replication {
     entry.acked = true;
     const at = this.queue.indexOf(entry);
     if (at >= 0) this.queue.splice(at, 1);
-    this.tell(entry, this.outOfLease(entry), seq);
+    this.tell(entry, this.fencing.acknowledgedLate(entry.fence), seq);
     if (this.queue.length === 0) for (const wake of this.emptied.splice(0)) wake();
   }
 
@@ -278,7 +279,7 @@ export class ClusterState implements Replication {
       ClaimTable.clear(meta);
       meta.removeSync(GAPS_KEY);
     }
-    this.claims.load(meta);
+    this.fencing.claims.load(meta);
     this.order.restore(meta.get(GAPS_KEY));
     // From here on the cache is this node's: close() may mark it clean.
     this.store = store;
@@ -334,7 +335,7 @@ export class ClusterState implements Replication {
 
   /** For the metrics: the applied position, writes waiting for their acknowledgement, whether writes are refused. */
   stats(): { applied: number; unacknowledged: number; refusing: boolean; lag: number; diverged: number } {
-    return { applied: this.applied, unacknowledged: this.queue.length, refusing: this.refusal() !== undefined, lag: Math.max(0, this.streamLast - this.applied), diverged: this.diverged.size };
+    return { applied: this.applied, unacknowledged: this.queue.length, refusing: this.refusal() !== undefined, lag: Math.max(0, this.streamLast - this.applied), diverged: this.fencing.divergedCount };
   }
 
   /** The stream position applied so far (for logs and tests). */
@@ -371,13 +372,20 @@ export class ClusterState implements Replication {
     const store = this.store;
     if (store === undefined) return;
     const tx = unpack(message.data) as TxMessage;
-    if (tx.c !== undefined) return this.takeClaim(tx, tx.c, message.seq, batch);
+    if (tx.c !== undefined) {
+      const own = tx.o === this.origin ? { n: tx.n } : undefined;
+      const entry = this.fencing.claimLanded(tx.c, tx.r ?? 0, message.seq, own, own === undefined && this.order.admit(tx.o, tx.n, []) !== undefined);
+      if (entry !== undefined) batch.meta.push(entry);
+      batch.messages++;
+      batch.end = message.seq;
+      return;
+    }
     if (tx.o === this.origin) {
       // Earlier foreign writes still lose to this one: apply them first, then its keys stop holding foreign writes back.
       await this.flush(batch);
       const own = this.ownOps(tx.n);
       if (own !== undefined) store.ownApplied(own);
-      this.ownOutdated(tx.f, message.seq);
+      this.fencing.ownLanded(tx.f, message.seq);
       batch.end = message.seq;
       this.advance(message.seq);
       return;
@@ -388,11 +396,9 @@ export class ClusterState implements Replication {
       if (blob === null) throw new Error(`the blob ${tx.b} of stream message ${message.seq} is missing`);
       ops = (unpack(blob) as TxMessage).ops;
     }
-    const { kept, outdated } = this.claims.sort(ops ?? [], tx.f);
-    if (outdated.length > 0) this.options.log.warn('dropped document writes of an owner whose lease had moved (fenced)', { origin: tx.o, seq: message.seq, documents: outdated });
-    for (const op of this.order.admit(tx.o, tx.n, kept) ?? []) {
+    for (const op of this.order.admit(tx.o, tx.n, this.fencing.foreign(ops ?? [], tx.f, tx.o, message.seq)) ?? []) {
       batch.ops.push(op);
-      if (this.winsOverOwn(op, tx.f)) batch.forced.add(op);
+      if (this.fencing.winsOverOwn(op, tx.f)) batch.forced.add(op);
     }
     batch.messages++;
     batch.end = message.seq;
@@ -436,74 +442,27 @@ export class ClusterState implements Replication {
 
   // ---- fencing document writes with the owner's epoch (src/cluster/fence.ts) ----
 
-  private readonly epochs = new DocumentEpochs();
-  private readonly claims = new ClaimTable();
-  /** Documents whose own writes were fenced off after this node's cache took them: the cache is wrong for them. */
-  private readonly diverged = new Set<string>();
-  /** Counters of this boot's claim messages not yet seen by the applier (a second copy of one is ignored). */
-  private readonly ownClaims = new Set<number>();
+  private readonly fencing: Fencing;
 
   /**
    * After taking `document`'s lease (revision `revision`): publishes a claim and waits until the applier has passed it.
-   * The claim's stream sequence is the document's new epoch: every node drops a write of the document fenced with an
-   * older epoch that lands after it (an old owner's resend after a partition heals), and every write the previous
-   * owner got into the stream before it is in this node's cache when the actor loads. A claim of the same holding of
-   * the lease (the document reloaded without a release) keeps its epoch and only catches up.
+   * The claim's stream sequence is the document's new epoch (docs/cluster.md, "Fencing document writes"); every write
+   * the previous owner got into the stream is before it. The same holding of the lease keeps its epoch and catches up.
    */
   async claimDocument(document: string, revision: number): Promise<void> {
-    if (this.diverged.has(document)) {
-      throw unavailable('this node\'s cache of the document holds writes fenced off by a newer owner (it is rebuilt at the next start); retry shortly');
-    }
-    if (this.epochs.revisionOf(document) === revision) return this.catchUp();
-    const refusal = this.refusal();
+    const refusal = this.fencing.refusal(document) ?? this.refusal();
     if (refusal !== undefined) throw refusal;
+    if (this.fencing.holding(document, revision)) return this.catchUp();
     const n = ++this.counter;
-    this.ownClaims.add(n);
+    this.fencing.claiming(n);
     const seq = await this.enqueue(n, [], pack({ o: this.origin, n, c: document, r: revision } satisfies TxMessage), undefined);
-    this.epochs.hold(document, seq, revision);
+    this.fencing.epochs.hold(document, seq, revision);
     await this.reach(seq);
   }
 
   /** The document was released after its last write: later writes of it here are not fenced. */
   releaseDocument(document: string): void {
-    this.epochs.forget(document);
-  }
-
-  /** A claim on the stream (own or foreign): a newer holding of the lease starts an epoch at `seq`. */
-  private takeClaim(tx: TxMessage, document: string, seq: number, batch: Batch): void {
-    // A second copy (resent past the duplicate window) must not start a new epoch over its owner's writes.
-    const first = tx.o === this.origin ? this.ownClaims.delete(tx.n) : this.order.admit(tx.o, tx.n, []) !== undefined;
-    const entry = first ? this.claims.claim(document, seq, tx.r ?? 0) : undefined;
-    if (entry !== undefined) batch.meta.push(entry);
-    batch.messages++;
-    batch.end = seq;
-  }
-
-  /** An own message the stream placed after a newer owner's claim: the other nodes dropped it, this cache has it. */
-  private ownOutdated(fence: Fence | undefined, seq: number): void {
-    const { outdated } = this.claims.sort([], fence);
-    for (const document of outdated) {
-      this.diverged.add(document);
-      this.options.log.error('this node\'s writes of a document were fenced off by a newer owner; its cache of the document is wrong until it is rebuilt at the next start', { document, seq });
-    }
-  }
-
-  /** A foreign op of a document whose newer epoch this node's own pending writes of it (an older epoch) lose to. */
-  private winsOverOwn(op: ReplicatedOp, fence: Fence | undefined): boolean {
-    if (fence === undefined) return false;
-    const document = documentOf(op);
-    if (document === undefined) return false;
-    const theirs = fence[document];
-    const ours = this.epochs.epochOf(document);
-    return theirs !== undefined && ours !== undefined && ours < theirs;
-  }
-
-  /** A fenced write acknowledged after its lease's validity: a newer owner may have claimed before it landed. */
-  private outOfLease(entry: Outbound): Error | undefined {
-    const owns = this.options.owns;
-    if (entry.fence === undefined || owns === undefined) return undefined;
-    if (Object.keys(entry.fence).every((document) => owns(document))) return undefined;
-    return unavailable('the write reached the cluster log after this node\'s lease of the document ended; it was not acknowledged, retry');
+    this.fencing.epochs.forget(document);
   }
 
   /**
@@ -523,11 +482,11 @@ export class ClusterState implements Replication {
     await Promise.race([Promise.all([this.messages?.close(), this.applying]), new Promise((resolve) => setTimeout(resolve, 2_000).unref())]);
     if (store !== undefined) {
       const meta = store.records<unknown>(DB.meta);
-      if (unacked === 0 && this.diverged.size === 0) {
+      if (unacked === 0 && this.fencing.divergedCount === 0) {
         // DB.meta is node-local (never recorded), and writes through the store are refused once closed.
         meta.putSync(POSITION_KEY, this.applied);
         meta.putSync(CACHE_KEY, { stream: this.streamCreated, dirty: false } satisfies CacheState);
-      } else this.options.log.warn('stopping with writes the cluster log never acknowledged (or fenced off): the cache stays dirty and is rebuilt at the next start', { unacked, diverged: [...this.diverged] });
+      } else this.options.log.warn('stopping with writes the cluster log never acknowledged (or fenced off): the cache stays dirty and is rebuilt at the next start', { unacked, diverged: this.fencing.divergedCount });
     }
     this.lock?.release();
   }
