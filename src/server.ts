@@ -110,7 +110,7 @@ export async function startServer(config: Config, log: Logger, options: ServerOp
   const cluster = config.natsUrl === undefined ? undefined : await (await import('./cluster/node.js')).ClusterNode.start(config, log.child({ component: 'cluster' }), local, options.checkpointPaced);
   let services: Services;
   try {
-    services = await openServices(config, log, cluster?.relay.clusterPublisher() ?? local, { ...options, ...(cluster === undefined ? {} : { ownership: cluster.ownership(), replication: cluster.state, workerRole: cluster.worker }) });
+    services = await openServices(config, log, cluster?.relay.clusterPublisher() ?? local, { ...options, ...(cluster === undefined ? {} : { ownership: cluster.ownership(), replication: cluster.state, workerRole: cluster.worker, agentVersions: cluster.agentVersions }) });
   } catch (error) {
     // A refused start (a DATA_DIR another node holds, the cluster log unreachable) leaves no NATS connection behind.
     await cluster?.stop();
@@ -118,6 +118,7 @@ export async function startServer(config: Config, log: Logger, options: ServerOp
     throw error;
   }
   cluster?.serve(services.documentActors);
+  cluster?.serveJobs(services.jobs);
   const deps: RouteDeps = {
     auth: {
       workspace: (id, token) => services.workspaces.authenticateWorkspace(id, token),

@@ -31,6 +31,7 @@ import { Delivery } from './delivery/service.js';
 import { deliveryUserData } from './delivery/user-data.js';
 import type { DocumentOwnership } from './doc/ownership.js';
 import { LocalWorkerRole, type WorkerRole } from './worker-role.js';
+import type { AgentVersionCounter } from './agents/version-counter.js';
 
 export interface Services {
   readonly config: Config;
@@ -92,6 +93,8 @@ export interface ServerOptions {
   readonly workerRole?: WorkerRole;
   /** Cluster mode, tests: runs between pieces of a state checkpoint's upload (a test stops a checkpoint half-way). */
   readonly checkpointPaced?: () => Promise<void>;
+  /** Cluster mode: agent version numbers from a counter every node shares (src/cluster/agent-versions.ts); default: the store's. */
+  readonly agentVersions?: AgentVersionCounter;
 }
 
 /** `publisher` sends server-originated frames to a topic's sockets: the App's publish once the App exists. */
@@ -186,7 +189,7 @@ export async function openServices(config: Config, log: Logger, publisher: Topic
     verificationLinkTtlMs: config.verificationLinkTtlMs,
     loginLinkTtlMs: config.loginLinkTtlMs,
   });
-  const agents = await openAgents({ store, secrets, config, collab, log, processId: workerRole.processId });
+  const agents = await openAgents({ store, secrets, config, collab, log, processId: workerRole.processId, ...(options.agentVersions === undefined ? {} : { versions: options.agentVersions }) });
   const delivery = new Delivery({
     config,
     store,

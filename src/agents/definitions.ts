@@ -7,6 +7,7 @@ import { DB } from '../store/keys.js';
 import { BUILT_IN_AGENTS, builtInAgent } from './catalog.js';
 import type { AgentIdentity, AgentRecord, Behaviour, VersionRecord } from './model.js';
 import { openSecrets, redactSecrets, sealSecrets } from './secrets.js';
+import type { AgentVersionCounter } from './version-counter.js';
 import { behaviourOf, checkBehaviour } from './validation.js';
 
 export interface AgentStats {
@@ -47,7 +48,13 @@ export class AgentDefinitions {
   private readonly versions: Database<VersionRecord, Key>;
   private readonly stats: Database<AgentStats, Key>;
 
-  constructor(private readonly store: Store, private readonly secrets: Secrets, private readonly now: () => number = Date.now) {
+  constructor(
+    private readonly store: Store,
+    private readonly secrets: Secrets,
+    private readonly now: () => number = Date.now,
+    /** Cluster mode: version numbers from a counter shared by every node; absent: `latestVersion + 1` in the transaction. */
+    private readonly counter?: AgentVersionCounter,
+  ) {
     this.agents = store.records<AgentRecord>(DB.agents);
     this.versions = store.records<VersionRecord>(DB.agentVersions);
     this.stats = store.records<AgentStats>(DB.agentStats);
@@ -150,15 +157,17 @@ export class AgentDefinitions {
     return { ...written, restoredFrom: from };
   }
 
-  private writeVersion(apiKey: string, agentId: string, expected: number, behaviour: Behaviour, restoredFrom: number | undefined): Promise<{ agentId: string; version: number }> {
+  private async writeVersion(apiKey: string, agentId: string, expected: number, behaviour: Behaviour, restoredFrom: number | undefined): Promise<{ agentId: string; version: number }> {
+    const allocated = this.counter === undefined ? undefined : await this.counter.next(apiKey, agentId, this.record(apiKey, agentId).latestVersion);
     return this.store.transaction(() => {
       const record = this.record(apiKey, agentId);
       // Two updates raced: the second was checked against a version that is no longer current.
       if (record.version !== expected) throw new AppError('ABORTED', `agent ${agentId} was changed by another request; fetch it and retry`);
-      const version = record.latestVersion + 1;
+      // The cluster's number is handed out once: used as it is (a number derived from this cache could be another node's next).
+      const version = allocated ?? record.latestVersion + 1;
       const now = this.now();
       this.versions.putSync([apiKey, agentId, version], { version, behaviour, createdAt: now, ...(restoredFrom === undefined ? {} : { restoredFrom }) });
-      this.agents.putSync([apiKey, agentId], { ...record, version, latestVersion: version, updatedAt: now });
+      this.agents.putSync([apiKey, agentId], { ...record, version, latestVersion: Math.max(version, record.latestVersion), updatedAt: now });
       return { agentId, version };
     });
   }

@@ -10,6 +10,7 @@ import { AgentPool } from './pool.js';
 import { AgentRuns } from './runs.js';
 import { Memory } from './memory/memory.js';
 import type { ProviderConfig, WorkerEnv } from './tasks.js';
+import type { AgentVersionCounter } from './version-counter.js';
 
 export interface AgentServices {
   readonly definitions: AgentDefinitions;
@@ -31,6 +32,8 @@ export interface AgentDeps {
   readonly log: Logger;
   /** Recorded with each run this process executes (WorkerRole.processId). */
   readonly processId?: string;
+  /** Cluster mode: agent version numbers from the cluster's counter (src/cluster/agent-versions.ts). */
+  readonly versions?: AgentVersionCounter;
 }
 
 /** Providers configured by base URL and model (the key is optional: local model servers often need none). */
@@ -44,7 +47,7 @@ export function providersOf(config: Config): ProviderConfig[] {
 export async function openAgents(deps: AgentDeps): Promise<AgentServices> {
   const { config } = deps;
   const log = deps.log.child({ component: 'agents' });
-  const definitions = new AgentDefinitions(deps.store, deps.secrets);
+  const definitions = new AgentDefinitions(deps.store, deps.secrets, Date.now, deps.versions);
   const groups = new AgentGroups(deps.store, (apiKey, agentId) => definitions.exists(apiKey, agentId));
   const pool = new AgentPool({ size: config.agentPoolSize, queueLimit: config.agentQueueLimit, taskTimeoutMs: config.agentRunTimeoutMs });
   const env: WorkerEnv = {

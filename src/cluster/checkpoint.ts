@@ -9,7 +9,8 @@ const PREFIX = 'state-';
 const ROWS_PER_BATCH = 2_000;
 /** A read that gets no chunk for this long is given up (a checkpoint deleted under it never finishes). */
 const READ_STALL_MS = 10_000;
-const VERSION = 1;
+/** 2: the header carries the applier's fold state (`meta`); 1 (no `meta`) is still read. */
+const VERSION = 2;
 
 /** The first frame: what the checkpoint is an image of. */
 interface Header {
@@ -18,6 +19,11 @@ interface Header {
   readonly seq: number;
   /** The stream's creation time: a checkpoint of another stream (NATS store wiped) is never loaded. */
   readonly stream: string;
+  /**
+   * The applier's own state at `seq`, as DB.meta entries: the newest claim per document (fencing) and the open
+   * per-origin gaps. A cache loaded from the rows alone would apply a fenced write that every other node dropped.
+   */
+  readonly meta?: ReadonlyArray<readonly [string, unknown]>;
 }
 
 /** The last frame: how many rows came before it (a checkpoint cut short is refused). */
@@ -63,7 +69,7 @@ function frame(value: unknown): Uint8Array {
  */
 export async function writeCheckpoint(
   os: ObjectStore,
-  header: { seq: number; stream: string },
+  header: { seq: number; stream: string; meta?: ReadonlyArray<readonly [string, unknown]> },
   rows: Iterable<ReplicatedOp>,
   paced?: () => Promise<void>,
 ): Promise<{ bytes: number; rows: number }> {
@@ -80,7 +86,7 @@ export async function writeCheckpoint(
       let size = 0;
       if (!started) {
         started = true;
-        const first = frame({ v: VERSION, seq: header.seq, stream: header.stream } satisfies Header);
+        const first = frame({ v: VERSION, seq: header.seq, stream: header.stream, ...(header.meta === undefined ? {} : { meta: header.meta }) } satisfies Header);
         parts.push(first);
         size += first.length;
       }
@@ -117,7 +123,13 @@ export async function writeCheckpoint(
  * Reads checkpoint `ref` of stream `stream`, handing its rows to `onRows` in order and in batches; rejects when the
  * object is gone, stalls, belongs to another stream or is cut short (the caller then starts over from the newest one).
  */
-export async function readCheckpoint(os: ObjectStore, ref: CheckpointRef, stream: string, onRows: (rows: ReplicatedOp[]) => Promise<void>): Promise<number> {
+export async function readCheckpoint(
+  os: ObjectStore,
+  ref: CheckpointRef,
+  stream: string,
+  onRows: (rows: ReplicatedOp[]) => Promise<void>,
+  onMeta?: (meta: ReadonlyArray<readonly [string, unknown]>) => void,
+): Promise<number> {
   const result = await os.get(ref.name);
   if (result === null) throw new Error(`checkpoint ${ref.name} is gone`);
   const reader = result.data.getReader();
@@ -145,8 +157,9 @@ export async function readCheckpoint(os: ObjectStore, ref: CheckpointRef, stream
         if (trailer !== undefined) throw new Error(`checkpoint ${ref.name} has data after its end`);
         if (header === undefined) {
           header = value as Header;
-          if (header.v !== VERSION || header.seq !== ref.seq) throw new Error(`checkpoint ${ref.name} has an unknown version or another sequence`);
+          if ((header.v !== VERSION && header.v !== 1) || header.seq !== ref.seq) throw new Error(`checkpoint ${ref.name} has an unknown version or another sequence`);
           if (header.stream !== stream) throw new Error(`checkpoint ${ref.name} belongs to another stream`);
+          onMeta?.(header.meta ?? []);
         } else if (Array.isArray(value)) {
           batch.push(value as unknown as ReplicatedOp);
           rows++;

@@ -6,9 +6,10 @@ import { Store } from '../store/env.js';
 import { DB } from '../store/keys.js';
 import type { ReplicatedOp } from '../store/replication.js';
 import { deleteCheckpointsBefore, newestCheckpoint, readCheckpoint, writeCheckpoint } from './checkpoint.js';
+import { ClaimTable } from './fence.js';
 import { ROLE_BUCKET } from './leases.js';
 import { nodeLivenessKey } from './worker-lease.js';
-import { OriginOrder } from './origin-order.js';
+import { GAPS_KEY, OriginOrder } from './origin-order.js';
 import { readTx, STATE_STREAM, STATE_SUBJECT } from './state-message.js';
 
 /** Every node answers here with the stream sequence its cache has applied (the purge never passes the slowest). */
@@ -61,6 +62,8 @@ export class Compactor {
   private scratch: Store | undefined;
   /** Per-origin order of the messages applied into the scratch store (as on every node's applier). */
   private order = new OriginOrder();
+  /** The newest claim per document among the messages applied into the scratch store (fencing, as on every applier). */
+  private readonly claims = new ClaimTable();
   /** State-log bytes right after this node's last compaction (the trigger counts growth from there). */
   private baseline = 0;
   last: CheckpointStats | undefined;
@@ -121,7 +124,9 @@ export class Compactor {
     const newest = await newestCheckpoint(this.checkpoints);
     if (end <= position && (newest?.seq ?? 0) >= position) return undefined;
     if (end > position) position = await this.applyUpTo(store, position, end);
-    const written = await writeCheckpoint(this.checkpoints, { seq: position, stream: this.options.stream }, store.replicatedRows(), this.options.paced);
+    const meta = store.records<unknown>(DB.meta);
+    const fold: Array<[string, unknown]> = [...ClaimTable.stored(meta), [GAPS_KEY, meta.get(GAPS_KEY) ?? []]];
+    const written = await writeCheckpoint(this.checkpoints, { seq: position, stream: this.options.stream, meta: fold }, store.replicatedRows(), this.options.paced);
     // The checkpoint is complete: older ones are no longer needed by a rebuild that starts now.
     const purgedTo = Math.min(position, await this.slowestApplied());
     if (purgedTo > 0) await this.jsm.streams.purge(STATE_STREAM, { seq: purgedTo + 1 });
@@ -139,7 +144,13 @@ export class Compactor {
   private async prepareScratch(firstSeq: number): Promise<Store> {
     const store = (this.scratch ??= Store.open(join(this.options.dataDir, 'checkpoint')));
     const meta = store.records<unknown>(DB.meta);
-    if (meta.get(SCRATCH_STREAM) === this.options.stream && this.scratchPosition(store) >= firstSeq - 1) return store;
+    if (meta.get(SCRATCH_STREAM) === this.options.stream && this.scratchPosition(store) >= firstSeq - 1) {
+      // Kept from an earlier run (maybe of an earlier process): its fold state is stored beside its rows.
+      this.claims.load(meta);
+      this.order = new OriginOrder();
+      this.order.restore(meta.get(GAPS_KEY));
+      return store;
+    }
     await store.wipeReplicated();
     this.order = new OriginOrder();
     await store.transaction(() => {
@@ -148,9 +159,15 @@ export class Compactor {
     const newest = await newestCheckpoint(this.checkpoints);
     let position = 0;
     if (newest !== undefined) {
-      await readCheckpoint(this.checkpoints, newest, this.options.stream, (rows) => store.applyReplicated(rows, { key: SCRATCH_POSITION, value: 0 }));
+      let fold: ReadonlyArray<readonly [string, unknown]> = [];
+      await readCheckpoint(this.checkpoints, newest, this.options.stream, (rows) => store.applyReplicated(rows, { key: SCRATCH_POSITION, value: 0 }), (entries) => (fold = entries));
+      await store.transaction(() => {
+        for (const [key, value] of fold) void meta.put(key, value);
+      });
       position = newest.seq;
     }
+    this.claims.load(meta);
+    this.order.restore(meta.get(GAPS_KEY));
     if (position < firstSeq - 1) throw new Error(`the state stream starts at ${firstSeq} but the newest checkpoint is at ${position}: messages between are lost`);
     await store.transaction(() => {
       void meta.put(SCRATCH_POSITION, position);
@@ -171,6 +188,8 @@ export class Compactor {
     let position = from;
     let ops: ReplicatedOp[] = [];
     let blobs: Array<[number, string]> = [];
+    /** DB.meta entries stored with the position: claims applied, and the open gaps when they changed. */
+    let fold: Array<{ key: string; value: unknown }> = [];
     const flush = async (): Promise<void> => {
       if (blobs.length > 0) {
         const refs = blobs;
@@ -178,9 +197,12 @@ export class Compactor {
           for (const [seq, name] of refs) void meta.put(blobRef(seq), name);
         });
       }
-      await store.applyReplicated(ops, { key: SCRATCH_POSITION, value: position });
+      const gaps = this.order.changes();
+      if (gaps !== undefined) fold.push({ key: GAPS_KEY, value: gaps });
+      await store.applyReplicated(ops, [{ key: SCRATCH_POSITION, value: position }, ...fold]);
       ops = [];
       blobs = [];
+      fold = [];
     };
     try {
       for await (const message of messages) {
@@ -188,7 +210,14 @@ export class Compactor {
         if (message.seq > position + 1) throw new Error(`the state stream skips from ${position} to ${message.seq} (purged by another node?)`);
         const tx = await readTx(message.data, this.blobs, message.seq);
         if (tx.blob !== undefined) blobs.push([message.seq, tx.blob]);
-        for (const op of this.order.admit(tx.origin, tx.n, tx.ops) ?? []) ops.push(op);
+        if (tx.claim !== undefined) {
+          // A claim starts the document's new epoch (a second copy of it does not): as every node's applier does.
+          const entry = this.order.admit(tx.origin, tx.n, []) === undefined ? undefined : this.claims.claim(tx.claim.document, message.seq, tx.claim.revision);
+          if (entry !== undefined) fold.push(entry);
+        } else {
+          // Writes of an owner whose epoch a later claim outdated are dropped here too (src/cluster/fence.ts).
+          for (const op of this.order.admit(tx.origin, tx.n, this.claims.sort(tx.ops, tx.fence).kept) ?? []) ops.push(op);
+        }
         position = message.seq;
         if (ops.length >= 5_000 || blobs.length >= 64) await flush();
         if (position >= end) break;

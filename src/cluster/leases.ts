@@ -32,6 +32,8 @@ export interface LeasesOptions {
 interface Held {
   /** The KV revision this node wrote last: renewals and the release are compare-and-set on it. */
   revision: number;
+  /** The KV revision of the take (renewals leave it): names this holding of the lease in the state stream's claims. */
+  readonly taken: number;
   /** Until when this node may act as owner: the start of its last successful write plus the lease time. */
   validUntil: number;
 }
@@ -79,6 +81,11 @@ export class Leases {
     return held !== undefined && this.now() < held.validUntil;
   }
 
+  /** The KV revision at which this node took `documentKey`'s lease (undefined when it does not hold it). */
+  takenRevision(documentKey: string): number | undefined {
+    return this.held.get(documentKey)?.taken;
+  }
+
   get heldCount(): number {
     return this.held.size;
   }
@@ -118,7 +125,7 @@ export class Leases {
       // Absent (or deleted/purged): create, which fails if another node created it first. Present but lapsed (or
       // ours from before a restart): update on the revision read, which fails if anyone wrote since.
       const revision = current === undefined ? await this.kv.create(key, value) : await this.kv.update(key, value, entry?.revision ?? 0);
-      this.held.set(documentKey, { revision, validUntil: started + this.options.leaseMs });
+      this.held.set(documentKey, { revision, taken: revision, validUntil: started + this.options.leaseMs });
       this.options.log.debug('lease taken', { key: documentKey, revision });
       return { mine: true };
     } catch (error) {

@@ -8,6 +8,9 @@ import type { DocumentActors } from '../doc/registry.js';
 import { documentKeyString, type DocumentKey } from '../document-key.js';
 import { unavailable } from '../errors.js';
 import type { Logger } from '../log.js';
+import type { Jobs } from '../tenant/jobs.js';
+import { KvAgentVersions } from './agent-versions.js';
+import { JobForwarder } from './job-forward.js';
 import { Leases } from './leases.js';
 import { Relay } from './relay.js';
 import { RestForwarding, type ForwardedHandler } from './rest-forward.js';
@@ -37,6 +40,10 @@ export class ClusterNode {
     private readonly log: Logger,
     /** Durable state in JetStream: the store's Replication port, the applier and catch-up (src/cluster/state.ts). */
     readonly state: ClusterState,
+    /** Agent version numbers handed out once across the cluster (src/cluster/agent-versions.ts). */
+    readonly agentVersions: KvAgentVersions,
+    /** Background jobs that need a document another node owns run there (src/cluster/job-forward.ts). */
+    readonly jobs: JobForwarder,
   ) {}
 
   /** Set by `drain()`: no new document is claimed here, so the ones it serves can only move away. */
@@ -64,9 +71,10 @@ export class ClusterNode {
       ownerOf: (key) => leases.owner(documentKeyString(key)),
       watchMs: Math.max(250, Math.floor(config.clusterLeaseMs / 3)),
     });
-    const state = await ClusterState.open(nc, { nodeId, log, replicas, checkpointBytes: config.clusterCheckpointBytes ?? 0, holder: () => worker.held(), ...(checkpointPaced === undefined ? {} : { checkpointPaced }) });
+    const state = await ClusterState.open(nc, { nodeId, log, replicas, owns: (document) => leases.owns(document), checkpointBytes: config.clusterCheckpointBytes ?? 0, holder: () => worker.held(), ...(checkpointPaced === undefined ? {} : { checkpointPaced }) });
     log.info('joined the cluster', { nodeId, nats: config.natsUrl, leaseMs: config.clusterLeaseMs, replicas, origin: state.origin });
-    return new ClusterNode(nodeId, nc, leases, relay, new RestForwarding(nc, nodeId, log), worker, log, state);
+    const agentVersions = await KvAgentVersions.open(nc, { replicas, log });
+    return new ClusterNode(nodeId, nc, leases, relay, new RestForwarding(nc, nodeId, log), worker, log, state, agentVersions, new JobForwarder(nc, nodeId, log));
   }
 
   /** The core's ownership port, backed by the leases (the lease key is the document key string). */
@@ -86,17 +94,22 @@ export class ClusterNode {
           throw unavailable('the cluster coordinator (NATS) is unreachable; retry shortly');
         }
         if (!claim.mine) return claim;
-        // The previous owner's acknowledged writes are all in the stream before its last message: apply up to there
-        // before the actor loads the document from the local cache.
+        // The claim on the state stream starts this holding's epoch (older owners' later writes are fenced off), and
+        // every write the previous owner got into the stream is before it: apply up to there before the actor loads
+        // the document from the local cache.
+        const document = documentKeyString(key);
         try {
-          await this.state.catchUp();
+          await this.state.claimDocument(document, leases.takenRevision(document) ?? 0);
         } catch (error) {
           void leases.release(documentKeyString(key));
           throw error;
         }
         return claim;
       },
-      release: (key: DocumentKey) => void leases.release(documentKeyString(key)),
+      release: (key: DocumentKey) => {
+        this.state.releaseDocument(documentKeyString(key));
+        void leases.release(documentKeyString(key));
+      },
       onLost: (listener) =>
         leases.onLost((id) => {
           const [apiKey, organizationId, documentId] = JSON.parse(id) as [string, string, string];
@@ -109,6 +122,13 @@ export class ClusterNode {
   serve(actors: DocumentActors): void {
     this.relay.serve(actors);
   }
+
+  /** Jobs meeting a document owned elsewhere forward to its owner; jobs forwarded here run on this node's actors. */
+  serveJobs(jobs: Jobs): void {
+    jobs.forwardTo(this.jobs);
+    this.jobs.serve(jobs);
+  }
+
 
   /** Starts answering REST requests forwarded to this node, each by its path's serve step (src/http/route.ts). */
   serveRest(byPath: ReadonlyMap<string, ForwardedHandler>): void {
@@ -124,6 +144,7 @@ export class ClusterNode {
   async stop(): Promise<void> {
     this.draining = true;
     this.rest.stop();
+    this.jobs.stop();
     await this.worker.close();
     await this.relay.close();
     await this.leases.close();

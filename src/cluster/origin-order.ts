@@ -1,6 +1,9 @@
 // Owns the order of one origin's messages as the applier sees them: duplicates dropped, a late message kept from undoing later ones.
 import { keyId, type ReplicatedOp } from '../store/replication.js';
 
+/** DB.meta key (node-local) of the open gaps (`OriginOrder.changes`), stored with the applier's position and carried by checkpoints. */
+export const GAPS_KEY = 'clusterGaps';
+
 /** A gap wider than this is taken as a fresh start of the count (a rebuild that began mid-stream), not as missing messages. */
 const MAX_GAP = 10_000;
 
@@ -23,14 +26,18 @@ interface OriginState {
  */
 export class OriginOrder {
   private readonly origins = new Map<string, OriginState>();
+  /** Whether an open gap changed (opened, grew, closed) since `changes()` was last asked. */
+  private changed = false;
 
   /** The ops of message `n` of `origin` to apply (all, some, or undefined for a copy already applied). */
   admit(origin: string, n: number, ops: readonly ReplicatedOp[]): readonly ReplicatedOp[] | undefined {
     const state = this.origins.get(origin);
     if (state === undefined || n > state.max + MAX_GAP) {
+      if (state !== undefined && state.missing.size > 0) this.changed = true;
       this.origins.set(origin, { max: n, missing: new Set(), later: new Map() });
       return ops;
     }
+    if (state.missing.size > 0 || n > state.max + 1) this.changed = true;
     if (n > state.max) {
       for (let missing = state.max + 1; missing < n; missing++) state.missing.add(missing);
       state.max = n;
@@ -42,4 +49,35 @@ export class OriginOrder {
     if (state.missing.size === 0) state.later.clear();
     return kept;
   }
+
+  /**
+   * The open gaps as a plain value, to store with the applier's position (so a restart in the middle of a gap still
+   * keeps a late message from undoing later writes); undefined when no gap changed since the last call. Origins
+   * without a gap are not kept: after a restart their next message starts their count again, as before.
+   */
+  changes(): StoredGaps | undefined {
+    if (!this.changed) return undefined;
+    this.changed = false;
+    const gaps: StoredGaps = [];
+    for (const [origin, state] of this.origins) if (state.missing.size > 0) gaps.push([origin, state.max, [...state.missing], [...state.later]]);
+    return gaps;
+  }
+
+  /** Takes back the gaps `changes()` gave (at start, before the applier resumes). */
+  restore(gaps: unknown): void {
+    if (!Array.isArray(gaps)) return;
+    for (const gap of gaps as unknown[]) {
+      if (!Array.isArray(gap) || gap.length !== 4) continue;
+      const [origin, max, missing, later] = gap as [unknown, unknown, unknown, unknown];
+      if (typeof origin !== 'string' || typeof max !== 'number' || !Array.isArray(missing) || !Array.isArray(later)) continue;
+      this.origins.set(origin, {
+        max,
+        missing: new Set(missing.filter((n): n is number => typeof n === 'number')),
+        later: new Map(later.filter((entry): entry is [string, number] => Array.isArray(entry) && typeof entry[0] === 'string' && typeof entry[1] === 'number')),
+      });
+    }
+  }
 }
+
+/** Open gaps as stored in DB.meta: [origin, highest counter seen, counters missing, [key, counter that wrote it last]]. */
+export type StoredGaps = Array<[origin: string, max: number, missing: number[], later: Array<[string, number]>]>;

@@ -4,6 +4,8 @@ import type { Logger } from '../log.js';
 import type { Store } from '../store/env.js';
 import { DB } from '../store/keys.js';
 import { newestCheckpoint, readCheckpoint } from './checkpoint.js';
+import { ClaimTable } from './fence.js';
+import { GAPS_KEY } from './origin-order.js';
 import { STATE_STREAM } from './state-message.js';
 
 /** DB.meta key written while a checkpoint loads (the position itself is written only once the checkpoint is whole). */
@@ -43,8 +45,13 @@ export async function rebuildIfBehind(args: RebuildArgs): Promise<number> {
     log.warn('the cache is behind the start of the cluster log (away across a compaction, or new): loading the newest checkpoint', { applied: args.applied, first, checkpoint: newest.seq });
     await store.wipeReplicated();
     meta.removeSync(args.positionKey);
+    ClaimTable.clear(meta);
+    meta.removeSync(GAPS_KEY);
     try {
-      const rows = await readCheckpoint(args.checkpoints, newest, args.stream, (batch) => store.applyReplicated(batch, { key: LOADING_KEY, value: newest.seq }));
+      let fold: ReadonlyArray<readonly [string, unknown]> = [];
+      const rows = await readCheckpoint(args.checkpoints, newest, args.stream, (batch) => store.applyReplicated(batch, { key: LOADING_KEY, value: newest.seq }), (entries) => (fold = entries));
+      // The applier's fold state at the checkpoint (claims, gaps) goes in before the position that makes the load count.
+      for (const [key, value] of fold) meta.putSync(key, value);
       meta.putSync(args.positionKey, newest.seq);
       log.info('checkpoint loaded', { seq: newest.seq, rows, ms: Math.round(performance.now() - started) });
       return newest.seq;

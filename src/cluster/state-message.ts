@@ -2,6 +2,7 @@
 import { unpack } from 'msgpackr';
 import type { ObjectStore } from 'nats';
 import type { ReplicatedOp } from '../store/replication.js';
+import type { Fence } from './fence.js';
 
 export const STATE_STREAM = 'PLAIT_STATE';
 export const STATE_SUBJECT = 'plait.state.tx';
@@ -13,6 +14,12 @@ export interface TxMessage {
   readonly n: number;
   readonly ops?: readonly ReplicatedOp[];
   readonly b?: string;
+  /** A claim: the owner of this document (key string) starts a new epoch at this message's stream sequence. */
+  readonly c?: string;
+  /** With `c`: the lease revision the claim was made under (an older holding's claim is ignored). */
+  readonly r?: number;
+  /** The epochs the writer held for the documents whose rows `ops` write (src/cluster/fence.ts). */
+  readonly f?: Fence;
 }
 
 /** A message read whole: its ops fetched from the blob store when the stream carries only the blob's name. */
@@ -22,14 +29,22 @@ export interface ReadTx {
   readonly ops: readonly ReplicatedOp[];
   /** The blob holding the ops, when the message was too large to go inline. */
   readonly blob?: string;
+  /** A claim message (no ops): the document and the lease revision it was claimed under. */
+  readonly claim?: { readonly document: string; readonly revision: number };
+  /** The writer's epochs of the documents its ops write (fencing). */
+  readonly fence?: Fence;
 }
 
 /** Decodes one stream message; `fetchOps` false leaves the ops of a blob message unread (the caller skips them). */
 export async function readTx(data: Uint8Array, blobs: ObjectStore, seq: number, fetchOps = true): Promise<ReadTx> {
   const tx = unpack(data) as TxMessage;
-  if (tx.ops !== undefined || tx.b === undefined) return { origin: tx.o, n: tx.n, ops: tx.ops ?? [] };
-  if (!fetchOps) return { origin: tx.o, n: tx.n, ops: [], blob: tx.b };
+  const extra = {
+    ...(tx.c === undefined ? {} : { claim: { document: tx.c, revision: tx.r ?? 0 } }),
+    ...(tx.f === undefined ? {} : { fence: tx.f }),
+  };
+  if (tx.ops !== undefined || tx.b === undefined) return { origin: tx.o, n: tx.n, ops: tx.ops ?? [], ...extra };
+  if (!fetchOps) return { origin: tx.o, n: tx.n, ops: [], blob: tx.b, ...extra };
   const blob = await blobs.getBlob(tx.b);
   if (blob === null) throw new Error(`the blob ${tx.b} of stream message ${seq} is missing`);
-  return { origin: tx.o, n: tx.n, ops: (unpack(blob) as TxMessage).ops ?? [], blob: tx.b };
+  return { origin: tx.o, n: tx.n, ops: (unpack(blob) as TxMessage).ops ?? [], blob: tx.b, ...extra };
 }

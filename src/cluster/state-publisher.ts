@@ -4,6 +4,7 @@ import type { JetStreamClient, NatsConnection, ObjectStore } from 'nats';
 import { unavailable } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { ReplicatedOp } from '../store/replication.js';
+import type { Fence } from './fence.js';
 import { STATE_SUBJECT, type TxMessage } from './state-message.js';
 
 /** A write waiting for the stream's acknowledgement. */
@@ -11,9 +12,10 @@ interface Outbound {
   readonly n: number;
   readonly ops: readonly ReplicatedOp[];
   readonly payload: Uint8Array;
+  readonly fence?: Fence;
   told: boolean;
   acked: boolean;
-  readonly resolve: () => void;
+  readonly resolve: (seq: number) => void;
   readonly reject: (error: unknown) => void;
   readonly timer: NodeJS.Timeout;
 }
@@ -22,6 +24,8 @@ export interface StatePublisherOptions {
   readonly origin: string;
   readonly log: Logger;
   readonly publishTimeoutMs: number;
+  /** Why an acknowledged fenced write must still answer UNAVAILABLE (its lease ended before it landed), or undefined. */
+  readonly lateAck?: (fence: Fence | undefined) => Error | undefined;
 }
 
 /**
@@ -68,17 +72,41 @@ export class StatePublisher {
     return ops;
   }
 
-  publish(ops: readonly ReplicatedOp[]): Promise<void> {
+  /** Publishes one committed transaction's ops, fenced with the writer's epochs of the documents they write. */
+  publish(ops: readonly ReplicatedOp[], fence: Fence | undefined): Promise<void> {
     if (this.closed) return Promise.reject(unavailable('the node is stopping'));
     const n = ++this.counter;
-    const origin = this.options.origin;
-    const payload = pack({ o: origin, n, ops } satisfies TxMessage);
     this.sent.set(n, ops);
-    return new Promise<void>((resolve, reject) => {
+    return this.enqueue(n, ops, pack({ o: this.options.origin, n, ops, ...(fence === undefined ? {} : { f: fence }) } satisfies TxMessage), fence).then(() => undefined);
+  }
+
+  /**
+   * Publishes a claim of `document` under lease `revision` (fencing, src/cluster/fence.ts); `before` gets the message's
+   * counter before it is sent. Resolves with the claim's stream sequence once acknowledged.
+   */
+  claim(document: string, revision: number, before: (n: number) => void): Promise<number> {
+    if (this.closed) return Promise.reject(unavailable('the node is stopping'));
+    const n = ++this.counter;
+    before(n);
+    return this.enqueue(n, [], pack({ o: this.options.origin, n, c: document, r: revision } satisfies TxMessage), undefined);
+  }
+
+  /** Resolves once every message published so far (resends included) is acknowledged by the stream, or the publisher closed. */
+  acknowledged(): Promise<void> {
+    if (this.queue.length === 0) return Promise.resolve();
+    return new Promise((resolve) => this.emptied.push(resolve));
+  }
+
+  private readonly emptied: Array<() => void> = [];
+
+  /** Queues one message (in call order) and resolves with its stream sequence once acknowledged. */
+  private enqueue(n: number, ops: readonly ReplicatedOp[], payload: Uint8Array, fence: Fence | undefined): Promise<number> {
+    return new Promise<number>((resolve, reject) => {
       const entry: Outbound = {
         n,
         ops,
         payload,
+        ...(fence === undefined ? {} : { fence }),
         told: false,
         acked: false,
         resolve,
@@ -87,7 +115,7 @@ export class StatePublisher {
       };
       this.queue.push(entry);
       // While resending after a failure, everything goes through the resend loop, in order.
-      if (this.retrying === undefined) this.transmit(entry).then(() => this.acked(entry), (error: unknown) => this.failed(entry, error));
+      if (this.retrying === undefined) this.transmit(entry).then((seq) => this.acked(entry, seq), (error: unknown) => this.failed(entry, error));
     });
   }
 
@@ -98,6 +126,7 @@ export class StatePublisher {
     this.closed = true;
     const unacked = this.queue.length;
     for (const entry of this.queue.splice(0)) this.tell(entry, unavailable('the node is stopping'));
+    for (const wake of this.emptied.splice(0)) wake();
     return unacked;
   }
 
@@ -106,27 +135,28 @@ export class StatePublisher {
    * message's blob upload holds back the messages after it (js.publish sends synchronously when called), while
    * acknowledgements are awaited in parallel.
    */
-  private transmit(entry: Outbound): Promise<void> {
+  private transmit(entry: Outbound): Promise<number> {
     const origin = this.options.origin;
     const msgID = `${origin}#${entry.n}`;
-    let acknowledged: Promise<unknown> = Promise.resolve();
+    let acknowledged: Promise<{ seq: number }> = Promise.resolve({ seq: 0 });
     const issued = this.sending.then(async () => {
       let data = entry.payload;
       if (data.length > this.inlineLimit) {
         await this.blobs.putBlob({ name: msgID }, data);
-        data = pack({ o: origin, n: entry.n, b: msgID } satisfies TxMessage);
+        data = pack({ o: origin, n: entry.n, b: msgID, ...(entry.fence === undefined ? {} : { f: entry.fence }) } satisfies TxMessage);
       }
       acknowledged = this.js.publish(STATE_SUBJECT, data, { msgID, timeout: this.options.publishTimeoutMs });
     });
     this.sending = issued.catch((error: unknown) => this.options.log.debug('state send failed', { error: String(error) }));
-    return issued.then(() => acknowledged).then(() => undefined);
+    return issued.then(() => acknowledged).then((ack) => ack.seq);
   }
 
-  private acked(entry: Outbound): void {
+  private acked(entry: Outbound, seq: number): void {
     entry.acked = true;
     const at = this.queue.indexOf(entry);
     if (at >= 0) this.queue.splice(at, 1);
-    this.tell(entry, undefined);
+    this.tell(entry, this.options.lateAck?.(entry.fence), seq);
+    if (this.queue.length === 0) for (const wake of this.emptied.splice(0)) wake();
   }
 
   private failed(entry: Outbound, error: unknown): void {
@@ -147,8 +177,7 @@ export class StatePublisher {
         continue;
       }
       try {
-        await this.transmit(entry);
-        this.acked(entry);
+        this.acked(entry, await this.transmit(entry));
       } catch (error) {
         this.tell(entry, unavailable('the cluster log (NATS JetStream) is unreachable; the write was not acknowledged, retry'));
         if (this.closed) return;
@@ -158,11 +187,11 @@ export class StatePublisher {
     }
   }
 
-  private tell(entry: Outbound, error: unknown): void {
+  private tell(entry: Outbound, error: unknown, seq = 0): void {
     if (entry.told) return;
     entry.told = true;
     clearTimeout(entry.timer);
-    if (error === undefined) entry.resolve();
+    if (error === undefined) entry.resolve(seq);
     else entry.reject(error);
   }
 }

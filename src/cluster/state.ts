@@ -9,7 +9,8 @@ import { CLUSTER_CACHE_KEY, type ReplicatedOp, type Replication } from '../store
 import { CHECKPOINT_BUCKET } from './checkpoint.js';
 import { APPLIED_SUBJECT, Compactor } from './compactor.js';
 import { DataDirLock } from './data-dir-lock.js';
-import { OriginOrder } from './origin-order.js';
+import { ClaimTable, Fencing } from './fence.js';
+import { GAPS_KEY, OriginOrder } from './origin-order.js';
 import { rebuildIfBehind } from './rebuild.js';
 import { BLOB_BUCKET, readTx, STATE_STREAM, STATE_SUBJECT } from './state-message.js';
 import { StatePublisher } from './state-publisher.js';
@@ -45,6 +46,8 @@ export interface ClusterStateOptions {
   readonly holder?: () => boolean;
   /** Tests: runs between pieces of a checkpoint's upload. */
   readonly checkpointPaced?: () => Promise<void>;
+  /** Whether this node still owns a document (its lease is valid): a fenced write acknowledged after that answers UNAVAILABLE. */
+  readonly owns?: (document: string) => boolean;
 }
 
 /** Foreign messages read but not applied yet. */
@@ -53,6 +56,10 @@ interface Batch {
   messages: number;
   /** The last stream sequence taken into the batch (or passed). */
   end: number;
+  /** DB.meta entries stored with the position (claims applied). */
+  meta: Array<{ key: string; value: unknown }>;
+  /** Ops that win over this node's own pending writes (a newer owner's writes of a document this node lost). */
+  forced: Set<ReplicatedOp>;
 }
 
 /** The stream lost messages this cache has not applied (a compaction purged them): only a rebuild from a checkpoint helps. */
@@ -69,6 +76,8 @@ export class ClusterState implements Replication {
   private readonly publisher: StatePublisher;
   /** Highest stream sequence applied to (or, for own messages, seen by) the local cache. */
   private applied = 0;
+  /** The highest stream sequence the applier has heard of (a delivered message's sequence plus those pending after it). */
+  private streamLast = 0;
   private readonly waiters = new Set<{ seq: number; wake: (error?: Error) => void }>();
   private store: Store | undefined;
   private messages: ConsumerMessages | undefined;
@@ -93,7 +102,13 @@ export class ClusterState implements Replication {
   ) {
     this.origin = `${options.nodeId}/${randomUUID().slice(0, 8)}`;
     this.js = nc.jetstream();
-    this.publisher = new StatePublisher(nc, blobs, { origin: this.origin, log: options.log, publishTimeoutMs: options.publishTimeoutMs ?? 5_000 });
+    this.fencing = new Fencing(options.log, options.owns);
+    this.publisher = new StatePublisher(nc, blobs, {
+      origin: this.origin,
+      log: options.log,
+      publishTimeoutMs: options.publishTimeoutMs ?? 5_000,
+      lateAck: (fence) => this.fencing.acknowledgedLate(fence),
+    });
     this.catchUpTimeoutMs = options.catchUpTimeoutMs ?? 30_000;
   }
 
@@ -122,7 +137,12 @@ export class ClusterState implements Replication {
   }
 
   publish(ops: readonly ReplicatedOp[]): Promise<void> {
-    return this.publisher.publish(ops);
+    return this.publisher.publish(ops, this.fencing.epochs.fenceOf(ops));
+  }
+
+  /** Resolves once every message published so far (resends included) is acknowledged by the stream. */
+  acknowledged(): Promise<void> {
+    return this.publisher.acknowledged();
   }
 
   // ---- the local cache and the applier ----
@@ -152,6 +172,8 @@ export class ClusterState implements Replication {
       });
       await store.wipeReplicated();
       meta.removeSync(POSITION_KEY);
+      ClaimTable.clear(meta);
+      meta.removeSync(GAPS_KEY);
     }
     // From here on the cache is this node's: close() may mark it clean.
     this.store = store;
@@ -191,6 +213,11 @@ export class ClusterState implements Replication {
   /** A cache behind the stream's first sequence is emptied and loaded from the newest checkpoint (src/cluster/rebuild.ts). */
   private async rebuildIfBehind(store: Store): Promise<void> {
     this.applied = await rebuildIfBehind({ jsm: this.jsm, checkpoints: this.checkpoints, stream: this.streamCreated, log: this.options.log, store, applied: this.applied, positionKey: POSITION_KEY, attempts: REBUILD_ATTEMPTS });
+    // The fold's own state (the newest claim per document, open per-origin gaps), as stored with the position or loaded with a checkpoint.
+    const meta = store.records<unknown>(DB.meta);
+    this.fencing.claims.load(meta);
+    this.order = new OriginOrder();
+    this.order.restore(meta.get(GAPS_KEY));
   }
 
   /** Answers the compactor's question of how far this cache has applied (the purge never passes it). */
@@ -217,10 +244,16 @@ export class ClusterState implements Replication {
       this.fallBehind(this.applied, state.first_seq);
       throw this.behindError();
     }
-    if (this.applied >= state.last_seq) return;
+    await this.reach(state.last_seq);
+  }
+
+  /** Resolves once the applier has passed stream sequence `seq`; UNAVAILABLE after the catch-up timeout or behind a purge. */
+  private async reach(seq: number): Promise<void> {
+    if (this.behind !== undefined) throw this.behindError();
+    if (this.applied >= seq) return;
     await new Promise<void>((resolve, reject) => {
       const waiter = {
-        seq: state.last_seq,
+        seq,
         wake: (error?: Error) => {
           clearTimeout(timer);
           if (error === undefined) resolve();
@@ -251,13 +284,15 @@ export class ClusterState implements Replication {
   }
 
   /** For the metrics: positions, writes waiting for their acknowledgement, whether writes are refused, the last checkpoint. */
-  stats(): { applied: number; unacknowledged: number; refusing: boolean; first: number; last: number; logBytes: number; checkpointSeq: number; checkpointBytes: number; checkpointSeconds: number } {
+  stats(): { applied: number; unacknowledged: number; refusing: boolean; lag: number; diverged: number; first: number; last: number; logBytes: number; checkpointSeq: number; checkpointBytes: number; checkpointSeconds: number } {
     const stream = this.compactor?.stream ?? { first: 0, last: 0, bytes: 0 };
     const checkpoint = this.compactor?.last;
     return {
       applied: this.applied,
       unacknowledged: this.publisher.unacknowledged,
       refusing: this.refusal() !== undefined,
+      lag: Math.max(0, this.streamLast - this.applied),
+      diverged: this.fencing.divergedCount,
       first: stream.first,
       last: Math.max(stream.last, this.applied),
       logBytes: stream.bytes,
@@ -278,8 +313,10 @@ export class ClusterState implements Replication {
         const consumer = await this.js.consumers.get(STATE_STREAM, { filterSubjects: STATE_SUBJECT, deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: this.applied + 1 });
         this.messages = await consumer.consume({ max_messages: 512 });
         if (this.closed) break;
-        const batch: Batch = { ops: [], messages: 0, end: this.applied };
+        const batch: Batch = { ops: [], messages: 0, end: this.applied, meta: [], forced: new Set() };
         for await (const message of this.messages) {
+          // The stream's last sequence as of this delivery: for the lag metric, without a JetStream API request.
+          this.streamLast = Math.max(this.streamLast, message.seq + message.info.pending);
           if (message.seq <= batch.end) continue;
           if (message.seq > batch.end + 1) {
             await this.flush(batch);
@@ -317,17 +354,29 @@ export class ClusterState implements Replication {
     if (store === undefined) return;
     // Own messages' ops are in the cache already: a blob message of this node is not fetched.
     const head = await readTx(message.data, this.blobs, message.seq, false);
+    if (head.claim !== undefined) {
+      const own = head.origin === this.origin ? { n: head.n } : undefined;
+      const entry = this.fencing.claimLanded(head.claim.document, head.claim.revision, message.seq, own, own === undefined && this.order.admit(head.origin, head.n, []) !== undefined);
+      if (entry !== undefined) batch.meta.push(entry);
+      batch.messages++;
+      batch.end = message.seq;
+      return;
+    }
     if (head.origin === this.origin) {
       // Earlier foreign writes still lose to this one: apply them first, then its keys stop holding foreign writes back.
       await this.flush(batch);
       const ops = this.publisher.takeOwn(head.n);
       if (ops !== undefined) store.ownApplied(ops);
+      this.fencing.ownLanded(head.fence, message.seq);
       batch.end = message.seq;
       this.advance(message.seq);
       return;
     }
     const tx = head.blob === undefined ? head : await readTx(message.data, this.blobs, message.seq);
-    for (const op of this.order.admit(tx.origin, tx.n, tx.ops) ?? []) batch.ops.push(op);
+    for (const op of this.order.admit(tx.origin, tx.n, this.fencing.foreign(tx.ops, tx.fence, tx.origin, message.seq)) ?? []) {
+      batch.ops.push(op);
+      if (this.fencing.winsOverOwn(op, tx.fence)) batch.forced.add(op);
+    }
     batch.messages++;
     batch.end = message.seq;
   }
@@ -336,14 +385,41 @@ export class ClusterState implements Replication {
   private async flush(batch: Batch): Promise<void> {
     const store = this.store;
     if (store === undefined || batch.messages === 0) return;
-    const ops = batch.ops;
+    const { ops, meta, forced } = batch;
+    const gaps = this.order.changes();
+    if (gaps !== undefined) meta.push({ key: GAPS_KEY, value: gaps });
     batch.ops = [];
+    batch.meta = [];
+    batch.forced = new Set();
     batch.messages = 0;
-    await store.applyReplicated(ops, { key: POSITION_KEY, value: batch.end });
+    await store.applyReplicated(ops, [{ key: POSITION_KEY, value: batch.end }, ...meta], forced.size === 0 ? undefined : forced);
     this.advance(batch.end);
   }
 
-  private readonly order = new OriginOrder();
+  private order = new OriginOrder();
+
+  // ---- fencing document writes with the owner's epoch (src/cluster/fence.ts) ----
+
+  private readonly fencing: Fencing;
+
+  /**
+   * After taking `document`'s lease (revision `revision`): publishes a claim and waits until the applier has passed it.
+   * The claim's stream sequence is the document's new epoch (docs/cluster.md, "Fencing document writes"); every write
+   * the previous owner got into the stream is before it. The same holding of the lease keeps its epoch and catches up.
+   */
+  async claimDocument(document: string, revision: number): Promise<void> {
+    const refusal = this.fencing.refusal(document) ?? this.refusal();
+    if (refusal !== undefined) throw refusal;
+    if (this.fencing.holding(document, revision)) return this.catchUp();
+    const seq = await this.publisher.claim(document, revision, (n) => this.fencing.claiming(n));
+    this.fencing.epochs.hold(document, seq, revision);
+    await this.reach(seq);
+  }
+
+  /** The document was released after its last write: later writes of it here are not fenced. */
+  releaseDocument(document: string): void {
+    this.fencing.epochs.forget(document);
+  }
 
   private advance(seq: number): void {
     if (seq <= this.applied) return;
@@ -370,11 +446,11 @@ export class ClusterState implements Replication {
     await Promise.race([Promise.all([this.messages?.close(), this.applying, this.compactor?.close()]), new Promise((resolve) => setTimeout(resolve, 2_000).unref())]);
     if (store !== undefined && this.behind === undefined) {
       const meta = store.records<unknown>(DB.meta);
-      if (unacked === 0) {
+      if (unacked === 0 && this.fencing.divergedCount === 0) {
         // DB.meta is node-local (never recorded), and writes through the store are refused once closed.
         meta.putSync(POSITION_KEY, this.applied);
         meta.putSync(CACHE_KEY, { stream: this.streamCreated, dirty: false } satisfies CacheState);
-      } else this.options.log.warn('stopping with writes the cluster log never acknowledged: the cache stays dirty and is rebuilt at the next start', { unacked });
+      } else this.options.log.warn('stopping with writes the cluster log never acknowledged (or fenced off): the cache stays dirty and is rebuilt at the next start', { unacked, diverged: this.fencing.divergedCount });
     }
     this.lock?.release();
   }

@@ -294,10 +294,20 @@ export class DocumentActors {
     const ids = keys.map((key) => documentKeyString(key));
     for (const id of ids) this.holds.set(id, held);
     try {
+      // A cluster: the work needs every document's lease. One owned by another node answers NotOwnerError (a
+      // background job then runs on that node, src/tenant/jobs.ts); nothing was unloaded or written here.
+      for (const key of keys) {
+        if (this.ownership.owns(key)) continue;
+        const claim = await this.ownership.claim(key);
+        if (!claim.mine) throw new NotOwnerError(claim.owner);
+      }
       await Promise.all(ids.map((id) => this.unloadNow(id, code, reason)));
       await this.updateLog.flush();
       return await work();
     } finally {
+      // Unloaded (or never loaded) documents give their lease up, so the node that needs them next takes them at once;
+      // before the holds go, so no acquirer waiting on them loads a document whose lease is being released.
+      for (const key of keys) if (!this.entries.has(documentKeyString(key)) && this.ownership.owns(key)) this.ownership.release(key);
       for (const id of ids) if (this.holds.get(id) === held) this.holds.delete(id);
       release();
     }

@@ -10,6 +10,9 @@ export interface MetricSources {
     applied: number;
     unacknowledged: number;
     refusing: boolean;
+    /** The stream's last sequence as last seen minus the applied one, and documents fenced off here (fencing). */
+    lag: number;
+    diverged: number;
     /** The stream's first and last sequence, the state log's bytes, and the last checkpoint this node wrote (compaction). */
     first: number;
     last: number;
@@ -73,6 +76,8 @@ export function createMetricsRegistry(sources: MetricSources, options: { default
     gauge('plait_cluster_checkpoint_seq', 'Cluster mode: stream sequence of the last checkpoint this node wrote (0: none)', () => state().checkpointSeq);
     gauge('plait_cluster_checkpoint_bytes', 'Cluster mode: size of the last checkpoint this node wrote', () => state().checkpointBytes);
     gauge('plait_cluster_checkpoint_duration_seconds', 'Cluster mode: how long the last checkpoint this node wrote took (build, upload, purge)', () => state().checkpointSeconds);
+    gauge('plait_cluster_state_lag', 'Cluster mode: state stream messages not yet applied here (the stream\'s last sequence as last seen minus the applied one)', () => state().lag);
+    gauge('plait_cluster_state_diverged_documents', 'Cluster mode: documents whose writes here were fenced off by a newer owner (the cache is rebuilt at the next start)', () => state().diverged);
     gauge('plait_cluster_state_refusing', 'Cluster mode: 1 while writes are refused because earlier ones wait to be resent', () => (state().refusing ? 1 : 0));
   }
 

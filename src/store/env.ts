@@ -170,19 +170,24 @@ export class Store {
    * written to DB.meta in the same transaction (so a restart resumes after it), then tells the change listeners which
    * databases changed. The writes are not published again.
    */
-  async applyReplicated(ops: readonly ReplicatedOp[], position: { readonly key: string; readonly value: unknown }): Promise<void> {
+  async applyReplicated(
+    ops: readonly ReplicatedOp[],
+    position: { readonly key: string; readonly value: unknown } | ReadonlyArray<{ readonly key: string; readonly value: unknown }>,
+    forced?: ReadonlySet<ReplicatedOp>,
+  ): Promise<void> {
     const changed = new Set<DbName>();
     const pending = this.replicating?.pending;
     await this.root.transaction(() => {
       for (const op of ops) {
-        // Checked here, inside LMDB's single writer, so every local write that ran before is counted.
-        if (pending !== undefined && pending.holds(op)) continue;
+        // Checked here, inside LMDB's single writer, so every local write that ran before is counted. `forced`: ops
+        // that win over this node's own pending writes anyway (a newer owner's document writes: ours are fenced off).
+        if (pending !== undefined && pending.holds(op) && forced?.has(op) !== true) continue;
         const db = this.raw(op[0]);
         if (op.length === 2) void db.remove(op[1]);
         else void db.put(op[1], op[2]);
         changed.add(op[0]);
       }
-      void this.raw(DB.meta).put(position.key, position.value);
+      for (const entry of Array.isArray(position) ? position : [position]) void this.raw(DB.meta).put(entry.key, entry.value);
     });
     if (changed.size === 0) return;
     for (const listener of this.changeListeners) {

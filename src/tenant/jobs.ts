@@ -29,6 +29,24 @@ export interface JobRecord<P = unknown, R = unknown> {
  */
 export type JobRunner<P, R> = (job: JobRecord<P, R>) => Promise<R>;
 
+/**
+ * Cluster mode (src/cluster/job-forward.ts): runs a job on `node`, the owner of a document the job needs (its runner
+ * met NotOwnerError), and resolves with the result; the error the job met there otherwise. `hops`: forwards so far.
+ */
+export interface JobForwarding {
+  forward(node: string, job: JobRecord, hops: number): Promise<unknown>;
+}
+
+/** Forwards of one run at most: a job whose documents are owned by more nodes than this waits for the next scan. */
+const MAX_HOPS = 3;
+
+/** The owner named by a NotOwnerError (src/doc/ownership.ts; read by shape, so the tenant layer imports no document code). */
+function ownerNamedBy(error: unknown): string | undefined {
+  if (!(error instanceof AppError) || error.status !== 'UNAVAILABLE') return undefined;
+  const owner = (error as AppError & { owner?: unknown }).owner;
+  return typeof owner === 'string' ? owner : undefined;
+}
+
 export class Jobs {
   private readonly db: Database<JobRecord, Key>;
   private readonly runners = new Map<string, JobRunner<unknown, unknown>>();
@@ -39,6 +57,7 @@ export class Jobs {
   /** Stored jobs of a kind this process has no runner for (already reported). */
   private readonly unrunnable = new Set<string>();
   private stopped = false;
+  private forwarding: JobForwarding | undefined;
 
   /**
    * `role`: only the holder of the worker role runs jobs (one process: always this one). A job submitted on another
@@ -51,6 +70,41 @@ export class Jobs {
     private readonly role: Pick<WorkerRole, 'held' | 'wake'> = new LocalWorkerRole(),
   ) {
     this.db = store.records<JobRecord>(DB.jobs);
+  }
+
+  /** Cluster mode: a job that needs a document another node owns runs there (request/reply) instead of waiting. */
+  forwardTo(forwarding: JobForwarding): void {
+    this.forwarding = forwarding;
+  }
+
+  /**
+   * Runs `job` here for the node that forwarded it (this node owns a document it needs); that node records the status.
+   * Counted as running, so a graceful stop waits for it.
+   */
+  runForwarded(job: JobRecord, hops: number): Promise<unknown> {
+    if (this.stopped) return Promise.reject(new AppError('UNAVAILABLE', 'this node is stopping; the job runs again later'));
+    const runner = this.runners.get(job.kind);
+    if (runner === undefined) return Promise.reject(new AppError('FAILED_PRECONDITION', `this node has no runner for jobs of kind "${job.kind}"`));
+    const run = this.runOrForward(job, runner, hops);
+    const tracked = run.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.running.add(tracked);
+    void tracked.finally(() => this.running.delete(tracked));
+    return run;
+  }
+
+  private async runOrForward(job: JobRecord, runner: JobRunner<unknown, unknown>, hops: number): Promise<unknown> {
+    try {
+      return await runner(job);
+    } catch (error) {
+      const owner = ownerNamedBy(error);
+      if (owner === undefined || this.forwarding === undefined || hops >= MAX_HOPS) throw error;
+      // Jobs are idempotent: the owner runs it from the start, and finds the part done here already done.
+      this.log.info('background job forwarded to the owner of a document it needs', { kind: job.kind, jobId: job.jobId, owner, hops: hops + 1 });
+      return this.forwarding.forward(owner, job, hops + 1);
+    }
   }
 
   register<P, R>(kind: string, runner: JobRunner<P, R>): void {
@@ -124,7 +178,7 @@ export class Jobs {
   private async run(job: JobRecord, runner: JobRunner<unknown, unknown>): Promise<void> {
     try {
       await this.save({ ...job, status: 'in_progress', updatedAt: this.now() });
-      const result = await runner(job);
+      const result = await this.runOrForward(job, runner, 0);
       await this.save({ ...job, status: 'completed', updatedAt: this.now(), ...(result === undefined ? {} : { result }) });
     } catch (error) {
       if (error instanceof AppError && error.status === 'UNAVAILABLE') {

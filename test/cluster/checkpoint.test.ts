@@ -37,6 +37,33 @@ t.test('checkpoints round-trip in order and in batches; another stream, a cut-sh
   }), 4500);
   t.same(read, rows, 'read back in order');
   t.same(batches, [2000, 2000, 500], 'in batches of 2000 rows');
+  let fold: unknown;
+  await readCheckpoint(os, ref, 'stream-a', async () => undefined, (meta) => (fold = meta));
+  t.same(fold, [], 'a checkpoint written without the applier\'s fold state hands over none');
+
+  // The applier's fold state (the newest claim per document, the open gaps) travels in the header, and version-1
+  // checkpoints (no fold state) still load.
+  const claims: Array<[string, unknown]> = [['fence:["k","o","d"]', { seq: 7, revision: 3 }], ['clusterGaps', [['node-a/1', 9, [8], [['x', 9]]]]]];
+  await writeCheckpoint(os, { seq: 43, stream: 'stream-a', meta: claims }, rows.slice(0, 3));
+  const withFold = await newestCheckpoint(os);
+  t.equal(withFold?.seq, 43);
+  if (withFold === undefined) return;
+  let carried: unknown;
+  t.equal(await readCheckpoint(os, withFold, 'stream-a', async () => undefined, (meta) => (carried = meta)), 3);
+  t.same(carried, claims, 'the fold state is read back before the rows, as written');
+  await os.delete(withFold.name);
+  const v1 = frame({ v: 1, seq: 44, stream: 'stream-a' });
+  const v1row = frame(['domains', ['k'], ['v']]);
+  const v1end = frame({ end: 1 });
+  const v1body = new Uint8Array(v1.length + v1row.length + v1end.length);
+  v1body.set(v1);
+  v1body.set(v1row, v1.length);
+  v1body.set(v1end, v1.length + v1row.length);
+  await os.putBlob({ name: checkpointName(44) }, v1body);
+  let v1fold: unknown;
+  t.equal(await readCheckpoint(os, { name: checkpointName(44), seq: 44, size: v1body.length }, 'stream-a', async () => undefined, (meta) => (v1fold = meta)), 1, 'a version-1 checkpoint still loads');
+  t.same(v1fold, [], 'with no fold state');
+  await os.delete(checkpointName(44));
   await t.rejects(readCheckpoint(os, ref, 'stream-b', async () => undefined), /belongs to another stream/, 'a checkpoint of another stream is refused');
 
   // An object without its trailer (as no writer makes, but a corrupted store might hold) is refused, rows or not.

@@ -31,3 +31,22 @@ t.test('a jump wider than any gap restarts the count instead of waiting for thou
   t.same(order.admit('a', 50_001, [put('k', 3)]), [put('k', 3)]);
   t.equal(order.admit('a', 2, [put('k', 0)]), undefined, 'nothing below the new start is waited for');
 });
+
+t.test('open gaps survive a restart through changes() and restore()', async (t) => {
+  const order = new OriginOrder();
+  order.admit('a', 1, [put('x', 1)]);
+  t.equal(order.changes(), undefined, 'no gap: nothing to store');
+  order.admit('a', 3, [put('k', 3)]);
+  order.admit('b', 1, [put('k', 1)]);
+  const gaps = order.changes();
+  t.same(gaps, [['a', 3, [2], [['domains\u0000["k"]', 3]]]], 'only the origin with a gap is stored, with its keys');
+  t.equal(order.changes(), undefined, 'nothing changed since');
+  const restarted = new OriginOrder();
+  restarted.restore(JSON.parse(JSON.stringify(gaps)) as unknown);
+  t.same(restarted.admit('a', 2, [put('k', 2), put('m', 2)]), [put('m', 2)], 'the late message still skips the later key');
+  t.equal(restarted.admit('a', 2, [put('k', 2)]), undefined, 'and a copy of it is dropped');
+  t.same(restarted.changes(), [], 'the closed gap is stored as none');
+  restarted.restore('not gaps');
+  restarted.restore([['a', 'x', [], []], 7]);
+  t.same(restarted.admit('c', 1, [put('k', 1)]), [put('k', 1)], 'unreadable stored gaps are ignored');
+});

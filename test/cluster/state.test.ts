@@ -62,6 +62,7 @@ t.test('three nodes on separate DATA_DIRs: a workspace created on one works on e
   const applied = Number(/^plait_cluster_state_applied_seq (\d+)$/m.exec(metrics)?.[1]);
   t.ok(applied > 0, `s3's metrics show the applied stream position (${applied})`);
   t.match(metrics, /^plait_cluster_state_refusing 0$/m, 'and that writes are not refused');
+  t.match(metrics, /^plait_cluster_state_lag \d+$/m, 'and the applier\'s lag behind the stream');
 
   // Each node keeps its own LMDB: the rows are in s3's cache too, not only reachable through the owner.
   await s3.server.stop();
