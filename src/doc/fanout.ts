@@ -31,9 +31,9 @@ export interface FanoutTarget extends TopicPublisher {
 
 /** What one sender has queued for one topic in this turn. */
 interface Queued {
-  /** In arrival order; empty when the sender's first update of the turn went out at once and nothing followed it. */
-  updates: Uint8Array[];
-  /** The client's own frame of the first queued update, published as it came while it is the only one; dropped at the second. */
+  /** In arrival order. */
+  readonly updates: Uint8Array[];
+  /** The client's own frame of the first update, published as it came while it is the only one; dropped at the second. */
   frame: Uint8Array | undefined;
 }
 
@@ -49,14 +49,11 @@ interface PendingTopic {
 }
 
 /**
- * Store updates of one event-loop turn. A client's first update of the turn, when the client's own frame holds exactly
- * it, is published at once through the client's socket (inside uWS's message callback, as the floor does: no copy
- * kept, no deferred publish); the updates that follow it in the same turn are merged into one frame per (store,
- * sender) and published at the end of the turn (as Hocuspocus 4 does), so a burst costs two frames, not one per
- * update. Merging per sender is what keeps the sender out: uWS's ws.publish skips the publishing socket, so each
- * sender's merged frame goes out through its own socket, and updates of the server go to everyone. Yjs updates
- * commute (and out-of-order structs wait as pending), so the order between senders' frames does not matter for
- * convergence; within one sender the frames keep the order of its updates.
+ * Store updates of one event-loop turn, merged into one frame per (store, sender) and published at the end of the
+ * turn (as Hocuspocus 4 does). Merging per sender is what keeps the sender out: uWS's ws.publish skips the
+ * publishing socket, so each sender's merged frame goes out through its own socket, and updates of the server go to
+ * everyone. Yjs updates commute (and out-of-order structs wait as pending), so the order between senders' frames
+ * does not matter for convergence; within one sender the merge keeps everything.
  */
 export class UpdateFanout {
   /** Made when an update is queued and dropped when flushed: an idle document keeps no table (~200 bytes) for it. */
@@ -66,23 +63,16 @@ export class UpdateFanout {
   constructor(private readonly publisher: FanoutTarget) {}
 
   /**
-   * Passes `update` on to the subscribers of `stream`'s topic except `sender`. `frame`, when given, is the sync frame
-   * holding exactly `update` as the client sent it: the sender's first update of the turn goes out at once in it;
-   * later ones wait for the end of the turn, in it too when nothing else of that sender joins it.
+   * Queues `update` for the subscribers of `stream`'s topic except `sender`. `frame`, when given, is the sync frame
+   * holding exactly `update` as the client sent it: published unchanged if nothing else of that sender joins it this turn.
    */
   queue(stream: UpdateStream, update: Uint8Array, sender: Peer | undefined, frame?: Uint8Array): void {
     const pending = (this.pending ??= new Map());
     let entry = pending.get(stream);
     if (entry === undefined) pending.set(stream, (entry = { bySender: new Map() }));
     const queued = entry.bySender.get(sender);
-    if (queued === undefined) {
-      // Recorded even when sent, so the sender's next updates of this turn are merged rather than sent one by one.
-      const sent = frame !== undefined && sender !== undefined && this.publishNow(stream, frame, sender);
-      entry.bySender.set(sender, sent ? { updates: [], frame: undefined } : { updates: [update], frame });
-    } else if (queued.updates.length === 0) {
-      queued.updates.push(update);
-      queued.frame = frame;
-    } else {
+    if (queued === undefined) entry.bySender.set(sender, { updates: [update], frame });
+    else {
       queued.updates.push(update);
       queued.frame = undefined;
     }
@@ -98,15 +88,6 @@ export class UpdateFanout {
     });
   }
 
-  /** `sender`'s frame to the others now; false when its socket is gone (the update then waits for the flush, to all). */
-  private publishNow(stream: UpdateStream, frame: Uint8Array, sender: Peer): boolean {
-    const topic = stream.topic();
-    if (!sender.publish(topic, frame)) return false;
-    this.publisher.publishedBy?.(topic, frame, sender);
-    this.publisher.checkBackpressure(frame.length);
-    return true;
-  }
-
   /** Publishes everything queued now; callers sending other frames flush first so frames keep the order of changes. */
   flush(): void {
     if (this.scheduled !== undefined) clearImmediate(this.scheduled);
@@ -117,7 +98,6 @@ export class UpdateFanout {
     for (const [stream, { bySender }] of pending) {
       const topic = stream.topic();
       for (const [sender, { updates, frame: asSent }] of bySender) {
-        if (updates.length === 0) continue;
         const frame = asSent ?? writeUpdate(updates.length === 1 ? (updates[0] as Uint8Array) : Y.mergeUpdates(updates));
         published += frame.length;
         // A sender that has gone is unsubscribed already, so publishing to all reaches exactly the others.
