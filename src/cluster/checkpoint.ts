@@ -173,9 +173,7 @@ export async function readCheckpoint(
     }
     await result.error;
   } catch (error) {
-    // Stop the object store's consumer of a read given up; a stream that already failed rejects the cancel with the
-    // same failure, which is the one thrown here.
-    await reader.cancel(error).catch((cancelError: unknown) => cancelError);
+    await discard(reader);
     throw error;
   } finally {
     reader.releaseLock();
@@ -183,6 +181,28 @@ export async function readCheckpoint(
   if (trailer === undefined || trailer.end !== rows || buffer.length > 0) throw new Error(`checkpoint ${ref.name} is cut short`);
   if (batch.length > 0) await onRows(batch);
   return rows;
+}
+
+/**
+ * Ends a read given up. A stream the object store is still feeding is read to its end and dropped, not cancelled:
+ * nats.js 2.29's `ObjectStore.get` keeps enqueueing the chunks its subscription already holds after a cancel, into a
+ * closed controller, which surfaces as an unhandled rejection (a crash under Node's default). Only a stream that
+ * stalls (nothing flowing: the object deleted under the read) or failed is cancelled.
+ */
+async function discard(reader: ReadableStreamDefaultReader<Uint8Array>): Promise<void> {
+  for (;;) {
+    let timer: NodeJS.Timeout | undefined;
+    const stalled = new Promise<'stalled'>((resolve) => (timer = setTimeout(() => resolve('stalled'), READ_STALL_MS)));
+    const next = await Promise.race([reader.read(), stalled])
+      .catch((error: unknown) => ({ failed: error }))
+      .finally(() => clearTimeout(timer));
+    if (next === 'stalled' || 'failed' in next) {
+      // A stream that already failed rejects the cancel with the same failure, which the caller throws anyway.
+      await reader.cancel().catch((cancelError: unknown) => cancelError);
+      return;
+    }
+    if (next.done) return;
+  }
 }
 
 /** Deletes every complete checkpoint older than `seq`; returns how many. */

@@ -4,6 +4,7 @@ import { rmSync } from 'node:fs';
 import { connect, type NatsConnection } from 'nats';
 import t, { type Test } from 'tap';
 import { CHECKPOINT_BUCKET, listCheckpoints } from '../../src/cluster/checkpoint.js';
+import { ClaimTable } from '../../src/cluster/fence.js';
 import { leaseKey, ROLE_BUCKET } from '../../src/cluster/leases.js';
 import { nodeLivenessKey } from '../../src/cluster/worker-lease.js';
 import { BLOB_BUCKET, STATE_STREAM } from '../../src/cluster/state-message.js';
@@ -111,6 +112,12 @@ t.test('checkpoint and purge; a new node, a wiped cache and a node away across t
   rmSync(`${root}/c2`, { recursive: true, force: true });
   const wiped = await start('c2');
   await sameRows(t, [c1, back, c4, wiped], 'after the purge');
+  // The applier's fold state travels with the checkpoint: a rebuilt node knows every document's newest claim (else
+  // it would apply an old owner's fenced write that the others dropped).
+  const claimsOf = (node: TestServer): string => JSON.stringify(ClaimTable.stored(node.server.services.store.records<unknown>(DB.meta)));
+  const claims = ClaimTable.stored(c1.server.services.store.records<unknown>(DB.meta));
+  t.ok(claims.length >= 4, `the documents written before the checkpoint were claimed (${claims.length} claims)`);
+  for (const node of [back, c4, wiped]) t.equal(claimsOf(node), claimsOf(c1), `${node.config.nodeId ?? ''} rebuilt with the same newest claims as c1`);
   const read = await c4.api.call(credentials, '/v2/commentannotations/get', { organizationId: 'org-compact', documentId: 'doc-late' });
   t.match(JSON.stringify(read.body), /after c3 left/, 'a comment written before the checkpoint is served by the new node');
 

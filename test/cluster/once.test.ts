@@ -86,11 +86,16 @@ t.test('three nodes: every event is delivered exactly once by the worker; SIGKIL
     [...Array.from({ length: N }, (_, i) => `before-${i}`), ...Array.from({ length: M }, (_, i) => `after-${i}`)].sort(),
     'each event delivered exactly once, before and after the take-over',
   );
-  // Each message records exactly one attempt: no second node attempted it (a duplicate would add an attempt).
+  // Each message records exactly one attempt: no second node attempted it (a duplicate would add an attempt). The
+  // receiver sees a request before the worker has committed its attempt row (and before another node's applier has
+  // it), so each read waits for the row to be there first.
   const survivor = otherApis[0] as ApiClient;
   for (const id of ids) {
-    const attempts = await survivor.call<{ status: string; attempts: unknown[] }>(credentials, '/v2/workspace/advancedwebhook/endpoints/messages/attempts/get', { endpointId, messageId: id });
-    t.equal(attempts.body.result?.data.attempts.length, 1, `one attempt for ${id}`);
+    const attempts = await until(
+      async () => (await survivor.call<{ status: string; attempts: unknown[] }>(credentials, '/v2/workspace/advancedwebhook/endpoints/messages/attempts/get', { endpointId, messageId: id })).body.result?.data.attempts.length ?? 0,
+      (count) => count > 0,
+    );
+    t.equal(attempts, 1, `one attempt for ${id}`);
   }
   t.equal(receiver.requests.length, N + M, 'and nothing more arrived meanwhile');
   // Email through a real SMTP sink: one mail to Bob per thread, each once, each with its own Message-ID.
