@@ -1,12 +1,52 @@
-// Owns rebuilding a node's cache from the newest checkpoint when the cache is behind the start of the state stream.
+// Owns the checks of a node's cache at start (data from outside cluster mode, a dirty cache, another stream) and rebuilding it from the newest checkpoint when it is behind the start of the state stream.
 import type { JetStreamManager, ObjectStore } from 'nats';
 import type { Logger } from '../log.js';
 import type { Store } from '../store/env.js';
 import { DB } from '../store/keys.js';
+import { CLUSTER_CACHE_KEY } from '../store/replication.js';
 import { newestCheckpoint, readCheckpoint } from './checkpoint.js';
 import { ClaimTable } from './fence.js';
 import { GAPS_KEY } from './origin-order.js';
 import { STATE_STREAM } from './state-message.js';
+
+/** DB.meta `CLUSTER_CACHE_KEY`: the stream the cache follows, and whether it may hold writes the stream lacks. */
+interface CacheState {
+  /** The stream's creation time: a cache built from another stream (NATS store wiped) is rebuilt. */
+  readonly stream: string;
+  readonly dirty: boolean;
+}
+
+/**
+ * Refuses a DATA_DIR holding data written outside cluster mode, and wipes a cache that may hold writes the cluster
+ * never acknowledged (the node stopped without a clean close) or that follows another stream, with the applier's
+ * position and fold state (claims, gaps), so it is rebuilt from the stream.
+ */
+export async function checkCache(store: Store, stream: string, positionKey: string, log: Logger): Promise<void> {
+  const meta = store.records<unknown>(DB.meta);
+  const cache = meta.get(CLUSTER_CACHE_KEY) as CacheState | undefined;
+  if (cache === undefined) {
+    if (!store.holdsReplicatedRows()) return;
+    throw new Error(
+      `DATA_DIR ${store.path} holds data written outside cluster mode; cluster mode keeps durable state in JetStream and needs an empty DATA_DIR (moving single-process data into a cluster is not built)`,
+    );
+  }
+  if (!cache.dirty && cache.stream === stream) return;
+  log.warn('the local cache may hold writes the cluster never acknowledged (the node stopped without a clean close) or belongs to another stream: wiping it and rebuilding from the stream', {
+    dirty: cache.dirty,
+    stream,
+    cacheStream: cache.stream,
+  });
+  await store.wipeReplicated();
+  meta.removeSync(positionKey);
+  ClaimTable.clear(meta);
+  meta.removeSync(GAPS_KEY);
+}
+
+/** Marks the cache dirty (from the start until a clean close) or clean (every local write is in the stream). */
+export function markCache(store: Store, stream: string, dirty: boolean): void {
+  // DB.meta is node-local (never recorded), and writes through the store are refused once closed.
+  store.records<unknown>(DB.meta).putSync(CLUSTER_CACHE_KEY, { stream, dirty } satisfies CacheState);
+}
 
 /** DB.meta key written while a checkpoint loads (the position itself is written only once the checkpoint is whole). */
 const LOADING_KEY = 'clusterLoadingCheckpoint';

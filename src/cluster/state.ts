@@ -5,31 +5,25 @@ import { unavailable } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Store } from '../store/env.js';
 import { DB } from '../store/keys.js';
-import { CLUSTER_CACHE_KEY, type ReplicatedOp, type Replication } from '../store/replication.js';
+import type { ReplicatedOp, Replication } from '../store/replication.js';
 import { CHECKPOINT_BUCKET } from './checkpoint.js';
 import { APPLIED_SUBJECT, Compactor } from './compactor.js';
+import { AppliedSeq } from './applied-seq.js';
 import { DataDirLock } from './data-dir-lock.js';
-import { ClaimTable, Fencing } from './fence.js';
+import { Fencing } from './fence.js';
 import { GAPS_KEY, OriginOrder } from './origin-order.js';
-import { rebuildIfBehind } from './rebuild.js';
+import { checkCache, markCache, rebuildIfBehind } from './rebuild.js';
 import { BLOB_BUCKET, readTx, STATE_STREAM, STATE_SUBJECT } from './state-message.js';
 import { StatePublisher } from './state-publisher.js';
 
 export { BLOB_BUCKET, STATE_STREAM, STATE_SUBJECT } from './state-message.js';
 
-/** DB.meta keys (node-local): where the applier is, and whether the cache may hold writes the stream lacks. */
+/** DB.meta key (node-local): where the applier is; the cache's own state (dirty, which stream) is rebuild.ts's. */
 const POSITION_KEY = 'clusterApplied';
-const CACHE_KEY = CLUSTER_CACHE_KEY;
 /** How often a node reads the stream's size (gauges) and the worker-role holder checks the compaction threshold. */
 const MONITOR_MS = 5_000;
 /** Attempts at a rebuild that a concurrent compaction keeps overtaking before the start gives up. */
 const REBUILD_ATTEMPTS = 5;
-
-interface CacheState {
-  /** The stream's creation time: a cache built from another stream (NATS store wiped) is rebuilt. */
-  readonly stream: string;
-  readonly dirty: boolean;
-}
 
 export interface ClusterStateOptions {
   readonly nodeId: string;
@@ -75,10 +69,9 @@ export class ClusterState implements Replication {
   private readonly js: JetStreamClient;
   private readonly publisher: StatePublisher;
   /** Highest stream sequence applied to (or, for own messages, seen by) the local cache. */
-  private applied = 0;
+  private readonly applied: AppliedSeq;
   /** The highest stream sequence the applier has heard of (a delivered message's sequence plus those pending after it). */
   private streamLast = 0;
-  private readonly waiters = new Set<{ seq: number; wake: (error?: Error) => void }>();
   private store: Store | undefined;
   private messages: ConsumerMessages | undefined;
   private applying: Promise<void> | undefined;
@@ -90,7 +83,6 @@ export class ClusterState implements Replication {
   private monitor: NodeJS.Timeout | undefined;
   /** Compaction (created at attach, when the data directory is known). */
   compactor: Compactor | undefined;
-  private readonly catchUpTimeoutMs: number;
 
   private constructor(
     private readonly nc: NatsConnection,
@@ -109,7 +101,7 @@ export class ClusterState implements Replication {
       publishTimeoutMs: options.publishTimeoutMs ?? 5_000,
       lateAck: (fence) => this.fencing.acknowledgedLate(fence),
     });
-    this.catchUpTimeoutMs = options.catchUpTimeoutMs ?? 30_000;
+    this.applied = new AppliedSeq(options.catchUpTimeoutMs ?? 30_000);
   }
 
   /** Binds (creating if needed) the stream, the object store of large messages and that of checkpoints. */
@@ -132,7 +124,7 @@ export class ClusterState implements Replication {
   // ---- the Replication port ----
 
   refusal(): Error | undefined {
-    if (this.behind !== undefined) return unavailable('this node fell behind a compaction of the cluster log and must be restarted to rebuild its cache');
+    if (this.behind !== undefined) return this.behindError();
     return this.publisher.refusal();
   }
 
@@ -155,30 +147,17 @@ export class ClusterState implements Replication {
   async attach(store: Store): Promise<void> {
     this.lock = DataDirLock.take(store.path);
     const meta = store.records<unknown>(DB.meta);
-    const cache = meta.get(CACHE_KEY) as CacheState | undefined;
     const log = this.options.log;
-    if (cache === undefined) {
-      if (store.holdsReplicatedRows()) {
-        this.lock.release();
-        throw new Error(
-          `DATA_DIR ${store.path} holds data written outside cluster mode; cluster mode keeps durable state in JetStream and needs an empty DATA_DIR (moving single-process data into a cluster is not built)`,
-        );
-      }
-    } else if (cache.dirty || cache.stream !== this.streamCreated) {
-      log.warn('the local cache may hold writes the cluster never acknowledged (the node stopped without a clean close) or belongs to another stream: wiping it and rebuilding from the stream', {
-        dirty: cache.dirty,
-        stream: this.streamCreated,
-        cacheStream: cache.stream,
-      });
-      await store.wipeReplicated();
-      meta.removeSync(POSITION_KEY);
-      ClaimTable.clear(meta);
-      meta.removeSync(GAPS_KEY);
+    try {
+      await checkCache(store, this.streamCreated, POSITION_KEY, log);
+    } catch (error) {
+      this.lock.release();
+      throw error;
     }
     // From here on the cache is this node's: close() may mark it clean.
     this.store = store;
-    this.applied = (meta.get(POSITION_KEY) as number | undefined) ?? 0;
-    meta.putSync(CACHE_KEY, { stream: this.streamCreated, dirty: true } satisfies CacheState);
+    this.applied.value = (meta.get(POSITION_KEY) as number | undefined) ?? 0;
+    markCache(store, this.streamCreated, true);
     this.compactor = new Compactor(this.nc, this.jsm, this.blobs, this.checkpoints, {
       log,
       dataDir: store.path,
@@ -187,7 +166,7 @@ export class ClusterState implements Replication {
       holder: this.options.holder ?? (() => false),
       ...(this.options.checkpointPaced === undefined ? {} : { paced: this.options.checkpointPaced }),
     });
-    const from = this.applied;
+    const from = this.applied.value;
     for (let attempt = 1; ; attempt++) {
       await this.rebuildIfBehind(store);
       this.respond();
@@ -207,12 +186,12 @@ export class ClusterState implements Replication {
     this.monitor = setInterval(() => void this.compactor?.tick(), MONITOR_MS);
     this.monitor.unref();
     void this.compactor.tick();
-    log.info('state caught up with the cluster log', { from, applied: this.applied });
+    log.info('state caught up with the cluster log', { from, applied: this.applied.value });
   }
 
   /** A cache behind the stream's first sequence is emptied and loaded from the newest checkpoint (src/cluster/rebuild.ts). */
   private async rebuildIfBehind(store: Store): Promise<void> {
-    this.applied = await rebuildIfBehind({ jsm: this.jsm, checkpoints: this.checkpoints, stream: this.streamCreated, log: this.options.log, store, applied: this.applied, positionKey: POSITION_KEY, attempts: REBUILD_ATTEMPTS });
+    this.applied.value = await rebuildIfBehind({ jsm: this.jsm, checkpoints: this.checkpoints, stream: this.streamCreated, log: this.options.log, store, applied: this.applied.value, positionKey: POSITION_KEY, attempts: REBUILD_ATTEMPTS });
     // The fold's own state (the newest claim per document, open per-origin gaps), as stored with the position or loaded with a checkpoint.
     const meta = store.records<unknown>(DB.meta);
     this.fencing.claims.load(meta);
@@ -225,7 +204,7 @@ export class ClusterState implements Replication {
     this.responder ??= this.nc.subscribe(APPLIED_SUBJECT, {
       callback: (error, msg) => {
         if (error !== null) return this.options.log.warn('applied-position subscription failed', { error: String(error) });
-        if (this.behind === undefined) msg.respond(new TextEncoder().encode(JSON.stringify({ node: this.options.nodeId, applied: this.applied })));
+        if (this.behind === undefined) msg.respond(new TextEncoder().encode(JSON.stringify({ node: this.options.nodeId, applied: this.applied.value })));
       },
     });
   }
@@ -240,8 +219,8 @@ export class ClusterState implements Replication {
       this.options.log.warn('cannot read the cluster log position', { error: String(error) });
       throw unavailable('the cluster log (NATS JetStream) is unreachable; retry shortly');
     }
-    if (this.applied < state.first_seq - 1) {
-      this.fallBehind(this.applied, state.first_seq);
+    if (this.applied.value < state.first_seq - 1) {
+      this.fallBehind(this.applied.value, state.first_seq);
       throw this.behindError();
     }
     await this.reach(state.last_seq);
@@ -250,22 +229,7 @@ export class ClusterState implements Replication {
   /** Resolves once the applier has passed stream sequence `seq`; UNAVAILABLE after the catch-up timeout or behind a purge. */
   private async reach(seq: number): Promise<void> {
     if (this.behind !== undefined) throw this.behindError();
-    if (this.applied >= seq) return;
-    await new Promise<void>((resolve, reject) => {
-      const waiter = {
-        seq,
-        wake: (error?: Error) => {
-          clearTimeout(timer);
-          if (error === undefined) resolve();
-          else reject(error);
-        },
-      };
-      const timer = setTimeout(() => {
-        this.waiters.delete(waiter);
-        reject(unavailable('this node is still catching up with the cluster log; retry shortly'));
-      }, this.catchUpTimeoutMs);
-      this.waiters.add(waiter);
-    });
+    await this.applied.reach(seq);
   }
 
   private behindError(): Error {
@@ -288,13 +252,13 @@ export class ClusterState implements Replication {
     const stream = this.compactor?.stream ?? { first: 0, last: 0, bytes: 0 };
     const checkpoint = this.compactor?.last;
     return {
-      applied: this.applied,
+      applied: this.applied.value,
       unacknowledged: this.publisher.unacknowledged,
       refusing: this.refusal() !== undefined,
-      lag: Math.max(0, this.streamLast - this.applied),
+      lag: Math.max(0, this.streamLast - this.applied.value),
       diverged: this.fencing.divergedCount,
       first: stream.first,
-      last: Math.max(stream.last, this.applied),
+      last: Math.max(stream.last, this.applied.value),
       logBytes: stream.bytes,
       checkpointSeq: checkpoint?.seq ?? 0,
       checkpointBytes: checkpoint?.bytes ?? 0,
@@ -304,16 +268,16 @@ export class ClusterState implements Replication {
 
   /** The stream position applied so far (for logs and tests). */
   get position(): number {
-    return this.applied;
+    return this.applied.value;
   }
 
   private async applyLoop(): Promise<void> {
     while (!this.closed && this.behind === undefined) {
       try {
-        const consumer = await this.js.consumers.get(STATE_STREAM, { filterSubjects: STATE_SUBJECT, deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: this.applied + 1 });
+        const consumer = await this.js.consumers.get(STATE_STREAM, { filterSubjects: STATE_SUBJECT, deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: this.applied.value + 1 });
         this.messages = await consumer.consume({ max_messages: 512 });
         if (this.closed) break;
-        const batch: Batch = { ops: [], messages: 0, end: this.applied, meta: [], forced: new Set() };
+        const batch: Batch = { ops: [], messages: 0, end: this.applied.value, meta: [], forced: new Set() };
         for await (const message of this.messages) {
           // The stream's last sequence as of this delivery: for the lag metric, without a JetStream API request.
           this.streamLast = Math.max(this.streamLast, message.seq + message.info.pending);
@@ -330,7 +294,7 @@ export class ClusterState implements Replication {
         await this.flush(batch);
       } catch (error) {
         if (this.closed) break;
-        this.options.log.warn('the state applier stopped; resuming', { error: String(error), applied: this.applied });
+        this.options.log.warn('the state applier stopped; resuming', { error: String(error), applied: this.applied.value });
         await new Promise((resolve) => setTimeout(resolve, 500));
       }
     }
@@ -342,10 +306,7 @@ export class ClusterState implements Replication {
     if (this.behind !== undefined) return;
     this.behind = new BehindPurge(`the cluster log continues at ${next} but this cache applied up to ${applied}`);
     this.options.log.error('this node\'s cache fell behind a compaction of the cluster log: writes and catch-ups answer UNAVAILABLE until it is restarted (the restart rebuilds it from the newest checkpoint)', { applied, next });
-    for (const waiter of [...this.waiters]) {
-      this.waiters.delete(waiter);
-      waiter.wake(this.behindError());
-    }
+    this.applied.failAll(this.behindError());
   }
 
   /** Adds one stream message to the batch (a foreign one's ops), or, for this node's own, releases its keys. */
@@ -369,7 +330,7 @@ export class ClusterState implements Replication {
       if (ops !== undefined) store.ownApplied(ops);
       this.fencing.ownLanded(head.fence, message.seq);
       batch.end = message.seq;
-      this.advance(message.seq);
+      this.applied.advance(message.seq);
       return;
     }
     const tx = head.blob === undefined ? head : await readTx(message.data, this.blobs, message.seq);
@@ -393,7 +354,7 @@ export class ClusterState implements Replication {
     batch.forced = new Set();
     batch.messages = 0;
     await store.applyReplicated(ops, [{ key: POSITION_KEY, value: batch.end }, ...meta], forced.size === 0 ? undefined : forced);
-    this.advance(batch.end);
+    this.applied.advance(batch.end);
   }
 
   private order = new OriginOrder();
@@ -421,16 +382,6 @@ export class ClusterState implements Replication {
     this.fencing.epochs.forget(document);
   }
 
-  private advance(seq: number): void {
-    if (seq <= this.applied) return;
-    this.applied = seq;
-    for (const waiter of [...this.waiters]) {
-      if (waiter.seq > seq) continue;
-      this.waiters.delete(waiter);
-      waiter.wake();
-    }
-  }
-
   /**
    * After the store's last write: waits (bounded) for unacknowledged messages, stops the applier and compaction, and
    * marks the cache clean only when every local write is in the stream (else the next start rebuilds it).
@@ -448,8 +399,8 @@ export class ClusterState implements Replication {
       const meta = store.records<unknown>(DB.meta);
       if (unacked === 0 && this.fencing.divergedCount === 0) {
         // DB.meta is node-local (never recorded), and writes through the store are refused once closed.
-        meta.putSync(POSITION_KEY, this.applied);
-        meta.putSync(CACHE_KEY, { stream: this.streamCreated, dirty: false } satisfies CacheState);
+        meta.putSync(POSITION_KEY, this.applied.value);
+        markCache(store, this.streamCreated, false);
       } else this.options.log.warn('stopping with writes the cluster log never acknowledged (or fenced off): the cache stays dirty and is rebuilt at the next start', { unacked, diverged: this.fencing.divergedCount });
     }
     this.lock?.release();
