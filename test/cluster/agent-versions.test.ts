@@ -1,14 +1,13 @@
 // Tests agent version numbers across nodes on a real nats-server: edits of one agent racing on two nodes never write the same version key.
 import { randomBytes } from 'node:crypto';
-import { connect, type NatsConnection } from 'nats';
 import t, { type Test } from 'tap';
 import { AgentDefinitions } from '../../src/agents/definitions.js';
 import { Secrets } from '../../src/auth/secrets.js';
 import { KvAgentVersions } from '../../src/cluster/agent-versions.js';
-import { ClusterState } from '../../src/cluster/state.js';
+import type { ClusterState } from '../../src/cluster/state.js';
 import { createLogger } from '../../src/log.js';
-import { Store } from '../../src/store/env.js';
 import { natsOrSkip, startNats } from '../helpers/nats.js';
+import { openStateNode } from '../helpers/state-node.js';
 
 interface Node {
   readonly state: ClusterState;
@@ -16,17 +15,9 @@ interface Node {
 }
 
 async function node(t: Test, url: string, dataDir: string, secretKey: string): Promise<Node> {
-  const nc: NatsConnection = await connect({ servers: url });
-  const log = createLogger('silent');
-  const state = await ClusterState.open(nc, { nodeId: dataDir, log });
-  const store = Store.open(dataDir, { replication: state });
-  await state.attach(store);
-  const agents = new AgentDefinitions(store, Secrets.load(dataDir, secretKey), Date.now, await KvAgentVersions.open(nc, { log }));
-  t.teardown(async () => {
-    await state.close();
-    await store.close();
-    await nc.close();
-  });
+  const { nc, store, state, stop } = await openStateNode(url, dataDir, dataDir);
+  t.teardown(stop);
+  const agents = new AgentDefinitions(store, Secrets.load(dataDir, secretKey), Date.now, await KvAgentVersions.open(nc, { log: createLogger('silent') }));
   return { state, agents };
 }
 

@@ -2,12 +2,12 @@
 import { connect, type NatsConnection } from 'nats';
 import { pack } from 'msgpackr';
 import t, { type Test } from 'tap';
-import { ClusterState, STATE_SUBJECT } from '../../src/cluster/state.js';
-import { createLogger } from '../../src/log.js';
-import { Store } from '../../src/store/env.js';
+import { STATE_SUBJECT, type ClusterState } from '../../src/cluster/state.js';
+import type { Store } from '../../src/store/env.js';
 import { DB } from '../../src/store/keys.js';
 import type { ReplicatedOp } from '../../src/store/replication.js';
 import { natsOrSkip, startNats } from '../helpers/nats.js';
+import { openStateNode } from '../helpers/state-node.js';
 
 interface Node {
   readonly store: Store;
@@ -16,18 +16,11 @@ interface Node {
 }
 
 async function node(url: string, dataDir: string): Promise<Node> {
-  const nc: NatsConnection = await connect({ servers: url });
-  const state = await ClusterState.open(nc, { nodeId: 'n', log: createLogger('silent') });
-  const store = Store.open(dataDir, { replication: state });
-  await state.attach(store);
+  const { store, state, stop } = await openStateNode(url, 'n', dataDir);
   return {
     store,
     state,
-    async stop() {
-      await state.close();
-      await store.close();
-      await nc.close();
-    },
+    stop,
   };
 }
 

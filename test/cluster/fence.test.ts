@@ -1,13 +1,12 @@
 // Tests fencing on a real nats-server: an owner cut off from NATS whose writes land after a newer owner's claim changes no node's copy of the document.
-import { connect } from 'nats';
 import t, { type Test } from 'tap';
-import { ClusterState } from '../../src/cluster/state.js';
+import type { ClusterState } from '../../src/cluster/state.js';
 import { AppError } from '../../src/errors.js';
-import { createLogger } from '../../src/log.js';
-import { Store } from '../../src/store/env.js';
+import type { Store } from '../../src/store/env.js';
 import { DB } from '../../src/store/keys.js';
 import { natsOrSkip, startNats } from '../helpers/nats.js';
 import { partition } from '../helpers/partition.js';
+import { openStateNode } from '../helpers/state-node.js';
 
 interface Node {
   readonly store: Store;
@@ -15,16 +14,9 @@ interface Node {
 }
 
 async function node(t: Test, url: string, nodeId: string, dataDir: string, owns: (document: string) => boolean = () => true): Promise<Node> {
-  const nc = await connect({ servers: url });
-  const state = await ClusterState.open(nc, { nodeId, log: createLogger('silent'), publishTimeoutMs: 500, owns });
-  const store = Store.open(dataDir, { replication: state });
-  await state.attach(store);
-  t.teardown(async () => {
-    await state.close();
-    await store.close();
-    await nc.close();
-  });
-  return { store, state };
+  const opened = await openStateNode(url, nodeId, dataDir, { publishTimeoutMs: 500, owns });
+  t.teardown(opened.stop);
+  return opened;
 }
 
 const DOCUMENT = JSON.stringify(['key', 'org', 'doc']);

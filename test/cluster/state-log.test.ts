@@ -1,11 +1,10 @@
 // Tests the replicated write log on a real nats-server: concurrent writes of one key converge to the stream's order on every node, and a message over the payload limit goes through the object store.
-import { connect, type NatsConnection } from 'nats';
 import t, { type Test } from 'tap';
-import { ClusterState } from '../../src/cluster/state.js';
-import { createLogger } from '../../src/log.js';
-import { Store } from '../../src/store/env.js';
+import type { ClusterState } from '../../src/cluster/state.js';
+import type { Store } from '../../src/store/env.js';
 import { DB } from '../../src/store/keys.js';
 import { natsOrSkip, startNats } from '../helpers/nats.js';
+import { openStateNode } from '../helpers/state-node.js';
 
 interface Node {
   readonly store: Store;
@@ -13,16 +12,9 @@ interface Node {
 }
 
 async function node(t: Test, url: string, nodeId: string, dataDir: string): Promise<Node> {
-  const nc: NatsConnection = await connect({ servers: url });
-  const state = await ClusterState.open(nc, { nodeId, log: createLogger('silent') });
-  const store = Store.open(dataDir, { replication: state });
-  await state.attach(store);
-  t.teardown(async () => {
-    await state.close();
-    await store.close();
-    await nc.close();
-  });
-  return { store, state };
+  const opened = await openStateNode(url, nodeId, dataDir);
+  t.teardown(opened.stop);
+  return opened;
 }
 
 t.test('two nodes writing one key at once end with the same value: the last in the stream', async (t) => {
