@@ -17,7 +17,9 @@ const ENTRIES = ['main', 'agents/worker', 'config', 'log', 'server'];
  * .node binary; piscina starts its worker from its own folder; playwright-core reads its browsers' registry), and the
  * agents' provider SDKs, which are loaded only when an agent calls a provider.
  */
-export const EXTERNAL = ['uWebSockets.js', 'lmdb', 'piscina', 'playwright-core', 'openai', '@anthropic-ai/sdk', '@modelcontextprotocol/sdk', 'nodemailer'];
+// undici stays external too: bundled by esbuild, the outbound client's requests never completed (the delivery bench
+// hung on the bundle and passed on dist/src), and it is imported lazily either way.
+export const EXTERNAL = ['uWebSockets.js', 'lmdb', 'piscina', 'playwright-core', 'openai', '@anthropic-ai/sdk', '@modelcontextprotocol/sdk', 'nodemailer', 'undici'];
 
 /**
  * Why a bundle: V8 keeps every loaded module's source text for lazy compilation, and each module has its own record
