@@ -125,7 +125,7 @@ export class EditorDoc implements LogStream, JoinFrameHolder, UpdateStream {
    * "Changed" is Yjs's own test (a new delete or a moved state vector) or a change to what the store holds pending
    * (structs or deletes waiting for what they depend on): pending content must be logged and passed on too, or it
    * would be missing wherever the update that completes it arrives. EditorDoc.forward must stay the doc's only
-   * `update` listener: any other would not hear client updates.
+   * `update` listener, since a second one would not hear client updates.
    */
   applyClientUpdate(update: Uint8Array, origin: Peer): boolean {
     const { doc } = this;
