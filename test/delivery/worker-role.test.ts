@@ -8,6 +8,8 @@ import { threadBody } from './delivery-env.js';
 /** A WorkerRole the test hands over and takes away, as the cluster's lease does (src/cluster/worker-lease.ts). */
 class HandedRole implements WorkerRole {
   readonly processId = 'this-node';
+  /** As in a cluster: the dispatcher keeps its short poll. */
+  readonly wakesFollowRows = false;
   readonly wakes: WorkKind[] = [];
   private holding = false;
   private readonly changes: Array<(held: boolean) => void> = [];
