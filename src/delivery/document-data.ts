@@ -10,7 +10,7 @@ import type { Endpoints } from './endpoints.js';
 import type { NotificationRecord } from './notification-store.js';
 import type { DeliveryJob, DeliveryQueue } from './queue.js';
 
-/** What deleting removed or cancelled (for tests and the log). */
+/** What one deletion removed or cancelled, by kind. */
 export interface DeliveryDataRemoved {
   notifications: number;
   activities: number;

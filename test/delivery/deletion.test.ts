@@ -3,6 +3,8 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import t, { type Test } from 'tap';
 import { DB, type DbName } from '../../src/store/keys.js';
+import { startReceiver } from '../helpers/receiver.js';
+import { startSmtpSink } from '../helpers/smtp-sink.js';
 import { alice, bob, deliveryEnv, threadBody, type DeliveryEnv } from './delivery-env.js';
 
 interface Row {
@@ -97,6 +99,56 @@ t.test('deliveries not yet made about a deleted document are not made: pending j
   ]);
   t.same(notificationDocs(env), ['doc2'], 'only the other document’s notification was written');
   t.same(activityDocs(env), ['doc2'], 'and the dropped event made no activity log');
+});
+
+t.test('emails and webhooks not yet sent about a deleted document are cancelled; the other document’s go out', async (t) => {
+  const sink = await startSmtpSink(t);
+  const basic = await startReceiver(t);
+  const env = await deliveryEnv(t, { smtpUrl: sink.url });
+  const { call } = env;
+  const { delivery } = env.running.services;
+  await setUp(env);
+  await call('/v2/workspace/emailconfig/update', { useEmailService: true });
+  await call('/v2/workspace/webhookconfig/update', { useWebhookService: true, webhookServiceConfig: { rawNotificationUrl: `${basic.url}/raw` } });
+  for (const documentId of ['doc1', 'doc2']) await call('/v1/commentannotations/add', thread(documentId, `t-${documentId}`));
+  await delivery.dispatcher.drain();
+  t.equal(delivery.queue.pending().filter((j) => j.documentId === 'doc1').length, 3, 'doc1: an email to Bob and to Carol, a webhook');
+
+  await call('/v2/organizations/documents/delete', { organizationId: ORG, documentIds: ['doc1'] });
+  await delivery.runner.drain();
+  const outcome = delivery.queue.list((j) => j.channel !== 'notification').map((j) => `${j.documentId ?? ''} ${j.channel} ${j.state}`).sort();
+  t.same(outcome, ['doc1 email cancelled', 'doc1 email cancelled', 'doc1 webhook cancelled', 'doc2 email delivered', 'doc2 email delivered', 'doc2 webhook delivered']);
+  t.equal(sink.mails.length, 2, 'only the two emails about doc2 reached SMTP');
+  t.same(basic.requests.map((r) => (JSON.parse(r.body) as { commentAnnotation: { annotationId: string } }).commentAnnotation.annotationId), ['t-doc2'], 'and only its webhook');
+});
+
+t.test('per-user batches lose the deleted document’s items; a delivered digest naming it goes', async (t) => {
+  const env = await deliveryEnv(t);
+  const { call } = env;
+  await setUp(env);
+  await call('/v2/workspace/notificationconfig/update', { notificationServiceConfig: { batchConfig: { user: { isEnabled: true, batchWindowSeconds: 60, maxActivities: 10 } } } });
+  // Bob is mentioned in both threads; Carol is assigned the doc1 one, Dave the doc2 one.
+  const dave = { userId: 'dave', name: 'Dave', email: 'dave@example.com' };
+  await call('/v1/commentannotations/add', thread('doc1', 't-1'));
+  const second = thread('doc2', 't-2') as { commentAnnotations: Array<Record<string, unknown>> };
+  await call('/v1/commentannotations/add', { ...second, commentAnnotations: [{ ...second.commentAnnotations[0], assignedTo: dave }] });
+  await env.pump();
+  await call('/v2/organizations/documents/delete', { organizationId: ORG, documentIds: ['doc1'] });
+  await env.advance(60_000);
+  const digest = (userId: string): Promise<Array<{ notificationSourceData: { batch: { count: number; items: Array<{ documentId: string }> } } }>> =>
+    call<Array<{ notificationSourceData: { batch: { count: number; items: Array<{ documentId: string }> } } }>>('/v1/notifications/get', { organizationId: ORG, userId }).then((r) => r.data);
+  const forBob = await digest('bob');
+  t.same(forBob.map((n) => n.notificationSourceData.batch.items.map((i) => i.documentId)), [['doc2']], 'Bob’s digest is about doc2 only');
+  t.same(await digest('carol'), [], 'Carol’s, all about doc1, was cancelled');
+  t.equal((await digest('dave')).length, 1, 'Dave’s is untouched');
+
+  // A digest already delivered that names a document goes when that document is deleted.
+  for (const documentId of ['doc2', 'doc3']) await call('/v1/commentannotations/add', thread(documentId, `t-${documentId}-b`));
+  await env.pump();
+  await env.advance(60_000);
+  t.equal((await digest('bob')).length, 2);
+  await call('/v2/organizations/documents/delete', { organizationId: ORG, documentIds: ['doc3'] });
+  t.same((await digest('bob')).map((n) => n.notificationSourceData.batch.items.map((i) => i.documentId)), [['doc2']], 'the doc2+doc3 digest is gone, the doc2 one stays');
 });
 
 t.test('deleting a folder takes its documents’ rows; documents outside it keep theirs', async (t) => {
