@@ -5,7 +5,7 @@ import { verify as verifySignature, type KeyObject } from 'node:crypto';
  * Why not jose's jwtVerify: jose 6 verifies with WebCrypto, whose verify runs on the libuv thread pool, so every
  * check was an async gap. The sync upgrade (src/ws/behavior.ts) answers inside uWS's callback only when admission
  * has none; after a gap, uWS.js 20.30 writes the 101 response uncorked (one send per header piece) and warns.
- * jose still signs (src/auth/user-tokens.ts); test/auth/user-tokens.test.ts checks jose verifies what we sign.
+ * jose still signs (src/auth/user-tokens.ts); test/auth/jwt-check.test.ts holds this check to jose's verdicts.
  */
 
 const SEGMENT = /^[A-Za-z0-9_-]+$/;
@@ -13,7 +13,6 @@ const SEGMENT = /^[A-Za-z0-9_-]+$/;
 const ES256_SIGNATURE_BYTES = 64;
 
 export interface CompactJwt {
-  readonly header: Readonly<Record<string, unknown>>;
   readonly kid: string | undefined;
   readonly signingInput: string;
   readonly payloadSegment: string;
@@ -32,7 +31,7 @@ export function parseCompactEs256(token: string): CompactJwt | undefined {
   if (kid !== undefined && typeof kid !== 'string') return undefined;
   const signature = Buffer.from(signatureSegment, 'base64url');
   if (signature.length !== ES256_SIGNATURE_BYTES) return undefined;
-  return { header, kid, signingInput: `${headerSegment}.${payloadSegment}`, payloadSegment, signature };
+  return { kid, signingInput: `${headerSegment}.${payloadSegment}`, payloadSegment, signature };
 }
 
 /** True when the token's signature is `key`'s (P-256, SHA-256) over its first two segments. */
