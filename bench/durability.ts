@@ -11,7 +11,8 @@ const USAGE = `node --import=tsx bench/durability.ts [flags]
   --rate R            updates/s per document in the latency phase (default 100)
   --latency-ms T      fixed-rate phase length (default 4000)
   --throughput-ms T   closed-loop phase length (default 5000)
-  --window W          updates in flight per document (default 20)`;
+  --window W          updates in flight per document (default 20)
+  --warmup-ms T       unmeasured closed-loop phase first (default 5000; bench/fanout.ts --help)`;
 
 export async function runDurability(kinds: readonly ServerKind[], base: Omit<FanoutOptions, 'server'>): Promise<Figure[]> {
   const bench = 'durability cost';
@@ -39,6 +40,7 @@ export function durabilityOptions(values: Record<string, string | boolean | unde
     window: num(values, 'window', 20, 1, 10_000),
     payload: 32,
     warmup: 50,
+    warmupMs: num(values, 'warmup-ms', 5000, 0, 600_000),
   };
 }
 

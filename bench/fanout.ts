@@ -14,6 +14,8 @@ const USAGE = `node --import=tsx bench/fanout.ts [flags]
   --window W          closed loop: updates in flight per document (default 20)
   --payload B         characters inserted per update (default 32)
   --warmup U          updates per document before measuring (default 50)
+  --warmup-ms T       unmeasured closed-loop phase before the measured ones, so they do not carry V8's one-time
+                      compilation of the hot paths (default 5000; 0 measures from a cold start, as before)
   --rounds R          run the server list R times, interleaved; each figure is the median (default 1)
   --plait-env K=V,…   extra environment for the Plait server (experiments, e.g. GROUP_COMMIT_MS=20); not used by npm run bench
   --profile           write and summarize a V8 CPU profile of the Plait server`;
@@ -68,6 +70,7 @@ export function fanoutOptions(values: Record<string, string | boolean | undefine
     window: num(values, 'window', 20, 1, 10_000),
     payload: num(values, 'payload', 32, 1, 1_000_000),
     warmup: num(values, 'warmup', 50, 0, 100_000),
+    warmupMs: num(values, 'warmup-ms', 5000, 0, 600_000),
   };
 }
 

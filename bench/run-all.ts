@@ -22,23 +22,23 @@ interface Step {
 
 /** Default sizes keep the whole run near ten minutes on a 2-core machine; each script takes flags for bigger runs. */
 const STEPS: readonly Step[] = [
-  { name: 'fanout-50', script: 'fanout.ts', args: ['--readers', '50', '--rate', '100', '--latency-ms', '10000', '--rounds', '2'], quick: ['--readers', '10', '--latency-ms', '1000', '--throughput-ms', '1000'], profiles: true },
+  { name: 'fanout-50', script: 'fanout.ts', args: ['--readers', '50', '--rate', '100', '--latency-ms', '10000', '--rounds', '2'], quick: ['--readers', '10', '--latency-ms', '1000', '--throughput-ms', '1000', '--warmup-ms', '500'], profiles: true },
   {
     name: 'fanout-500',
     script: 'fanout.ts',
     // the p99 target row: three interleaved rounds, median reported (the machine is shared and noisy)
     args: ['--readers', '500', '--rate', '20', '--latency-ms', '10000', '--rounds', '3'],
-    quick: ['--readers', '50', '--rate', '20', '--latency-ms', '1000', '--throughput-ms', '1000'],
+    quick: ['--readers', '50', '--rate', '20', '--latency-ms', '1000', '--throughput-ms', '1000', '--warmup-ms', '500'],
     profiles: true,
   },
   {
     name: 'fanout-docs',
     script: 'fanout.ts',
     args: ['--docs', '20', '--readers', '9', '--rate', '10'],
-    quick: ['--docs', '4', '--readers', '3', '--rate', '10', '--latency-ms', '1000', '--throughput-ms', '1000'],
+    quick: ['--docs', '4', '--readers', '3', '--rate', '10', '--latency-ms', '1000', '--throughput-ms', '1000', '--warmup-ms', '500'],
     profiles: false,
   },
-  { name: 'durability', script: 'durability.ts', args: [], quick: ['--latency-ms', '1000', '--throughput-ms', '1000'], profiles: false },
+  { name: 'durability', script: 'durability.ts', args: [], quick: ['--latency-ms', '1000', '--throughput-ms', '1000', '--warmup-ms', '500'], profiles: false },
   { name: 'memory', script: 'memory.ts', args: [], quick: ['--small-docs', '30', '--large-docs', '2'], profiles: false },
   { name: 'join', script: 'join.ts', args: [], quick: ['--bytes', '262144', '--joins', '2', '--rounds', '1', '--edits', '2'], profiles: true },
   { name: 'load', script: 'load.ts', args: [], quick: ['--small-docs', '3', '--large-docs', '1'], profiles: true },

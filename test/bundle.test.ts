@@ -1,10 +1,14 @@
-// Tests the bundled server (src/bundle.ts) that `npm start` runs: it builds, starts and serves, refuses the uWS shim, and its lazy chunks and agent worker load.
+// Tests the bundled server (src/bundle.ts) that `npm start` runs: it builds, starts, serves, delivers a signed webhook, refuses the uWS shim, and its lazy chunks and agent worker load.
 import { spawn } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { Webhook } from 'standardwebhooks';
 import t from 'tap';
 import { buildBundle } from '../src/bundle.js';
+import { threadBody } from './delivery/delivery-env.js';
+import { ApiClient } from './helpers/api.js';
+import { startReceiver } from './helpers/receiver.js';
 
 const READY = /listening on http:\/\/[^:]+:(\d+)/;
 
@@ -27,7 +31,7 @@ function start(main: string, env: Record<string, string>): { exited: Promise<num
   return { exited, output, ready, stop: () => child.kill('SIGTERM') };
 }
 
-t.test('the bundle builds, starts, serves REST and sync-side pages, and stops cleanly', async (t) => {
+t.test('the bundle builds, starts, serves REST and sync-side pages, delivers a signed webhook, and stops cleanly', async (t) => {
   // Inside the package (tap's fixture folder), so the external packages resolve from node_modules as in dist/bundle.
   const root = t.testdir({ data: {}, shim: {} });
   const dir = await buildBundle(join(root, 'bundle'));
@@ -53,7 +57,8 @@ t.test('the bundle builds, starts, serves REST and sync-side pages, and stops cl
   t.equal(chunkOf('UND_ERR_CONNECT_TIMEOUT'), undefined, 'undici is not bundled');
   t.notOk([...atStart].some((file) => /from\s*"undici"/.test(source(file))), 'undici is not imported at start (a dynamic import at the first outbound request)');
 
-  const server = start(join(dir, 'main.js'), { DATA_DIR: join(root, 'data'), DEV_BOOTSTRAP: 'true' });
+  // Loopback allowed for outbound HTTP, so the bundle may deliver a webhook to the receiver below.
+  const server = start(join(dir, 'main.js'), { DATA_DIR: join(root, 'data'), DEV_BOOTSTRAP: 'true', OUTBOUND_ALLOWED_NETWORKS: '127.0.0.0/8' });
   t.teardown(() => server.stop());
   const port = await server.ready;
   t.match(server.output.stdout, /workspace id\s+ws_\w+/, 'the dev banner is printed');
@@ -76,6 +81,26 @@ t.test('the bundle builds, starts, serves REST and sync-side pages, and stops cl
   t.match(refusal.error, { status: 'INVALID_ARGUMENT', message: 'data.users must be an array' }, 'naming the field');
   const good = await post({ organizationId: 'org1', documentId: 'doc1', users: [{ userId: 'u1', status: 'online' }] });
   t.equal(good.status, 200, `a good one is served: ${await good.text()}`);
+
+  // One real webhook: the first outbound request loads undici (external to the bundle) and must complete. Bundled,
+  // undici's requests never did, and nothing but a delivery from the bundle shows it.
+  const receiver = await startReceiver(t);
+  const api = new ApiClient(`http://127.0.0.1:${port}`);
+  const credentials = await api.createWorkspace();
+  t.equal((await api.call(credentials, '/v2/workspace/advancedwebhookconfig/update', { isEnabled: true })).status, 200, 'advanced webhooks enabled');
+  const endpoint = await api.call<{ id: string }>(credentials, '/v2/workspace/advancedwebhook/endpoints/create', { url: `${receiver.url}/hook` });
+  const endpointId = endpoint.body.result?.data.id ?? '';
+  const secret = (await api.call<{ secret: string }>(credentials, '/v2/workspace/advancedwebhook/endpoints/secret/get', { endpointId })).body.result?.data.secret ?? '';
+  t.match(secret, /^whsec_/, 'the endpoint has a Standard Webhooks secret');
+  t.equal((await api.call(credentials, '/v1/commentannotations/add', threadBody('bundle-thread'))).status, 200, 'a comment is added');
+  const [delivery] = await receiver.waitFor(1);
+  t.equal(delivery?.path, '/hook', 'the receiver got the webhook');
+  const verified = new Webhook(secret).verify(delivery?.body ?? '', {
+    'webhook-id': String(delivery?.headers['webhook-id']),
+    'webhook-timestamp': String(delivery?.headers['webhook-timestamp']),
+    'webhook-signature': String(delivery?.headers['webhook-signature']),
+  }) as { event: string; data: { commentAnnotation: { annotationId: string } } };
+  t.match(verified, { event: 'comment_annotation.add', data: { commentAnnotation: { annotationId: 'bundle-thread' } } }, 'it verifies with standardwebhooks');
   server.stop();
   t.equal(await server.exited, 0, 'SIGTERM stops cleanly');
 

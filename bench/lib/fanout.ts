@@ -22,6 +22,12 @@ export interface FanoutOptions {
   /** Characters of text inserted per update (same for every server). */
   readonly payload: number;
   readonly warmup: number;
+  /**
+   * An unmeasured closed-loop phase of this length before the measured phases (0: none). V8 compiles a server's hot
+   * functions with TurboFan on helper threads the first time a path gets hot; measured without it, a phase carries the
+   * one-time compilation of the paths it is first to heat (bench/README, "JIT warm-up in the measured phases").
+   */
+  readonly warmupMs: number;
   readonly env?: Readonly<Record<string, string>>;
   readonly cpuProfileDir?: string;
 }
@@ -122,6 +128,35 @@ async function drain(runs: readonly DocRun[]): Promise<number> {
   return missing;
 }
 
+/**
+ * Closed loop for `ms`: each writer keeps at most `window` updates not yet received by all its readers, refilled as
+ * soon as an update has reached every reader (at most once per microtask turn); then waits for the drain and returns
+ * the deliveries still missing. `setOnAck` installs the refill for the duration.
+ */
+async function closedLoop(runs: readonly DocRun[], ms: number, window: number, sendOn: (d: number) => void, setOnAck: (listener: () => void) => void): Promise<number> {
+  const end = performance.now() + ms;
+  const cap = runs.map((run) => run.seq + Math.floor(THROUGHPUT_CAP / runs.length));
+  const pump = (): void => {
+    if (performance.now() >= end) return;
+    runs.forEach((run, d) => {
+      while (run.seq - run.acked < window && run.seq < (cap[d] ?? 0)) sendOn(d);
+    });
+  };
+  let scheduled = false;
+  setOnAck(() => {
+    if (scheduled) return;
+    scheduled = true;
+    queueMicrotask(() => {
+      scheduled = false;
+      pump();
+    });
+  });
+  pump();
+  await new Promise((resolve) => setTimeout(resolve, ms));
+  setOnAck(() => undefined);
+  return drain(runs);
+}
+
 function phase(before: ProcessStats, after: ProcessStats, clientBefore: NodeJS.CpuUsage, updates: number, deliveries: number, ms: number, missing: number): PhaseFigures {
   const client = process.cpuUsage(clientBefore);
   const cpu = after.cpuMicros - before.cpuMicros;
@@ -161,7 +196,7 @@ export async function runFanout(options: FanoutOptions, progress: (line: string)
     progress(`${options.server}: ${clients.length} clients synced in ${Math.round(connectMs)} ms (at ${(performance.now() / 1000).toFixed(1)} s)`);
 
     const latencyUpdates = Math.ceil((options.rate * options.latencyMs) / 1000);
-    const capacity = options.warmup + latencyUpdates + 16 + Math.ceil(THROUGHPUT_CAP / options.docs);
+    const capacity = options.warmup + latencyUpdates + 16 + Math.ceil((2 * THROUGHPUT_CAP) / options.docs);
     const latencies = new Samples();
     let recordFrom = Number.POSITIVE_INFINITY;
     let deliveries = 0;
@@ -179,6 +214,10 @@ export async function runFanout(options: FanoutOptions, progress: (line: string)
 
     for (let i = 0; i < options.warmup; i++) for (let d = 0; d < runs.length; d++) sendOn(d);
     await drain(runs);
+    if (options.warmupMs > 0) {
+      const missing = await closedLoop(runs, options.warmupMs, options.window, sendOn, (listener) => (onAck = listener));
+      progress(`${options.server}: ${Math.round(options.warmupMs)} ms closed-loop warm-up done (unmeasured${missing > 0 ? `, ${missing} deliveries missing` : ''})`);
+    }
 
     // latency phase: all documents on one fixed schedule, round robin
     const total = latencyUpdates * runs.length;
@@ -219,28 +258,7 @@ export async function runFanout(options: FanoutOptions, progress: (line: string)
       const tBefore = await server.stats();
       const tClient = process.cpuUsage();
       const tStart = performance.now();
-      const end = tStart + options.throughputMs;
-      const cap = runs.map((run) => run.seq + Math.floor(THROUGHPUT_CAP / runs.length));
-      const pump = (): void => {
-        if (performance.now() >= end) return;
-        runs.forEach((run, d) => {
-          while (run.seq - run.acked < options.window && run.seq < (cap[d] ?? 0)) sendOn(d);
-        });
-      };
-      // refill as soon as an update has reached every reader (at most once per microtask turn)
-      let scheduled = false;
-      onAck = () => {
-        if (scheduled) return;
-        scheduled = true;
-        queueMicrotask(() => {
-          scheduled = false;
-          pump();
-        });
-      };
-      pump();
-      await new Promise((resolve) => setTimeout(resolve, options.throughputMs));
-      onAck = () => undefined;
-      const missing = await drain(runs);
+      const missing = await closedLoop(runs, options.throughputMs, options.window, sendOn, (listener) => (onAck = listener));
       const updates = runs.reduce((sum, run, d) => sum + run.acked - (ackedBefore[d] ?? 0), 0);
       throughputPhase = phase(tBefore, await server.stats(), tClient, updates, deliveries, performance.now() - tStart, missing);
       progress(
@@ -271,4 +289,5 @@ export const FANOUT_WORKLOAD_FLAGS = {
   'latency-ms': { type: 'string' },
   'throughput-ms': { type: 'string' },
   window: { type: 'string' },
+  'warmup-ms': { type: 'string' },
 } as const;

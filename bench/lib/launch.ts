@@ -160,10 +160,19 @@ function plaitNodeFlags(): string[] {
   return words.slice(words.indexOf('node') + 1).filter((word) => word.startsWith('--'));
 }
 
+/**
+ * Extra node flags for every server host, whatever its kind (`BENCH_HOST_NODE_FLAGS`, space-separated): instruments
+ * such as `--perf-basic-prof --interpreted-frames-native-stack` for `perf record`, or `--trace-opt`, applied to the
+ * floor and the peers alike (NODE_OPTIONS is not passed on to the hosts).
+ */
+function hostNodeFlags(): string[] {
+  return (process.env['BENCH_HOST_NODE_FLAGS'] ?? '').split(/\s+/).filter((word) => word !== '');
+}
+
 export async function launchServer(kind: ServerKind, options: LaunchOptions = {}): Promise<ServerHandle> {
   if (protocolOf(kind) === 'plait') buildPlait();
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), `plait-bench-${kind}-`));
-  const execArgv = [...(USE_TSX ? ['--import=tsx'] : []), '--expose-gc', ...(protocolOf(kind) === 'plait' ? plaitNodeFlags() : [])];
+  const execArgv = [...(USE_TSX ? ['--import=tsx'] : []), '--expose-gc', ...(protocolOf(kind) === 'plait' ? plaitNodeFlags() : []), ...hostNodeFlags()];
   if (options.cpuProfileDir !== undefined) execArgv.push('--cpu-prof', `--cpu-prof-dir=${options.cpuProfileDir}`);
   execArgv.push(...(options.execArgv ?? []));
   const child = fork(hostEntry(kind), [], {

@@ -1,10 +1,11 @@
 // Owns user JWTs: the ES256 signing keys (generated once, private half sealed at rest), minting, JWKS and verification.
-import { SignJWT, exportJWK, generateKeyPair, importJWK, jwtVerify, errors as joseErrors, type JWK, type JWTPayload } from 'jose';
-import type { webcrypto } from 'node:crypto';
+import { SignJWT, exportJWK, generateKeyPair, importJWK, type JWK } from 'jose';
+import { createPublicKey, type JsonWebKey, type KeyObject, type webcrypto } from 'node:crypto';
 import type { Database, Key } from 'lmdb';
 import { AppError, unauthenticated } from '../errors.js';
 import type { Store } from '../store/env.js';
 import { DB } from '../store/keys.js';
+import { checkClaims, parseCompactEs256, signedBy, type CompactJwt } from './jwt-check.js';
 import { randomId, type Secrets } from './secrets.js';
 
 type CryptoKey = webcrypto.CryptoKey;
@@ -72,7 +73,8 @@ interface SigningKeyRecord {
 interface LoadedKey {
   record: SigningKeyRecord;
   privateKey?: CryptoKey;
-  publicKey: CryptoKey;
+  /** A node:crypto key, which verifies synchronously (src/auth/jwt-check.ts says why). */
+  publicKey: KeyObject;
 }
 
 export class UserTokens {
@@ -172,7 +174,7 @@ export class UserTokens {
 
   private async load(record: SigningKeyRecord): Promise<void> {
     if (this.isLapsed(record, this.now())) return;
-    const publicKey = (await importJWK(record.publicJwk, ALG)) as CryptoKey;
+    const publicKey = createPublicKey({ key: record.publicJwk as JsonWebKey, format: 'jwk' });
     const loaded: LoadedKey = { record, publicKey };
     if (record.retiredAt === undefined) {
       loaded.privateKey = (await importJWK(JSON.parse(this.secrets.decrypt(record.sealedPrivateJwk)) as JWK, ALG)) as CryptoKey;
@@ -207,41 +209,32 @@ export class UserTokens {
 
   /**
    * The one user-token check (WebSocket upgrade and any other consumer): signature by a key of this server,
-   * issuer, algorithm and expiry. Throws UNAUTHENTICATED saying which check failed.
+   * issuer, algorithm and expiry. Throws UNAUTHENTICATED saying which check failed. Synchronous unless a cluster
+   * node must first catch up to learn the token's key: the sync upgrade relies on that (src/auth/jwt-check.ts).
    */
   async verify(token: string): Promise<UserClaims> {
-    let payload: JWTPayload;
-    try {
-      ({ payload } = await jwtVerify(token, (header) => (this.catchUp === undefined ? this.publicKeyFor(header.kid) : this.keyFor(header.kid)), {
-        issuer: ISSUER,
-        algorithms: [ALG],
-        currentDate: new Date(this.now()),
-      }));
-    } catch (error) {
-      if (error instanceof joseErrors.JWTExpired) throw unauthenticated('the user token has expired');
-      if (error instanceof AppError) throw error;
-      throw unauthenticated('the user token is invalid');
-    }
-    return claimsFrom(payload);
+    const jwt = parseCompactEs256(token);
+    if (jwt === undefined) throw unauthenticated('the user token is invalid');
+    if (this.catchUp !== undefined && jwt.kid !== undefined && !this.keys.has(jwt.kid) && (await this.catchUp())) await this.reload();
+    return this.claimsOf(jwt);
   }
 
   /** `verify` bound to this instance, for injection as a VerifyUserToken. */
   readonly verifyUserToken: VerifyUserToken = (token) => this.verify(token);
 
-  private async keyFor(kid: string | undefined): Promise<CryptoKey> {
-    if (this.catchUp === undefined || kid === undefined || this.keys.has(kid)) return this.publicKeyFor(kid);
-    if (await this.catchUp()) await this.reload();
-    return this.publicKeyFor(kid);
-  }
-
-  private publicKeyFor(kid: string | undefined): CryptoKey {
-    const key = kid === undefined ? undefined : this.keys.get(kid);
-    if (key === undefined || this.isLapsed(key.record, this.now())) throw unauthenticated('the user token was not signed by this server');
-    return key.publicKey;
+  private claimsOf(jwt: CompactJwt): UserClaims {
+    const now = this.now();
+    const key = jwt.kid === undefined ? undefined : this.keys.get(jwt.kid);
+    if (key === undefined || this.isLapsed(key.record, now)) throw unauthenticated('the user token was not signed by this server');
+    if (!signedBy(jwt, key.publicKey)) throw unauthenticated('the user token is invalid');
+    const payload = checkClaims(jwt, ISSUER, now);
+    if (payload === 'expired') throw unauthenticated('the user token has expired');
+    if (payload === 'invalid') throw unauthenticated('the user token is invalid');
+    return claimsFrom(payload);
   }
 }
 
-function claimsFrom(payload: JWTPayload): UserClaims {
+function claimsFrom(payload: Record<string, unknown>): UserClaims {
   const { sub, exp } = payload;
   const apiKey = payload['apiKey'];
   const user = payload['user'];

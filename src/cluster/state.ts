@@ -1,6 +1,6 @@
-// Owns durable state in JetStream as one node sees it: the Replication port (publishing in state-publisher.ts), the applier, catch-up, rebuilds from a checkpoint and the node-local cache's lifecycle.
+// Owns durable state in JetStream as one node sees it: the Replication port (publishing in state-publisher.ts, applying in state-applier.ts), catch-up, rebuilds from a checkpoint and the node-local cache's lifecycle.
 import { randomUUID } from 'node:crypto';
-import { DeliverPolicy, StorageType, nanos, type ConsumerMessages, type JetStreamClient, type JetStreamManager, type JsMsg, type NatsConnection, type ObjectStore, type Subscription } from 'nats';
+import { StorageType, nanos, type JetStreamClient, type JetStreamManager, type NatsConnection, type ObjectStore, type Subscription } from 'nats';
 import { unavailable } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Store } from '../store/env.js';
@@ -11,15 +11,13 @@ import { APPLIED_SUBJECT, Compactor } from './compactor.js';
 import { AppliedSeq } from './applied-seq.js';
 import { DataDirLock } from './data-dir-lock.js';
 import { Fencing } from './fence.js';
-import { GAPS_KEY, OriginOrder } from './origin-order.js';
 import { checkCache, markCache, rebuildIfBehind } from './rebuild.js';
-import { BLOB_BUCKET, readTx, STATE_STREAM, STATE_SUBJECT } from './state-message.js';
+import { POSITION_KEY, StateApplier } from './state-applier.js';
+import { BLOB_BUCKET, STATE_STREAM, STATE_SUBJECT } from './state-message.js';
 import { StatePublisher } from './state-publisher.js';
 
 export { BLOB_BUCKET, STATE_STREAM, STATE_SUBJECT } from './state-message.js';
 
-/** DB.meta key (node-local): where the applier is; the cache's own state (dirty, which stream) is rebuild.ts's. */
-const POSITION_KEY = 'clusterApplied';
 /** How often a node reads the stream's size (gauges) and the worker-role holder checks the compaction threshold. */
 const MONITOR_MS = 5_000;
 /** Attempts at a rebuild that a concurrent compaction keeps overtaking before the start gives up. */
@@ -44,18 +42,6 @@ export interface ClusterStateOptions {
   readonly owns?: (document: string) => boolean;
 }
 
-/** Foreign messages read but not applied yet. */
-interface Batch {
-  ops: ReplicatedOp[];
-  messages: number;
-  /** The last stream sequence taken into the batch (or passed). */
-  end: number;
-  /** DB.meta entries stored with the position (claims applied). */
-  meta: Array<{ key: string; value: unknown }>;
-  /** Ops that win over this node's own pending writes (a newer owner's writes of a document this node lost). */
-  forced: Set<ReplicatedOp>;
-}
-
 /** The stream lost messages this cache has not applied (a compaction purged them): only a rebuild from a checkpoint helps. */
 class BehindPurge extends Error {}
 
@@ -70,11 +56,9 @@ export class ClusterState implements Replication {
   private readonly publisher: StatePublisher;
   /** Highest stream sequence applied to (or, for own messages, seen by) the local cache. */
   private readonly applied: AppliedSeq;
-  /** The highest stream sequence the applier has heard of (a delivered message's sequence plus those pending after it). */
-  private streamLast = 0;
   private store: Store | undefined;
-  private messages: ConsumerMessages | undefined;
-  private applying: Promise<void> | undefined;
+  /** Made at attach, when the cache is known. */
+  private applier: StateApplier | undefined;
   private lock: DataDirLock | undefined;
   private closed = false;
   /** Set when the applier met a gap after the start: this cache can no longer follow the stream until restarted. */
@@ -166,11 +150,25 @@ export class ClusterState implements Replication {
       holder: this.options.holder ?? (() => false),
       ...(this.options.checkpointPaced === undefined ? {} : { paced: this.options.checkpointPaced }),
     });
+    const applier = new StateApplier({
+      js: this.js,
+      blobs: this.blobs,
+      origin: this.origin,
+      store,
+      publisher: this.publisher,
+      fencing: this.fencing,
+      applied: this.applied,
+      log,
+      closed: () => this.closed,
+      behind: () => this.behind !== undefined,
+      fallBehind: (applied, next) => this.fallBehind(applied, next),
+    });
+    this.applier = applier;
     const from = this.applied.value;
     for (let attempt = 1; ; attempt++) {
-      await this.rebuildIfBehind(store);
+      await this.rebuildIfBehind(store, applier);
       this.respond();
-      this.applying = this.applyLoop();
+      applier.start();
       try {
         await this.catchUp();
         break;
@@ -178,8 +176,7 @@ export class ClusterState implements Replication {
         // A compaction purged past this cache while it loaded: stop the applier and load the newer checkpoint.
         if (this.behind === undefined || attempt >= REBUILD_ATTEMPTS) throw error;
         log.warn('a compaction overtook this rebuild; starting over from the newest checkpoint', { attempt });
-        await this.messages?.close();
-        await this.applying;
+        await applier.stop();
         this.behind = undefined;
       }
     }
@@ -190,13 +187,12 @@ export class ClusterState implements Replication {
   }
 
   /** A cache behind the stream's first sequence is emptied and loaded from the newest checkpoint (src/cluster/rebuild.ts). */
-  private async rebuildIfBehind(store: Store): Promise<void> {
+  private async rebuildIfBehind(store: Store, applier: StateApplier): Promise<void> {
     this.applied.value = await rebuildIfBehind({ jsm: this.jsm, checkpoints: this.checkpoints, stream: this.streamCreated, log: this.options.log, store, applied: this.applied.value, positionKey: POSITION_KEY, attempts: REBUILD_ATTEMPTS });
     // The fold's own state (the newest claim per document, open per-origin gaps), as stored with the position or loaded with a checkpoint.
     const meta = store.records<unknown>(DB.meta);
     this.fencing.claims.load(meta);
-    this.order = new OriginOrder();
-    this.order.restore(meta.get(GAPS_KEY));
+    applier.restore(meta);
   }
 
   /** Answers the compactor's question of how far this cache has applied (the purge never passes it). */
@@ -255,7 +251,7 @@ export class ClusterState implements Replication {
       applied: this.applied.value,
       unacknowledged: this.publisher.unacknowledged,
       refusing: this.refusal() !== undefined,
-      lag: Math.max(0, this.streamLast - this.applied.value),
+      lag: Math.max(0, (this.applier?.streamLast ?? 0) - this.applied.value),
       diverged: this.fencing.divergedCount,
       first: stream.first,
       last: Math.max(stream.last, this.applied.value),
@@ -271,36 +267,6 @@ export class ClusterState implements Replication {
     return this.applied.value;
   }
 
-  private async applyLoop(): Promise<void> {
-    while (!this.closed && this.behind === undefined) {
-      try {
-        const consumer = await this.js.consumers.get(STATE_STREAM, { filterSubjects: STATE_SUBJECT, deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: this.applied.value + 1 });
-        this.messages = await consumer.consume({ max_messages: 512 });
-        if (this.closed) break;
-        const batch: Batch = { ops: [], messages: 0, end: this.applied.value, meta: [], forced: new Set() };
-        for await (const message of this.messages) {
-          // The stream's last sequence as of this delivery: for the lag metric, without a JetStream API request.
-          this.streamLast = Math.max(this.streamLast, message.seq + message.info.pending);
-          if (message.seq <= batch.end) continue;
-          if (message.seq > batch.end + 1) {
-            await this.flush(batch);
-            this.fallBehind(batch.end, message.seq);
-            break;
-          }
-          await this.take(message, batch);
-          // Consecutive foreign messages share one LMDB transaction while the applier is behind.
-          if (message.info.pending === 0 || batch.messages >= 256) await this.flush(batch);
-        }
-        await this.flush(batch);
-      } catch (error) {
-        if (this.closed) break;
-        this.options.log.warn('the state applier stopped; resuming', { error: String(error), applied: this.applied.value });
-        await new Promise((resolve) => setTimeout(resolve, 500));
-      }
-    }
-    await this.messages?.close();
-  }
-
   /** The next message is past a purge this cache never reached: stop applying (a gap would lose writes) and say why. */
   private fallBehind(applied: number, next: number): void {
     if (this.behind !== undefined) return;
@@ -308,56 +274,6 @@ export class ClusterState implements Replication {
     this.options.log.error('this node\'s cache fell behind a compaction of the cluster log: writes and catch-ups answer UNAVAILABLE until it is restarted (the restart rebuilds it from the newest checkpoint)', { applied, next });
     this.applied.failAll(this.behindError());
   }
-
-  /** Adds one stream message to the batch (a foreign one's ops), or, for this node's own, releases its keys. */
-  private async take(message: JsMsg, batch: Batch): Promise<void> {
-    const store = this.store;
-    if (store === undefined) return;
-    // Own messages' ops are in the cache already: a blob message of this node is not fetched.
-    const head = await readTx(message.data, this.blobs, message.seq, false);
-    if (head.claim !== undefined) {
-      const own = head.origin === this.origin ? { n: head.n } : undefined;
-      const entry = this.fencing.claimLanded(head.claim.document, head.claim.revision, message.seq, own, own === undefined && this.order.admit(head.origin, head.n, []) !== undefined);
-      if (entry !== undefined) batch.meta.push(entry);
-      batch.messages++;
-      batch.end = message.seq;
-      return;
-    }
-    if (head.origin === this.origin) {
-      // Earlier foreign writes still lose to this one: apply them first, then its keys stop holding foreign writes back.
-      await this.flush(batch);
-      const ops = this.publisher.takeOwn(head.n);
-      if (ops !== undefined) store.ownApplied(ops);
-      this.fencing.ownLanded(head.fence, message.seq);
-      batch.end = message.seq;
-      this.applied.advance(message.seq);
-      return;
-    }
-    const tx = head.blob === undefined ? head : await readTx(message.data, this.blobs, message.seq);
-    for (const op of this.order.admit(tx.origin, tx.n, this.fencing.foreign(tx.ops, tx.fence, tx.origin, message.seq)) ?? []) {
-      batch.ops.push(op);
-      if (this.fencing.winsOverOwn(op, tx.fence)) batch.forced.add(op);
-    }
-    batch.messages++;
-    batch.end = message.seq;
-  }
-
-  /** Applies the batch's ops in one transaction with its last sequence as the position. */
-  private async flush(batch: Batch): Promise<void> {
-    const store = this.store;
-    if (store === undefined || batch.messages === 0) return;
-    const { ops, meta, forced } = batch;
-    const gaps = this.order.changes();
-    if (gaps !== undefined) meta.push({ key: GAPS_KEY, value: gaps });
-    batch.ops = [];
-    batch.meta = [];
-    batch.forced = new Set();
-    batch.messages = 0;
-    await store.applyReplicated(ops, [{ key: POSITION_KEY, value: batch.end }, ...meta], forced.size === 0 ? undefined : forced);
-    this.applied.advance(batch.end);
-  }
-
-  private order = new OriginOrder();
 
   // ---- fencing document writes with the owner's epoch (src/cluster/fence.ts) ----
 
@@ -394,7 +310,7 @@ export class ClusterState implements Replication {
     this.closed = true;
     this.responder?.unsubscribe();
     // Bounded: with NATS away the consumer's close would wait for the server.
-    await Promise.race([Promise.all([this.messages?.close(), this.applying, this.compactor?.close()]), new Promise((resolve) => setTimeout(resolve, 2_000).unref())]);
+    await Promise.race([Promise.all([this.applier?.stop(), this.compactor?.close()]), new Promise((resolve) => setTimeout(resolve, 2_000).unref())]);
     if (store !== undefined && this.behind === undefined) {
       const meta = store.records<unknown>(DB.meta);
       if (unacked === 0 && this.fencing.divergedCount === 0) {

@@ -25,6 +25,13 @@ export interface DeliveryJob {
   readonly lastError?: string;
   /** Channel-specific, fixed at planning time (rendered email, signed-over body...). */
   readonly payload: unknown;
+  /**
+   * The organization and document the job is about, so deleting them cancels what is still pending
+   * (src/delivery/document-data.ts). A per-user notification batch spans documents: it has no documentId here, its
+   * items carry theirs. Absent on rows written before these fields and on `message.attempt.exhausted` messages.
+   */
+  readonly organizationId?: string;
+  readonly documentId?: string;
 }
 
 export type Settlement =
@@ -83,6 +90,21 @@ export class DeliveryQueue {
     this.jobs.removeSync(id);
   }
 
+  /** Every pending job, read through the due index: finished rows (kept a week) are never scanned. */
+  pending(): DeliveryJob[] {
+    const found: DeliveryJob[] = [];
+    for (const key of this.dueIndex.getKeys({ start: [0] })) {
+      const job = this.jobs.get((key as [number, string])[1]);
+      if (job !== undefined && job.state === 'pending') found.push(job);
+    }
+    return found;
+  }
+
+  /** Cancels a pending job in the caller's transaction: it will not be attempted, and an attempt in flight settles as cancelled. */
+  cancel(tx: WriteTx, job: DeliveryJob, reason: string, now: number): void {
+    this.replace(tx, { ...job, state: 'cancelled', lastError: reason, updatedAt: now });
+  }
+
   /**
    * Pending jobs due at or before `now`, earliest first, skipping `busy` ids and targets `full` refuses. The index
    * holds each job's target, so held-back jobs are skipped without reading their rows.
@@ -130,6 +152,12 @@ export class DeliveryQueue {
     const attempt = outcome.kind === 'postpone' ? current.attempt : current.attempt + 1;
     const base = { ...current, attempt, updatedAt: now };
     let next: DeliveryJob;
+    // Cancelled while its attempt was in flight (its document was deleted): it stays cancelled, so no retry follows
+    // and a channel that writes on success (in-app notifications) writes nothing.
+    if (current.state === 'cancelled') {
+      this.replace(tx, base);
+      return base;
+    }
     switch (outcome.kind) {
       case 'delivered':
         next = { ...base, state: 'delivered' };

@@ -13,6 +13,7 @@ import { EmailChannel } from './channels/email.js';
 import { NotificationChannel } from './channels/notification.js';
 import { systemClock, type Clock } from './clock.js';
 import { Dispatcher } from './dispatcher.js';
+import { DeliveryDocumentData } from './document-data.js';
 import { Endpoints } from './endpoints.js';
 import { NotificationStore } from './notification-store.js';
 import { createServerEmailTransport, type ClosableEmailTransport, type EmailTransport } from './outbound/email.js';
@@ -49,6 +50,8 @@ export class Delivery {
   readonly advanced: AdvancedWebhookChannel;
   readonly dispatcher: Dispatcher;
   readonly runner: DeliveryRunner;
+  /** What the room holds about a document or organization, removed with it (a DocumentDataOwner; services.ts registers it). */
+  readonly documentData: DeliveryDocumentData;
   private readonly serverEmail: ClosableEmailTransport | undefined;
 
   constructor(options: DeliveryOptions) {
@@ -77,6 +80,7 @@ export class Delivery {
     const activity = new ActivityChannel({ configs: this.configs, activities: this.activities });
     const deliveryLog = log.child({ component: 'delivery' });
     this.dispatcher = new Dispatcher({ store, outbox: options.outbox, queue: this.queue, planners: [activity, notification, email, webhook, this.advanced], clock: this.clock, log: deliveryLog, ...(options.mayRun === undefined ? {} : { mayRun: options.mayRun }), ...(options.dispatcherPollMs === undefined ? {} : { pollMs: options.dispatcherPollMs }) });
+    this.documentData = new DeliveryDocumentData({ store, outbox: options.outbox, queue: this.queue, endpoints: this.endpoints, now: () => this.clock.now() });
     this.runner = new DeliveryRunner({ queue: this.queue, channels: { email, webhook, advancedWebhook: this.advanced, notification }, clock: this.clock, log: deliveryLog, ...(options.mayRun === undefined ? {} : { mayRun: options.mayRun }), ...(options.runnerIdleMs === undefined ? {} : { maxIdleMs: options.runnerIdleMs }) });
   }
 

@@ -4,15 +4,7 @@ import { CLOSE } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { LoadedStore } from '../store/snapshots.js';
 import type { UpdateLog } from '../store/update-log.js';
-import {
-  EXTENSION_TYPE_MIN,
-  isEmptyUpdate,
-  messageType,
-  writePermissionDenied,
-  writeReadOnly,
-  writeSyncStep1,
-  type ClientMessage,
-} from '../sync/protocol.js';
+import { EXTENSION_TYPE_MIN, messageType, writeReadOnly, writeSyncStep1, type ClientMessage } from '../sync/protocol.js';
 import type { AwarenessLimits, AwarenessRefusal } from './awareness-guard.js';
 import { DocumentAwareness, type AwarenessOwner } from './document-awareness.js';
 import { defineRoot } from './crdt.js';
@@ -20,6 +12,7 @@ import type { StoreWrite } from './crdt-write.js';
 import type { StoreType } from '../store/snapshots.js';
 import { EditorDoc, LOADING, type CrdtRecord, type EditorDocUpdates } from './editor-doc.js';
 import { EditorDocs } from './editor-docs.js';
+import { handleClientFrame, type FrameTarget } from './client-frames.js';
 import type { JoinFrames } from './join-state.js';
 import { connectionTopics, topics, UpdateFanout, type FanoutTarget } from './fanout.js';
 import { Mailbox, type TaskFailures } from './mailbox.js';
@@ -51,12 +44,12 @@ export interface RootHint {
   readonly contentKey?: string;
 }
 
-export class DocumentActor implements DocumentActorView, TaskFailures, EditorDocUpdates, FanoutTarget, AwarenessOwner {
+export class DocumentActor implements DocumentActorView, TaskFailures, EditorDocUpdates, FanoutTarget, AwarenessOwner, FrameTarget {
   /** Each store's `peers` are its connections; together they are the document's (no Set of its own for them). */
   private readonly stores = new EditorDocs();
   /** Connections attached, over all stores. */
   private peerCount = 0;
-  // The optional structures below (livePeers, awareness, fanoutState, deniedOnce) are made on first use: most
+  // The optional structures below (livePeers, awareness, fanoutState) are made on first use: most
   // loaded documents never need some of them, and each empty Map or Set costs ~150-200 bytes per document. Topic
   // names are not kept either: they are built when used (src/doc/fanout.ts), a string or two per document less.
   /** The `ext=1` connections: the subscribers of the live topic. */
@@ -66,7 +59,6 @@ export class DocumentActor implements DocumentActorView, TaskFailures, EditorDoc
   private awareness: DocumentAwareness | undefined;
   /** Read through `fanout`, which makes it. */
   private fanoutState: UpdateFanout | undefined;
-  private deniedOnce: WeakSet<Peer> | undefined;
   private attaching = 0;
   /** Bytes published since every socket's buffer was last checked. */
   private uncheckedBytes = 0;
@@ -104,7 +96,8 @@ export class DocumentActor implements DocumentActorView, TaskFailures, EditorDoc
     return (this.fanoutState ??= new UpdateFanout(this));
   }
 
-  private get awarenessNow(): DocumentAwareness {
+  /** @internal For the client frames (FrameTarget). */
+  get documentAwareness(): DocumentAwareness {
     return (this.awareness ??= new DocumentAwareness(this.deps.awareness, this));
   }
 
@@ -165,50 +158,20 @@ export class DocumentActor implements DocumentActorView, TaskFailures, EditorDoc
     }, true);
   }
 
-  /** Queues a validated client frame; false when the mailbox is full (the edge then sheds that connection). */
+  /** Queues a validated client frame (src/doc/client-frames.ts); false when the mailbox is full (the edge then sheds that connection). */
   receive(peer: Peer, message: ClientMessage): boolean {
-    return this.mailbox.tell(() => this.handle(peer, message));
+    return this.mailbox.tell(() => handleClientFrame(this, peer, message));
   }
 
-  private handle(peer: Peer, message: ClientMessage): void {
-    // Frames still queued from a connection that has gone are dropped; its client resyncs when it reconnects.
+  /** @internal For the client frames (FrameTarget). */
+  attachedStore(peer: Peer): EditorDoc | undefined {
     const store = this.stores.get(peer.editorId);
-    if (store === undefined || !store.peers.has(peer)) return;
-    switch (message.kind) {
-      case 'sync-step1':
-        // A SyncStep2, then (from a kept answer) the changes made since its state was encoded, in order.
-        for (const frame of store.syncAnswer(message.stateVector)) if (!peer.send(frame)) return;
-        return;
-      case 'update':
-        // The common case, kept free of re-encoding: the client's own bytes go to the log and, alone in their turn, out.
-        if (peer.readOnly) this.refuseEdit(peer, message.update);
-        else if (store.applyClientUpdate(message.update, peer)) this.changed(store, message.update, peer, message.frame);
-        return;
-      case 'sync-step2':
-        // Applied through the update event, which carries only what was new: a reconnecting client sends its whole
-        // state, which must not be logged or passed on again.
-        if (peer.readOnly) this.refuseEdit(peer, message.update);
-        else Y.applyUpdate(store.doc, message.update, peer);
-        return;
-      case 'awareness':
-        this.awarenessNow.receive(peer, message.update, message.entries);
-        return;
-      case 'query-awareness':
-        peer.send(this.awarenessNow.query());
-        return;
-      case 'auth':
-        return;
-      case 'malformed':
-        peer.close(CLOSE.MALFORMED_FRAME, 'malformed frame');
-        return;
-    }
+    return store?.peers.has(peer) === true ? store : undefined;
   }
 
-  /** A viewer's edit is dropped; it is told once per connection (an empty SyncStep2 is no edit). */
-  private refuseEdit(peer: Peer, update: Uint8Array): void {
-    if (isEmptyUpdate(update) || this.deniedOnce?.has(peer) === true) return;
-    (this.deniedOnce ??= new WeakSet()).add(peer);
-    peer.send(writePermissionDenied('viewer access: your edits are not saved or shared'));
+  /** @internal For the client frames (FrameTarget): a client's update applied as is. */
+  clientChanged(store: EditorDoc, update: Uint8Array, peer: Peer, frame?: Uint8Array): void {
+    this.changed(store, update, peer, frame);
   }
 
   /** @internal For the actor's stores (EditorDocUpdates): a change to one of its docs. */

@@ -200,6 +200,27 @@ export class Outbox {
     return Promise.resolve(claimed);
   }
 
+  /**
+   * Removes, in the caller's transaction, the events not yet dispatched that `match` picks (those of a deleted document
+   * or organization): nothing is planned from them. Returns how many. Reads every row; the outbox holds only what the
+   * dispatcher has not planned yet.
+   */
+  removeWhere(_tx: WriteTx, match: (event: Pick<OutboxEvent, 'apiKey' | 'organizationId' | 'documentId'>) => boolean): number {
+    let removed = 0;
+    for (const { key, value } of Array.from(this.db.getRange({ start: 0 }))) {
+      if (seqOfKey(key) === undefined || !match(value)) continue;
+      this.db.removeSync(key);
+      this.shared.leases.delete(leaseKey(key as OutboxKey));
+      removed++;
+    }
+    return removed;
+  }
+
+  /** Whether the event's row is still there: a dispatcher planning it checks in its transaction (see `removeWhere`). */
+  holds(ref: OutboxRef): boolean {
+    return this.db.doesExist(keyOf(ref) as Key);
+  }
+
   /** Removes delivered events. Acking an unknown seq is a no-op (at-least-once delivery may ack twice). */
   ack(refs: ReadonlyArray<OutboxRef | number>): Promise<void> {
     return this.store.transaction((tx) => this.ackIn(tx, refs));

@@ -315,7 +315,9 @@ export function syncBehavior(deps: SyncDeps): WebSocketBehavior<Session> {
           // Not inside res.cork: in this uWS build (20.30) cork() runs its HTTP connection-close check after the
           // handler on what is by then a WebSocket whenever the upgrade reallocated the socket in place, and closes it
           // right after open without a close frame (1006 on both ends; fixed upstream in uWebSockets #1929, 2026).
-          // upgrade() writes the 101 response itself, uncorked, and corks the new socket when it needs to.
+          // Single-process, admit() waits on no I/O: this runs in the upgrade callback's microtask drain, still corked
+          // by uWS (101 and open frames in one send). After real I/O (cluster, catch-up, an access provider) the 101
+          // goes out uncorked, a send per header piece, with a warning on stderr (docs/protocol.md, Known issues).
           res.upgrade(session, request.secKey, answerProtocol(request.secProtocol), request.secExtensions, context);
           // uWS runs open() inside upgrade(); if it did not, no socket will ever release the lease.
           if (session.peer === undefined) session.lease.release();

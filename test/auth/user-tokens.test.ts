@@ -110,3 +110,20 @@ t.test('a signing key older than the maximum age is rotated at start', async (t)
   clock.now += 11 * HOUR;
   t.not((await open(20 * HOUR)).currentKid, first);
 });
+
+t.test('cluster mode: a token signed with a key this node has not loaded verifies after one catch-up', async (t) => {
+  const { store, secrets, clock } = setup(t);
+  const now = (): number => clock.now;
+  const signer = await UserTokens.open(store, secrets, { now });
+  let catchUps = 0;
+  const follower = await UserTokens.open(store, secrets, { now, catchUp: async () => (catchUps++, true) });
+  const alone = await UserTokens.open(store, secrets, { now });
+  // The signer rotates: its new key is in the store, which the others have not reloaded.
+  await signer.rotate();
+  const token = await signer.sign(claims);
+  t.equal((await follower.verify(token)).userId, 'u1', 'verified after catching up and reloading the keys');
+  t.equal(catchUps, 1, 'one catch-up');
+  t.equal((await follower.verify(token)).userId, 'u1');
+  t.equal(catchUps, 1, 'a known key needs none');
+  await rejects(t, alone.verify(token), /not signed by this server/);
+});

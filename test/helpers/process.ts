@@ -11,8 +11,12 @@ export interface ServerProcess {
   readonly port: number;
   /** Everything the process printed on stdout so far. */
   stdout(): string;
+  /** Everything the process printed on stderr so far (complete once `closed` has resolved). */
+  stderr(): string;
   /** Resolves with the exit code (or signal name) once the process has ended. */
   readonly exited: Promise<number | string>;
+  /** Resolves once the process has ended and its output streams are drained. */
+  readonly closed: Promise<void>;
 }
 
 export function spawnMain(env: Record<string, string>, args: string[] = []): { child: ChildProcessWithoutNullStreams; exited: Promise<number | string>; output: { stdout: string; stderr: string } } {
@@ -44,5 +48,6 @@ export async function startServerProcess(t: Test, env: Record<string, string>): 
     child.stdout.on('data', onData);
     void exited.then((code) => reject(new Error(`server exited (${String(code)}) before it was ready: ${output.stderr}`)));
   });
-  return { child, port, stdout: () => output.stdout, exited };
+  const closed = new Promise<void>((resolve) => child.on('close', () => resolve()));
+  return { child, port, stdout: () => output.stdout, stderr: () => output.stderr, exited, closed };
 }

@@ -67,15 +67,22 @@ export class AdvancedWebhookChannel implements Planner, ChannelRunner {
     const channels = eventChannels(event);
     for (const endpoint of this.deps.endpoints.all(event.apiKey)) {
       if (!endpointWants(endpoint, event.type, channels)) continue;
-      this.enqueueMessage(tx, event.apiKey, endpoint, { id: messageId, eventType: event.type, eventId: event.id, body }, now);
+      this.enqueueMessage(tx, event.apiKey, endpoint, { id: messageId, eventType: event.type, eventId: event.id, body }, now, { organizationId: event.organizationId, documentId: event.documentId });
     }
   }
 
-  private enqueueMessage(tx: WriteTx, apiKey: string, endpoint: EndpointRecord, message: Pick<MessageRecord, 'id' | 'eventType' | 'eventId' | 'body'>, now: number): void {
+  private enqueueMessage(
+    tx: WriteTx,
+    apiKey: string,
+    endpoint: EndpointRecord,
+    message: Pick<MessageRecord, 'id' | 'eventType' | 'eventId' | 'body'>,
+    now: number,
+    about: Pick<DeliveryJob, 'organizationId' | 'documentId'> = {},
+  ): void {
     if (this.deps.endpoints.message(apiKey, endpoint.id, message.id) !== undefined) return;
     this.deps.endpoints.putMessage(tx, apiKey, { ...message, endpointId: endpoint.id, createdAt: now, status: 'pending', attempts: [], resends: 0 });
     const payload: AdvancedJobPayload = { endpointId: endpoint.id, messageId: message.id };
-    this.deps.queue.enqueue(tx, { id: `${message.id}:${endpoint.id}`, channel: 'advancedWebhook', apiKey, target: `adv:${endpoint.id}`, due: now, createdAt: now, payload });
+    this.deps.queue.enqueue(tx, { id: `${message.id}:${endpoint.id}`, channel: 'advancedWebhook', apiKey, target: `adv:${endpoint.id}`, due: now, createdAt: now, ...about, payload });
   }
 
   /** A manual resend: one attempt now, outside the retry schedule (Plait extension). */
@@ -122,7 +129,7 @@ export class AdvancedWebhookChannel implements Planner, ChannelRunner {
     const message = endpoints.message(next.apiKey, payload.endpointId, payload.messageId);
     const endpoint = endpoints.get(next.apiKey, payload.endpointId);
     if (message === undefined || endpoint === undefined) return;
-    const status = result.ok === true ? 'success' : next.state === 'failed' ? 'fail' : 'pending';
+    const status = result.ok === true ? 'success' : next.state === 'failed' || next.state === 'cancelled' ? 'fail' : 'pending';
     const updated: MessageRecord = {
       ...message,
       status,

@@ -48,7 +48,7 @@ export class BasicWebhookChannel implements Planner, ChannelRunner {
     for (const [which, url, body] of targets) {
       if (url === '') continue;
       const payload: BasicWebhookJobPayload = { which, body: encoded(body, encode) };
-      this.deps.queue.enqueue(tx, { id: `${event.id}:webhook:${which}`, channel: 'webhook', apiKey: event.apiKey, target: `webhook:${event.apiKey}:${which}`, due: now, createdAt: now, payload });
+      this.deps.queue.enqueue(tx, { id: `${event.id}:webhook:${which}`, channel: 'webhook', apiKey: event.apiKey, target: `webhook:${event.apiKey}:${which}`, due: now, createdAt: now, organizationId: event.organizationId, documentId: event.documentId, payload });
     }
   }
 

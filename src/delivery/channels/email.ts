@@ -47,7 +47,7 @@ export class EmailChannel implements Planner, ChannelRunner {
       if (!prefAllows(this.deps.prefs.prefsOf(event.apiKey, event.organizationId, recipient.userId, event.documentId).email, recipient.reason)) continue;
       const rendered = renderEmail(event, recipient, config.emailServiceConfig.fromCompany);
       const payload: EmailJobPayload = { to: recipient.email, ...rendered };
-      this.deps.queue.enqueue(tx, { id: `${event.id}:email:${recipient.userId}`, channel: 'email', apiKey: event.apiKey, target: `email:${event.apiKey}`, due: now, createdAt: now, payload });
+      this.deps.queue.enqueue(tx, { id: `${event.id}:email:${recipient.userId}`, channel: 'email', apiKey: event.apiKey, target: `email:${event.apiKey}`, due: now, createdAt: now, organizationId: event.organizationId, documentId: event.documentId, payload });
     }
   }
 

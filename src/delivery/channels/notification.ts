@@ -56,7 +56,7 @@ export class NotificationChannel implements Planner, ChannelRunner {
     } else {
       const record = singleRecord(event, recipients);
       if (delayMs === 0) this.deps.notifications.put(tx, record);
-      else this.deps.queue.enqueue(tx, { id: `${event.id}:notification`, channel: 'notification', apiKey: event.apiKey, target: `notification:${event.apiKey}`, due: now + delayMs, createdAt: now, payload: { kind: 'single', record } satisfies NotificationJobPayload });
+      else this.deps.queue.enqueue(tx, { id: `${event.id}:notification`, channel: 'notification', apiKey: event.apiKey, target: `notification:${event.apiKey}`, due: now + delayMs, createdAt: now, organizationId: event.organizationId, documentId: event.documentId, payload: { kind: 'single', record } satisfies NotificationJobPayload });
     }
   }
 
@@ -78,7 +78,9 @@ export class NotificationChannel implements Planner, ChannelRunner {
     if (open === undefined || open.state !== 'pending') {
       if (open !== undefined) this.deps.queue.remove(tx, id);
       const payload: NotificationJobPayload = { kind: 'batch', scope, organizationId: event.organizationId, documentId: event.documentId, items: [item], users, maxActivities: rule.maxActivities, delayMs };
-      this.deps.queue.enqueue(tx, { id, channel: 'notification', apiKey: event.apiKey, target: `notification:${event.apiKey}`, due: now + rule.batchWindowSeconds * SECOND + delayMs, createdAt: now, payload });
+      // A per-user batch spans documents: only its items name theirs.
+      const about = scope === 'document' ? { organizationId: event.organizationId, documentId: event.documentId } : { organizationId: event.organizationId };
+      this.deps.queue.enqueue(tx, { id, channel: 'notification', apiKey: event.apiKey, target: `notification:${event.apiKey}`, due: now + rule.batchWindowSeconds * SECOND + delayMs, createdAt: now, ...about, payload });
       return;
     }
     const payload = open.payload as Extract<NotificationJobPayload, { kind: 'batch' }>;
@@ -88,16 +90,20 @@ export class NotificationChannel implements Planner, ChannelRunner {
     this.deps.queue.replace(tx, { ...open, due: full ? Math.min(open.due, now + payload.delayMs) : open.due, payload: { ...payload, items, users: { ...payload.users, ...users } } });
   }
 
-  async attempt(job: DeliveryJob): Promise<AttemptResult> {
-    const payload = job.payload as NotificationJobPayload;
-    const record = payload.kind === 'single' ? payload.record : batchRecord(job, payload);
-    await this.deps.notifications.add(record);
-    return { ok: true };
+  /** Nothing to send: the notification is written with the settlement (`settled`). */
+  attempt(): Promise<AttemptResult> {
+    return Promise.resolve({ ok: true });
   }
 
-  /** A flushed batch frees its id, so the next event opens a new window. */
+  /**
+   * Writes the notification in the settlement's transaction, so a job cancelled meanwhile (its document deleted)
+   * writes nothing. A flushed batch frees its id, so the next event opens a new window.
+   */
   settled(tx: WriteTx, next: DeliveryJob): void {
-    if (next.state === 'delivered' && (next.payload as NotificationJobPayload).kind === 'batch') this.deps.queue.remove(tx, next.id);
+    if (next.state !== 'delivered') return;
+    const payload = next.payload as NotificationJobPayload;
+    this.deps.notifications.put(tx, payload.kind === 'single' ? payload.record : batchRecord(next, payload));
+    if (payload.kind === 'batch') this.deps.queue.remove(tx, next.id);
   }
 }
 

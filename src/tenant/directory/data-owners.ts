@@ -9,6 +9,8 @@ import type { DocumentKey } from '../../document-key.js';
  */
 export interface DocumentDataOwner {
   deleteDocumentData(ref: DocumentKey): Promise<void>;
+  /** Optional: many documents at once (a folder's), for an owner whose rows are found by scanning, not by key prefix. */
+  deleteDocumentsData?(refs: readonly DocumentKey[]): Promise<void>;
   /** Everything of the organization, including documents the directory never registered (opened by the sync endpoint only). */
   deleteOrganizationData(apiKey: string, organizationId: string): Promise<void>;
 }
@@ -41,9 +43,13 @@ export class LmdbDocumentData implements DocumentDataOwner {
   }
 }
 
-/** Runs every owner for each document, one after another. */
+/** Runs every owner for each document, one after another (all of them at once for an owner that takes many). */
 export async function deleteDocumentData(owners: readonly DocumentDataOwner[], refs: readonly DocumentKey[]): Promise<void> {
   for (const owner of owners) {
+    if (owner.deleteDocumentsData !== undefined) {
+      if (refs.length > 0) await owner.deleteDocumentsData(refs);
+      continue;
+    }
     for (const ref of refs) await owner.deleteDocumentData(ref);
   }
 }

@@ -1,0 +1,193 @@
+// Owns what the delivery room holds about a document or organization being deleted: notifications, activity logs, preferences, pending deliveries.
+import type { Database, Key } from 'lmdb';
+import type { DocumentKey } from '../document-key.js';
+import type { Outbox } from '../events/outbox.js';
+import type { Store, WriteTx } from '../store/env.js';
+import { DB, KEY_END } from '../store/keys.js';
+import type { DocumentDataOwner } from '../tenant/directory/data-owners.js';
+import type { ActivityRecord } from './activity-store.js';
+import type { Endpoints } from './endpoints.js';
+import type { NotificationRecord } from './notification-store.js';
+import type { DeliveryJob, DeliveryQueue } from './queue.js';
+
+/** What one deletion removed or cancelled, by kind. */
+export interface DeliveryDataRemoved {
+  notifications: number;
+  activities: number;
+  preferences: number;
+  events: number;
+  cancelled: number;
+}
+
+/** The part of a per-user batch payload this module reads (src/delivery/channels/notification.ts writes it). */
+interface UserBatchPayload {
+  readonly kind: 'batch';
+  readonly scope: 'document' | 'user';
+  readonly organizationId: string;
+  readonly items: ReadonlyArray<{ readonly documentId: string }>;
+}
+
+interface AdvancedPayload {
+  readonly endpointId: string;
+  readonly messageId: string;
+}
+
+const DOCUMENT_DELETED = 'its document was deleted';
+const ORGANIZATION_DELETED = 'its organization was deleted';
+
+/**
+ * A DocumentDataOwner (registered last, after the actors are drained, so their last events are in the outbox). Nothing
+ * more is sent about a deleted document: its in-app notifications, activity logs (immutable ones too) and per-document
+ * notification preferences are removed, its events not yet dispatched are dropped, and its pending deliveries on every
+ * channel are cancelled. Each deletion is one transaction. docs/choices.md, "Deletion", says why.
+ */
+export class DeliveryDocumentData implements DocumentDataOwner {
+  private readonly notifications: Database<NotificationRecord, Key>;
+  private readonly activities: Database<ActivityRecord, Key>;
+  private readonly prefs: Database<unknown, Key>;
+
+  constructor(
+    private readonly deps: {
+      readonly store: Store;
+      readonly outbox: Outbox;
+      readonly queue: DeliveryQueue;
+      readonly endpoints: Endpoints;
+      readonly now: () => number;
+    },
+  ) {
+    this.notifications = deps.store.records<NotificationRecord>(DB.notifications);
+    this.activities = deps.store.records<ActivityRecord>(DB.activities);
+    this.prefs = deps.store.records<unknown>(DB.notificationPrefs);
+  }
+
+  async deleteDocumentData(ref: DocumentKey): Promise<void> {
+    await this.deleteDocuments([ref]);
+  }
+
+  /** Many documents at once (a folder): one scan of each organization's rows instead of one per document. */
+  async deleteDocumentsData(refs: readonly DocumentKey[]): Promise<void> {
+    await this.deleteDocuments(refs);
+  }
+
+  async deleteOrganizationData(apiKey: string, organizationId: string): Promise<void> {
+    await this.deleteOrganization(apiKey, organizationId);
+  }
+
+  /** Everything about the documents, in one transaction; answers what went. */
+  deleteDocuments(refs: readonly DocumentKey[]): Promise<DeliveryDataRemoved> {
+    const byOrganization = new Map<string, { apiKey: string; organizationId: string; documents: Set<string> }>();
+    for (const ref of refs) {
+      const id = JSON.stringify([ref.apiKey, ref.organizationId]);
+      let entry = byOrganization.get(id);
+      if (entry === undefined) byOrganization.set(id, (entry = { apiKey: ref.apiKey, organizationId: ref.organizationId, documents: new Set() }));
+      entry.documents.add(ref.documentId);
+    }
+    const deleted = (apiKey: string, organizationId: string, documentId: string | undefined): boolean =>
+      documentId !== undefined && byOrganization.get(JSON.stringify([apiKey, organizationId]))?.documents.has(documentId) === true;
+    return this.deps.store.transaction((tx) => {
+      const removed: DeliveryDataRemoved = { notifications: 0, activities: 0, preferences: 0, events: 0, cancelled: 0 };
+      for (const { apiKey, organizationId, documents } of byOrganization.values()) {
+        const prefix = [apiKey, organizationId];
+        for (const { key, value } of Array.from(this.notifications.getRange(range(prefix)))) {
+          if (!documents.has(value.metadata.documentId) && !batchMentions(value, documents)) continue;
+          this.notifications.removeSync(key);
+          removed.notifications++;
+        }
+        for (const { key, value } of Array.from(this.activities.getRange(range(prefix)))) {
+          if (!documents.has(value.metadata.documentId)) continue;
+          this.activities.removeSync(key);
+          removed.activities++;
+        }
+        // [apiKey, organizationId, userId, documentId or '']: the organization-level ('') ones stay.
+        for (const key of Array.from(this.prefs.getKeys(range(prefix)))) {
+          const documentId = (key as unknown[])[3];
+          if (typeof documentId !== 'string' || !documents.has(documentId)) continue;
+          this.prefs.removeSync(key);
+          removed.preferences++;
+        }
+      }
+      removed.events = this.deps.outbox.removeWhere(tx, (event) => deleted(event.apiKey, event.organizationId, event.documentId));
+      const now = this.deps.now();
+      for (const job of this.deps.queue.pending()) {
+        if (job.organizationId === undefined) continue;
+        if (deleted(job.apiKey, job.organizationId, job.documentId)) {
+          this.cancel(tx, job, DOCUMENT_DELETED, now);
+          removed.cancelled++;
+          continue;
+        }
+        if (job.documentId === undefined && this.trimUserBatch(tx, job, (documentId) => deleted(job.apiKey, job.organizationId ?? '', documentId), now)) removed.cancelled++;
+      }
+      return removed;
+    });
+  }
+
+  /** Everything of the organization, in one transaction: its ranges go whole. */
+  deleteOrganization(apiKey: string, organizationId: string): Promise<DeliveryDataRemoved> {
+    const prefix = [apiKey, organizationId];
+    return this.deps.store.transaction((tx) => {
+      const removed: DeliveryDataRemoved = {
+        notifications: removeRange(this.notifications, prefix),
+        activities: removeRange(this.activities, prefix),
+        preferences: removeRange(this.prefs, prefix),
+        events: this.deps.outbox.removeWhere(tx, (event) => event.apiKey === apiKey && event.organizationId === organizationId),
+        cancelled: 0,
+      };
+      const now = this.deps.now();
+      for (const job of this.deps.queue.pending()) {
+        if (job.apiKey !== apiKey || job.organizationId !== organizationId) continue;
+        this.cancel(tx, job, ORGANIZATION_DELETED, now);
+        removed.cancelled++;
+      }
+      return removed;
+    });
+  }
+
+  /**
+   * A per-user batch loses the items of deleted documents; one left empty is cancelled (answers true). The
+   * batch's notification, when it flushes, is then about the remaining documents only.
+   */
+  private trimUserBatch(tx: WriteTx, job: DeliveryJob, deleted: (documentId: string) => boolean, now: number): boolean {
+    if (job.channel !== 'notification') return false;
+    const payload = job.payload as UserBatchPayload;
+    if (payload.kind !== 'batch' || payload.scope !== 'user') return false;
+    const items = payload.items.filter((item) => !deleted(item.documentId));
+    if (items.length === payload.items.length) return false;
+    if (items.length === 0) {
+      this.cancel(tx, job, DOCUMENT_DELETED, now);
+      return true;
+    }
+    this.deps.queue.replace(tx, { ...job, updatedAt: now, payload: { ...payload, items } });
+    return false;
+  }
+
+  /** An advanced webhook message that will not be sent says so in the endpoint's message log. */
+  private cancel(tx: WriteTx, job: DeliveryJob, reason: string, now: number): void {
+    this.deps.queue.cancel(tx, job, reason, now);
+    if (job.channel !== 'advancedWebhook') return;
+    const { endpointId, messageId } = job.payload as AdvancedPayload;
+    const message = this.deps.endpoints.message(job.apiKey, endpointId, messageId);
+    if (message !== undefined && message.status === 'pending') this.deps.endpoints.putMessage(tx, job.apiKey, { ...message, status: 'fail' });
+  }
+}
+
+function range(prefix: readonly string[]): { start: Key; end: Key } {
+  return { start: [...prefix], end: [...prefix, KEY_END] };
+}
+
+function removeRange<V>(db: Database<V, Key>, prefix: readonly string[]): number {
+  let removed = 0;
+  for (const key of Array.from(db.getKeys(range(prefix)))) {
+    db.removeSync(key);
+    removed++;
+  }
+  return removed;
+}
+
+/** A per-user batch notification lists items of several documents; one naming a deleted document goes with it. */
+function batchMentions(record: NotificationRecord, documents: ReadonlySet<string>): boolean {
+  const source = record.notificationSourceData;
+  if (typeof source !== 'object' || source === null || !('batch' in source)) return false;
+  const batch: unknown = source.batch;
+  if (typeof batch !== 'object' || batch === null || !('items' in batch) || !Array.isArray(batch.items)) return false;
+  return batch.items.some((item: unknown) => typeof item === 'object' && item !== null && 'documentId' in item && typeof item.documentId === 'string' && documents.has(item.documentId));
+}
