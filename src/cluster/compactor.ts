@@ -118,7 +118,7 @@ export class Compactor {
       this.options.log.info('the state log passed its checkpoint threshold: compacting', { bytes: size, since: size - this.baseline, threshold: this.options.thresholdBytes });
       await this.compact({ asHolder: true });
     } catch (error) {
-      this.options.log.warn('state log compaction failed; retrying at the next check', { error: String(error) });
+      this.options.log.warn('state log compaction or sweep failed; retrying at the next check', { error: String(error) });
     }
   }
 
