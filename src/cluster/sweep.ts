@@ -41,10 +41,10 @@ export async function deleteBlobsUpTo(store: Store, blobs: ObjectStore, seq: num
 }
 
 /**
- * How old the newest chunk of an upload without metadata must be before it is swept. An upload in progress publishes a
- * chunk at least every JetStream publish timeout (nats.js fails the upload, and purges its chunks itself, when one is not
- * acknowledged in time) and writes its metadata right after its last chunk is acknowledged; ten minutes is a process
- * frozen at that very point for that long.
+ * How old the newest chunk of an upload without metadata must be before it is swept. Checkpoints and blobs are uploaded
+ * from memory or the local LMDB, so their chunks follow each other within milliseconds, and nats.js writes the metadata
+ * as soon as the last chunk is acknowledged (a chunk not acknowledged fails the upload, and nats.js purges its chunks);
+ * ten minutes is a process frozen at that very point for that long.
  */
 export const SWEEP_GRACE_MS = 10 * 60_000;
 
