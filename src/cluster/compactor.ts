@@ -1,27 +1,29 @@
-// Owns compaction of the state log on the worker-role holder: a checkpoint built from the stream in a scratch LMDB, the purge of the stream and of the blobs only purged messages referenced, and old checkpoints' removal.
+// Owns compaction of the state log on the worker-role holder: a checkpoint built from the stream in a scratch LMDB, the purge of the stream and of the blobs only purged messages referenced, old checkpoints' removal, and the sweep of what cut-off runs and uploads left.
 import { join } from 'node:path';
 import { DeliverPolicy, RequestStrategy, type JetStreamManager, type NatsConnection, type ObjectStore } from 'nats';
 import type { Logger } from '../log.js';
 import { Store } from '../store/env.js';
 import { DB } from '../store/keys.js';
 import type { ReplicatedOp } from '../store/replication.js';
-import { deleteCheckpointsBefore, newestCheckpoint, readCheckpoint, writeCheckpoint } from './checkpoint.js';
+import { CHECKPOINT_BLOBS_KEY, CHECKPOINT_BUCKET, deleteCheckpointsBefore, newestCheckpoint, readCheckpoint, writeCheckpoint } from './checkpoint.js';
 import { ClaimTable } from './fence.js';
 import { ROLE_BUCKET } from './leases.js';
 import { nodeLivenessKey } from './worker-lease.js';
 import { GAPS_KEY, OriginOrder } from './origin-order.js';
-import { readTx, STATE_STREAM, STATE_SUBJECT } from './state-message.js';
+import { BLOB_BUCKET, readTx, STATE_STREAM, STATE_SUBJECT } from './state-message.js';
+import { blobRef, deleteBlobsUpTo, SWEEP_GRACE_MS, sweepOrphanChunks } from './sweep.js';
 
 /** Every node answers here with the stream sequence its cache has applied (the purge never passes the slowest). */
 export const APPLIED_SUBJECT = 'plait.state.applied';
-/** DB.meta keys of the scratch store: the stream it was built from, how far it applied, and blobs messages referenced. */
+/** DB.meta keys of the scratch store: the stream it was built from and how far it applied (blobs messages referenced: `blobRef`). */
 const SCRATCH_STREAM = 'checkpointStream';
 const SCRATCH_POSITION = 'checkpointApplied';
 /** What every node's liveness key in the role bucket starts with. */
 const LIVENESS_PREFIX = nodeLivenessKey('');
-const blobRef = (seq: number): [string, number] => ['blob', seq];
 /** How long the purge waits for every node to say how far it applied. */
 const APPLIED_WAIT_MS = 1_000;
+/** How often the holder sweeps orphan chunks between compactions (and at once when it takes the role). */
+const SWEEP_EVERY_MS = SWEEP_GRACE_MS;
 
 export interface CompactorOptions {
   readonly log: Logger;
@@ -48,6 +50,18 @@ export interface CheckpointStats {
   blobsDeleted: number;
 }
 
+/** What one sweep removed: uploads cut off half-way (per object store) and blobs of purged messages an earlier run left. */
+export interface SweepStats {
+  checkpointUploads: number;
+  checkpointChunks: number;
+  blobUploads: number;
+  blobChunks: number;
+  blobsLeft: number;
+  bytes: number;
+  /** Uploads without metadata younger than the grace, left alone (maybe in progress). */
+  young: number;
+}
+
 /**
  * Compaction. A checkpoint is the fold of the stream's messages 1..S in stream order (the same per-origin order rules as
  * every node's applier), built by applying the stream into a scratch LMDB of this node, never read from the live
@@ -59,6 +73,10 @@ export interface CheckpointStats {
  */
 export class Compactor {
   private running: Promise<CheckpointStats | undefined> | undefined;
+  /** Runs and sweeps one at a time: a sweep never sees this node's own checkpoint half-uploaded. */
+  private queue: Promise<unknown> = Promise.resolve();
+  /** When the holder last swept (0: not since it took the role). */
+  private sweptAt = 0;
   private scratch: Store | undefined;
   /** Per-origin order of the messages applied into the scratch store (as on every node's applier). */
   private order = new OriginOrder();
@@ -69,6 +87,8 @@ export class Compactor {
   last: CheckpointStats | undefined;
   /** The stream's first and last sequence and the state log's bytes, as last read. */
   readonly stream = { first: 0, last: 0, bytes: 0 };
+  /** What sweeps removed since this process started (metrics). */
+  readonly swept = { objects: 0, bytes: 0 };
 
   constructor(
     private readonly nc: NatsConnection,
@@ -85,16 +105,20 @@ export class Compactor {
     this.listeners.push(listener);
   }
 
-  /** Reads the stream's size and, on the holder past the threshold, compacts. Never throws (logs). */
+  /** Reads the stream's size and, on the holder, sweeps now and then and compacts past the threshold. Never throws (logs). */
   async tick(): Promise<void> {
     try {
       const size = await this.measure();
-      if (!this.options.holder() || this.options.thresholdBytes === 0) return;
-      if (size - this.baseline < this.options.thresholdBytes) return;
+      if (!this.options.holder()) {
+        this.sweptAt = 0;
+        return;
+      }
+      if (Date.now() - this.sweptAt >= SWEEP_EVERY_MS) await this.sweep();
+      if (this.options.thresholdBytes === 0 || size - this.baseline < this.options.thresholdBytes) return;
       this.options.log.info('the state log passed its checkpoint threshold: compacting', { bytes: size, since: size - this.baseline, threshold: this.options.thresholdBytes });
-      await this.compact();
+      await this.compact({ asHolder: true });
     } catch (error) {
-      this.options.log.warn('state log compaction failed; retrying at the next check', { error: String(error) });
+      this.options.log.warn('state log compaction or sweep failed; retrying at the next check', { error: String(error) });
     }
   }
 
@@ -108,29 +132,91 @@ export class Compactor {
     return this.stream.bytes;
   }
 
-  /** Checkpoint at the stream's last sequence, then purge. Resolves undefined when there was nothing new. */
-  compact(): Promise<CheckpointStats | undefined> {
-    this.running ??= this.run().finally(() => (this.running = undefined));
+  /**
+   * Checkpoint at the stream's last sequence, then purge. Resolves undefined when there was nothing new. `asHolder`: the
+   * run stops (no metadata, no purge, no deletes) as soon as this node no longer holds the worker role; a run by hand
+   * (tests, bench) does not ask.
+   */
+  compact(options: { asHolder?: boolean } = {}): Promise<CheckpointStats | undefined> {
+    const mine = options.asHolder === true ? this.options.holder : () => true;
+    this.running ??= this.serially(() => this.run(mine)).finally(() => (this.running = undefined));
     return this.running;
   }
 
-  private async run(): Promise<CheckpointStats | undefined> {
+  /**
+   * Sweeps both object stores of uploads cut off half-way whose newest chunk is older than `graceMs`, and, once the
+   * scratch store is open, deletes the blobs it knows of messages already purged (a run cut off before its deletes, or
+   * a previous holder's, carried by the checkpoint). Waits for a run in progress: never sees this node's own upload.
+   */
+  sweep(options: { graceMs?: number } = {}): Promise<SweepStats> {
+    return this.serially(async () => {
+      const firstSeq = (await this.jsm.streams.info(STATE_STREAM)).state.first_seq;
+      return this.sweepNow(this.scratch, firstSeq, options.graceMs ?? SWEEP_GRACE_MS);
+    });
+  }
+
+  /** Runs `work` after every run and sweep queued before it. */
+  private serially<T>(work: () => Promise<T>): Promise<T> {
+    const result = this.queue.then(work);
+    // The queue only orders; `work`'s failure reaches its own caller through `result`.
+    this.queue = result.then(
+      () => undefined,
+      () => undefined,
+    );
+    return result;
+  }
+
+  private async sweepNow(store: Store | undefined, firstSeq: number, graceMs: number): Promise<SweepStats> {
+    this.sweptAt = Date.now();
+    const log = this.options.log;
+    const checkpoints = await sweepOrphanChunks(this.jsm, this.checkpoints, CHECKPOINT_BUCKET, graceMs, log);
+    const blobChunks = await sweepOrphanChunks(this.jsm, this.blobs, BLOB_BUCKET, graceMs, log);
+    const left = store === undefined ? { deleted: 0, bytes: 0 } : await deleteBlobsUpTo(store, this.blobs, firstSeq - 1, log);
+    const stats: SweepStats = {
+      checkpointUploads: checkpoints.uploads,
+      checkpointChunks: checkpoints.chunks,
+      blobUploads: blobChunks.uploads,
+      blobChunks: blobChunks.chunks,
+      blobsLeft: left.deleted,
+      bytes: checkpoints.bytes + blobChunks.bytes + left.bytes,
+      young: checkpoints.young + blobChunks.young,
+    };
+    this.swept.objects += stats.checkpointUploads + stats.blobUploads + stats.blobsLeft;
+    this.swept.bytes += stats.bytes;
+    if (stats.checkpointUploads + stats.blobUploads + stats.blobsLeft > 0) log.info('swept the state log\'s object stores of what cut-off runs and uploads left', { ...stats });
+    else log.debug('swept the state log\'s object stores: nothing left behind', { young: stats.young });
+    return stats;
+  }
+
+  private async run(mine: () => boolean): Promise<CheckpointStats | undefined> {
     const started = performance.now();
     const log = this.options.log;
+    const stillMine = (): void => {
+      if (!mine()) throw new Error('this node no longer holds the worker role: the checkpoint stops here');
+    };
     const info = await this.jsm.streams.info(STATE_STREAM);
     const end = info.state.last_seq;
     const store = await this.prepareScratch(info.state.first_seq);
+    // Before anything is written: this node uploads nothing now, and every blob it knows of a purged message can go.
+    await this.sweepNow(store, info.state.first_seq, SWEEP_GRACE_MS).catch((error: unknown) => log.warn('the sweep before a compaction failed; compacting anyway', { error: String(error) }));
     let position = this.scratchPosition(store);
     const newest = await newestCheckpoint(this.checkpoints);
     if (end <= position && (newest?.seq ?? 0) >= position) return undefined;
     if (end > position) position = await this.applyUpTo(store, position, end);
     const meta = store.records<unknown>(DB.meta);
-    const fold: Array<[string, unknown]> = [...ClaimTable.stored(meta), [GAPS_KEY, meta.get(GAPS_KEY) ?? []]];
-    const written = await writeCheckpoint(this.checkpoints, { seq: position, stream: this.options.stream, meta: fold }, store.replicatedRows(), this.options.paced);
+    // The blobs not deleted yet travel with the checkpoint: a holder that loads it deletes them once purged.
+    const pending = [...meta.getRange({ start: blobRef(0), end: blobRef(position + 1) })].map(({ key, value }) => [(key as [string, number])[1], value]);
+    const fold: Array<[string, unknown]> = [...ClaimTable.stored(meta), [GAPS_KEY, meta.get(GAPS_KEY) ?? []], [CHECKPOINT_BLOBS_KEY, pending]];
+    const paced = async (): Promise<void> => {
+      stillMine();
+      await this.options.paced?.();
+    };
+    const written = await writeCheckpoint(this.checkpoints, { seq: position, stream: this.options.stream, meta: fold }, store.replicatedRows(), paced);
     // The checkpoint is complete: older ones are no longer needed by a rebuild that starts now.
     const purgedTo = Math.min(position, await this.slowestApplied());
+    stillMine();
     if (purgedTo > 0) await this.jsm.streams.purge(STATE_STREAM, { seq: purgedTo + 1 });
-    const blobsDeleted = await this.deleteBlobsUpTo(store, purgedTo);
+    const blobsDeleted = (await deleteBlobsUpTo(store, this.blobs, purgedTo, log)).deleted;
     const oldDeleted = await deleteCheckpointsBefore(this.checkpoints, position);
     this.baseline = await this.measure();
     const stats: CheckpointStats = { seq: position, bytes: written.bytes, rows: written.rows, durationMs: performance.now() - started, purgedTo, blobsDeleted };
@@ -162,7 +248,10 @@ export class Compactor {
       let fold: ReadonlyArray<readonly [string, unknown]> = [];
       await readCheckpoint(this.checkpoints, newest, this.options.stream, (rows) => store.applyReplicated(rows, { key: SCRATCH_POSITION, value: 0 }), (entries) => (fold = entries));
       await store.transaction(() => {
-        for (const [key, value] of fold) void meta.put(key, value);
+        for (const [key, value] of fold) {
+          if (key !== CHECKPOINT_BLOBS_KEY) void meta.put(key, value);
+          else if (Array.isArray(value)) for (const ref of value as unknown[]) if (Array.isArray(ref) && typeof ref[0] === 'number' && typeof ref[1] === 'string') void meta.put(blobRef(ref[0]), ref[1]);
+        }
       });
       position = newest.seq;
     }
@@ -274,29 +363,9 @@ export class Compactor {
     return live;
   }
 
-  /** Deletes the blobs of messages up to `seq` (purged), forgetting them once gone. */
-  private async deleteBlobsUpTo(store: Store, seq: number): Promise<number> {
-    const meta = store.records<unknown>(DB.meta);
-    const gone: Array<[string, number]> = [];
-    for (const { key, value } of meta.getRange({ start: blobRef(0), end: blobRef(seq + 1) })) {
-      try {
-        await this.blobs.delete(value as string);
-      } catch (error) {
-        // Already gone (a run stopped between the delete and forgetting it): nothing left to free.
-        this.options.log.debug('a purged message\'s blob was not there to delete', { blob: value, error: String(error) });
-      }
-      gone.push(key as [string, number]);
-    }
-    if (gone.length > 0) {
-      await store.transaction(() => {
-        for (const key of gone) void meta.remove(key);
-      });
-    }
-    return gone.length;
-  }
-
-  /** Waits for a run in progress and closes the scratch store. */
+  /** Waits for a run or sweep in progress and closes the scratch store. */
   async close(): Promise<void> {
+    await this.queue;
     await this.running?.catch((error: unknown) => this.options.log.debug('compaction ended by the stop', { error: String(error) }));
     await this.scratch?.close();
     this.scratch = undefined;

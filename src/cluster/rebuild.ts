@@ -4,7 +4,7 @@ import type { Logger } from '../log.js';
 import type { Store } from '../store/env.js';
 import { DB } from '../store/keys.js';
 import { CLUSTER_CACHE_KEY } from '../store/replication.js';
-import { newestCheckpoint, readCheckpoint } from './checkpoint.js';
+import { CHECKPOINT_BLOBS_KEY, newestCheckpoint, readCheckpoint } from './checkpoint.js';
 import { ClaimTable } from './fence.js';
 import { GAPS_KEY } from './origin-order.js';
 import { STATE_STREAM } from './state-message.js';
@@ -91,7 +91,7 @@ export async function rebuildIfBehind(args: RebuildArgs): Promise<number> {
       let fold: ReadonlyArray<readonly [string, unknown]> = [];
       const rows = await readCheckpoint(args.checkpoints, newest, args.stream, (batch) => store.applyReplicated(batch, { key: LOADING_KEY, value: newest.seq }), (entries) => (fold = entries));
       // The applier's fold state at the checkpoint (claims, gaps) goes in before the position that makes the load count.
-      for (const [key, value] of fold) meta.putSync(key, value);
+      for (const [key, value] of fold) if (key !== CHECKPOINT_BLOBS_KEY) meta.putSync(key, value);
       meta.putSync(args.positionKey, newest.seq);
       log.info('checkpoint loaded', { seq: newest.seq, rows, ms: Math.round(performance.now() - started) });
       return newest.seq;

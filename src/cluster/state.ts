@@ -244,7 +244,7 @@ export class ClusterState implements Replication {
   }
 
   /** For the metrics: positions, writes waiting for their acknowledgement, whether writes are refused, the last checkpoint. */
-  stats(): { applied: number; unacknowledged: number; refusing: boolean; lag: number; diverged: number; first: number; last: number; logBytes: number; checkpointSeq: number; checkpointBytes: number; checkpointSeconds: number } {
+  stats(): { applied: number; unacknowledged: number; refusing: boolean; lag: number; diverged: number; first: number; last: number; logBytes: number; checkpointSeq: number; checkpointBytes: number; checkpointSeconds: number; sweptObjects: number; sweptBytes: number } {
     const stream = this.compactor?.stream ?? { first: 0, last: 0, bytes: 0 };
     const checkpoint = this.compactor?.last;
     return {
@@ -259,6 +259,8 @@ export class ClusterState implements Replication {
       checkpointSeq: checkpoint?.seq ?? 0,
       checkpointBytes: checkpoint?.bytes ?? 0,
       checkpointSeconds: (checkpoint?.durationMs ?? 0) / 1000,
+      sweptObjects: this.compactor?.swept.objects ?? 0,
+      sweptBytes: this.compactor?.swept.bytes ?? 0,
     };
   }
 

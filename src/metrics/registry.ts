@@ -20,6 +20,9 @@ export interface MetricSources {
     checkpointSeq: number;
     checkpointBytes: number;
     checkpointSeconds: number;
+    /** What this node's sweeps removed from the object stores (cut-off uploads, blobs of purged messages left behind). */
+    sweptObjects: number;
+    sweptBytes: number;
   };
 }
 
@@ -79,6 +82,8 @@ export function createMetricsRegistry(sources: MetricSources, options: { default
     gauge('plait_cluster_checkpoint_seq', 'Cluster mode: stream sequence of the last checkpoint this node wrote (0: none)', () => state().checkpointSeq);
     gauge('plait_cluster_checkpoint_bytes', 'Cluster mode: size of the last checkpoint this node wrote', () => state().checkpointBytes);
     gauge('plait_cluster_checkpoint_duration_seconds', 'Cluster mode: how long the last checkpoint this node wrote took (build, upload, purge)', () => state().checkpointSeconds);
+    mirroredCounter(registry, 'plait_cluster_swept_objects_total', 'Cluster mode: uploads cut off half-way and blobs of purged messages left behind that this node swept from the object stores', () => state().sweptObjects);
+    mirroredCounter(registry, 'plait_cluster_swept_bytes_total', 'Cluster mode: bytes this node swept from the object stores (cut-off uploads, blobs left behind)', () => state().sweptBytes);
     gauge('plait_cluster_state_lag', 'Cluster mode: state stream messages not yet applied here (the stream\'s last sequence as last seen minus the applied one)', () => state().lag);
     gauge('plait_cluster_state_diverged_documents', 'Cluster mode: documents whose writes here were fenced off by a newer owner (the cache is rebuilt at the next start)', () => state().diverged);
     gauge('plait_cluster_state_refusing', 'Cluster mode: 1 while writes are refused because earlier ones wait to be resent', () => (state().refusing ? 1 : 0));
