@@ -28,6 +28,9 @@ import { DOCUMENT_DATABASES } from './tenant/directory/data-owners.js';
 import { openAgents, type AgentServices } from './agents/services.js';
 import { Workspaces } from './tenant/workspaces.js';
 import { Delivery } from './delivery/service.js';
+import { DEFAULT_POLL_MS } from './delivery/dispatcher.js';
+import { DEFAULT_MAX_IDLE_MS } from './delivery/runner.js';
+import { WORK_SCAN_MS } from './background-work.js';
 import { deliveryUserData } from './delivery/user-data.js';
 import type { DocumentOwnership } from './doc/ownership.js';
 import { LocalWorkerRole, type WorkerRole } from './worker-role.js';
@@ -85,6 +88,8 @@ export interface ServerOptions {
   readonly emailTransport?: EmailTransport;
   /** false: delivery runs only when a test pumps it (`services.delivery.dispatcher.drain()`, `runner.drain()`). */
   readonly autoDeliver?: boolean;
+  /** How often an idle dispatcher looks at the outbox; default: WORK_SCAN_MS where wake-ups follow the rows, else 100 ms. */
+  readonly dispatcherPollMs?: number;
   /** Cluster mode: who owns each document (src/cluster/ leases); default: this process owns everything. */
   readonly ownership?: DocumentOwnership;
   /** Cluster mode: durable state in JetStream (src/cluster/state.ts); attached, and caught up, before any service opens. */
@@ -197,6 +202,12 @@ export async function openServices(config: Config, log: Logger, publisher: Topic
     secrets,
     log,
     mayRun: () => workerRole.held(),
+    // Every commit that appends events wakes the dispatcher (`Outbox.committed` -> `workerRole.wake`), and every enqueue
+    // the runner (`DeliveryQueue.notify`). Where those wake-ups follow the rows (one process) the polls are only
+    // backstops, as slow as the background scan: an idle server wakes for them every 5 s instead of 11 times a second
+    // (bench/README.md, "Fixed costs, sixth session"). A cluster node keeps the short ones (docs/delivery.md).
+    dispatcherPollMs: options.dispatcherPollMs ?? (workerRole.wakesFollowRows ? WORK_SCAN_MS : DEFAULT_POLL_MS),
+    runnerIdleMs: workerRole.wakesFollowRows ? WORK_SCAN_MS : DEFAULT_MAX_IDLE_MS,
     // Workspace emails go through their own transport from SMTP_URL; `options.emailTransport` is for account emails.
     ...(options.clock === undefined ? {} : { clock: options.clock }),
   });

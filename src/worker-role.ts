@@ -18,6 +18,12 @@ export interface WorkerRole {
   wake(kind: WorkKind): void;
   /** Told when any process announced work of `kind` (the holder acts; the others ignore it). */
   onWake(listener: (kind: WorkKind) => void): void;
+  /**
+   * Whether a wake-up always reaches the holder after the rows it announces can be read there. Then polling for rows
+   * is only the backstop for a lost wake-up and may be slow (one process: the wake-up follows the local commit); else
+   * (a cluster: the wake-up travels on core NATS and may overtake the row on the state stream) a short poll finds it.
+   */
+  readonly wakesFollowRows: boolean;
   /** Whether `processId` (a node id recorded with an in-process task, e.g. an agent run) is still alive. */
   alive(processId: string): Promise<boolean>;
   /** This process's id as recorded with its in-process tasks. */
@@ -28,6 +34,7 @@ export interface WorkerRole {
 export class LocalWorkerRole implements WorkerRole {
   private readonly wakeListeners: Array<(kind: WorkKind) => void> = [];
   readonly processId = 'local';
+  readonly wakesFollowRows = true;
 
   held(): boolean {
     return true;

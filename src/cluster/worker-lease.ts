@@ -35,6 +35,8 @@ export class WorkerLease implements WorkerRole {
   private readonly wakeListeners: Array<(kind: WorkKind) => void> = [];
   private timer: NodeJS.Timeout | undefined;
   private readonly sub: Subscription;
+  /** A wake-up is published after the local commit, the row sent on the state stream: the wake-up may arrive first. */
+  readonly wakesFollowRows = false;
 
   private constructor(private readonly roles: Leases, private readonly nc: NatsConnection, private readonly options: WorkerLeaseOptions) {
     roles.onLost((key) => {

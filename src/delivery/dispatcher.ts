@@ -13,7 +13,10 @@ export interface DispatcherOptions {
   readonly planners: readonly Planner[];
   readonly clock: Clock;
   readonly log: Logger;
-  /** How often an idle dispatcher looks at the outbox. */
+  /**
+   * How often an idle dispatcher looks at the outbox (default DEFAULT_POLL_MS). Where every wake-up follows the rows it
+   * announces (one process) this is only the backstop for a lost one and may be long.
+   */
   readonly pollMs?: number;
   readonly batchSize?: number;
   /** Whether this process may dispatch now (the worker role, src/worker-role.ts); default: always. */
@@ -23,13 +26,25 @@ export interface DispatcherOptions {
 /** A claimed event not acked within this time (a crash mid-plan) is claimed again; planning is idempotent. */
 const LEASE_MS = 30_000;
 
+/** How often an idle dispatcher looks at the outbox unless told otherwise (`DispatcherOptions.pollMs`). */
+export const DEFAULT_POLL_MS = 100;
+
 export class Dispatcher {
   private timer: NodeJS.Timeout | undefined;
   private running = false;
   private pumping: Promise<number> | undefined;
   private reclaim = false;
+  /** A round (a scheduled pump and the choice of the next one) is under way: there is only ever one. */
+  private inRound = false;
+  /** A wake-up came during the round: its events may have committed after the round's claim, so look again at once. */
+  private woken = false;
 
   constructor(private readonly options: DispatcherOptions) {}
+
+  /** How long an idle dispatcher waits before it looks at the outbox unwoken. */
+  get pollMs(): number {
+    return this.options.pollMs ?? DEFAULT_POLL_MS;
+  }
 
   start(): void {
     // Idempotent: a second start must not add a second polling loop.
@@ -38,6 +53,7 @@ export class Dispatcher {
     this.schedule(0);
   }
 
+  /** Stops polling and waits for the round under way: once this resolves the dispatcher touches the store no more. */
   async stop(): Promise<void> {
     this.running = false;
     if (this.timer !== undefined) clearTimeout(this.timer);
@@ -53,11 +69,15 @@ export class Dispatcher {
     this.reclaim = true;
   }
 
-  /** New events were committed (here or on another node): look at once instead of at the next poll. */
+  /**
+   * New events were committed (here or on another node): look at once instead of at the next poll. During a round the
+   * wake-up is kept for its end (its claim may have run before the events committed); replacing the round's timer
+   * instead would start a second loop beside it, one `stop()` could not clear.
+   */
   wake(): void {
     if (!this.running) return;
-    if (this.timer !== undefined) clearTimeout(this.timer);
-    this.schedule(0);
+    if (this.inRound) this.woken = true;
+    else this.schedule(0);
   }
 
   /**
@@ -110,20 +130,35 @@ export class Dispatcher {
     return events.length;
   }
 
+  /** The one timer: a later call replaces an earlier one (never two loops). */
   private schedule(delayMs: number): void {
     if (!this.running) return;
-    this.timer = setTimeout(() => {
-      this.timer = undefined;
-      this.pump().then(
-        // Again at once only after a full batch: a partial one means the outbox is drained, and the events of the next
-        // poll period then share one round (one commit) instead of a round each few events under load.
-        (n) => this.schedule(n >= (this.options.batchSize ?? 100) ? 0 : (this.options.pollMs ?? 100)),
-        (error: unknown) => {
-          this.options.log.error('outbox dispatch failed', { error });
-          this.schedule(1_000);
-        },
-      );
-    }, delayMs);
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.timer = setTimeout(() => void this.round(), delayMs);
     this.timer.unref();
+  }
+
+  private async round(): Promise<void> {
+    this.timer = undefined;
+    if (!this.running) return;
+    this.inRound = true;
+    this.woken = false;
+    const batchSize = this.options.batchSize ?? 100;
+    let next: number;
+    try {
+      // A pump a test started may be under way (`pump()` then answers it): its claim may predate the wake-up.
+      if (this.pumping !== undefined) this.woken = true;
+      const n = await this.pump();
+      // Again at once only after a full batch (or a wake-up during the round): a partial one means the outbox is
+      // drained, and the events of the next poll period then share one round (one commit) instead of a round each few
+      // events under load.
+      next = this.woken || n >= batchSize ? 0 : this.pollMs;
+    } catch (error) {
+      this.options.log.error('outbox dispatch failed', { error });
+      next = 1_000;
+    } finally {
+      this.inRound = false;
+    }
+    this.schedule(next);
   }
 }

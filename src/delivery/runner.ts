@@ -31,10 +31,15 @@ export interface RunnerOptions {
   readonly maxInFlightPerTarget?: number;
   /** Whether this process may send now (the worker role, src/worker-role.ts), checked before each attempt; default: always. */
   readonly mayRun?: () => boolean;
+  /** Longest sleep between looks at the queue (default DEFAULT_MAX_IDLE_MS); may be long where every enqueue wakes the runner. */
+  readonly maxIdleMs?: number;
 }
 
-/** Never sleep longer than this between looks at the queue (a clock jump, a missed wake-up). */
-const MAX_IDLE_MS = 1_000;
+/**
+ * Never sleep longer than this between looks at the queue unless told otherwise (`RunnerOptions.maxIdleMs`): the
+ * backstop for a missed wake-up (a job another cluster node enqueued) and a wall-clock jump (due times are wall-clock).
+ */
+export const DEFAULT_MAX_IDLE_MS = 1_000;
 /** Finished job rows are kept this long (visible state, and replanning stays idempotent), then pruned. */
 export const KEEP_FINISHED_MS = 7 * 24 * 60 * 60 * 1000;
 const PRUNE_EVERY_MS = 60 * 60 * 1000;
@@ -44,6 +49,7 @@ export class DeliveryRunner {
   private readonly perTarget = new Map<string, number>();
   private readonly maxInFlight: number;
   private readonly maxPerTarget: number;
+  private readonly maxIdleMs: number;
   private timer: NodeJS.Timeout | undefined;
   private running = false;
   private lastPrune = 0;
@@ -52,6 +58,7 @@ export class DeliveryRunner {
   constructor(private readonly options: RunnerOptions) {
     this.maxInFlight = options.maxInFlight ?? 64;
     this.maxPerTarget = options.maxInFlightPerTarget ?? 8;
+    this.maxIdleMs = options.maxIdleMs ?? DEFAULT_MAX_IDLE_MS;
     options.queue.onEnqueue(() => this.schedule(0));
   }
 
@@ -123,7 +130,7 @@ export class DeliveryRunner {
 
   private schedule(delayMs: number): void {
     if (!this.running) return;
-    const delay = Math.max(0, Math.min(delayMs, MAX_IDLE_MS));
+    const delay = Math.max(0, Math.min(delayMs, this.maxIdleMs));
     const at = Date.now() + delay;
     // Many completions in one turn ask for a wake-up each: keep one timer, the soonest.
     if (this.timer !== undefined && this.timerAt <= at) return;
@@ -143,7 +150,7 @@ export class DeliveryRunner {
     // Attempts settle in the background; the next wake-up is set from what is left pending.
     void this.runDue().catch((error: unknown) => this.options.log.error('delivery runner failed', { error }));
     const next = this.options.queue.nextDue(new Set(this.inFlight.keys()));
-    this.schedule(next === undefined ? MAX_IDLE_MS : next - this.options.clock.now());
+    this.schedule(next === undefined ? this.maxIdleMs : next - this.options.clock.now());
   }
 
   private async run(job: DeliveryJob): Promise<void> {

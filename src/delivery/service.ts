@@ -32,6 +32,10 @@ export interface DeliveryOptions {
   readonly emailTransport?: EmailTransport;
   /** Whether this process runs the dispatcher and the queue now (the worker role); default: always. */
   readonly mayRun?: () => boolean;
+  /** How often an idle dispatcher looks at the outbox (`DispatcherOptions.pollMs`). */
+  readonly dispatcherPollMs?: number;
+  /** Longest sleep of an idle runner between looks at the queue (`RunnerOptions.maxIdleMs`). */
+  readonly runnerIdleMs?: number;
 }
 
 export class Delivery {
@@ -75,9 +79,9 @@ export class Delivery {
     const notification = new NotificationChannel({ configs: this.configs, queue: this.queue, notifications: this.notifications });
     const activity = new ActivityChannel({ configs: this.configs, activities: this.activities });
     const deliveryLog = log.child({ component: 'delivery' });
-    this.dispatcher = new Dispatcher({ store, outbox: options.outbox, queue: this.queue, planners: [activity, notification, email, webhook, this.advanced], clock: this.clock, log: deliveryLog, ...(options.mayRun === undefined ? {} : { mayRun: options.mayRun }) });
+    this.dispatcher = new Dispatcher({ store, outbox: options.outbox, queue: this.queue, planners: [activity, notification, email, webhook, this.advanced], clock: this.clock, log: deliveryLog, ...(options.mayRun === undefined ? {} : { mayRun: options.mayRun }), ...(options.dispatcherPollMs === undefined ? {} : { pollMs: options.dispatcherPollMs }) });
     this.documentData = new DeliveryDocumentData({ store, outbox: options.outbox, queue: this.queue, endpoints: this.endpoints, now: () => this.clock.now() });
-    this.runner = new DeliveryRunner({ queue: this.queue, channels: { email, webhook, advancedWebhook: this.advanced, notification }, clock: this.clock, log: deliveryLog, ...(options.mayRun === undefined ? {} : { mayRun: options.mayRun }) });
+    this.runner = new DeliveryRunner({ queue: this.queue, channels: { email, webhook, advancedWebhook: this.advanced, notification }, clock: this.clock, log: deliveryLog, ...(options.mayRun === undefined ? {} : { mayRun: options.mayRun }), ...(options.runnerIdleMs === undefined ? {} : { maxIdleMs: options.runnerIdleMs }) });
   }
 
   start(): void {

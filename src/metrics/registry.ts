@@ -41,13 +41,16 @@ function mirroredCounter(registry: Registry, name: string, help: string, read: (
   });
 }
 
-/** How often the event-loop delay histogram (nodejs_eventloop_lag_*) takes a sample. */
-const EVENT_LOOP_SAMPLE_MS = 100;
+/** How often the event-loop delay histogram (nodejs_eventloop_lag_*) takes a sample (docs/observability.md). */
+const EVENT_LOOP_SAMPLE_MS = 1_000;
 
 export function createMetricsRegistry(sources: MetricSources, options: { defaultMetrics?: boolean } = {}): Registry {
   const registry = new Registry();
   // prom-client samples event-loop delay with a 10 ms timer by default: 100 wake-ups a second that cost an idle server
-  // ~1% of a core (issue 18, bench/README.md). At 100 ms every stall that long is still seen (shorter ones sometimes).
+  // ~1% of a core (issue 18, bench/README.md). Each sample is how late that timer fired, so a stall is seen when the
+  // timer falls due during it: every stall of 1 s or more, a 100 ms one one time in ten, with its length as it was left
+  // when the timer fell due. A server stalling often still shows it in the histogram within a scrape or two; one stall
+  // shorter than a second may not. `nodejs_eventloop_lag_seconds` is measured at each scrape and needs no timer.
   if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: EVENT_LOOP_SAMPLE_MS });
   // Families of src/metrics/instruments.ts give the registry what a prom-client metric's get() gives.
   for (const family of [restRequests, restSeconds, groupCommitSize, groupCommitSeconds]) registry.registerMetric(family as unknown as Metric);

@@ -1,5 +1,6 @@
 // Tests that the outbox, the delivery queue and jobs follow the worker role: nothing dispatched or sent without it, all of it resumed on taking it.
 import t from 'tap';
+import { DEFAULT_POLL_MS } from '../../src/delivery/dispatcher.js';
 import type { WorkKind, WorkerRole } from '../../src/worker-role.js';
 import { env } from '../http/comments-env.js';
 import { startReceiver } from '../helpers/receiver.js';
@@ -8,6 +9,8 @@ import { threadBody } from './delivery-env.js';
 /** A WorkerRole the test hands over and takes away, as the cluster's lease does (src/cluster/worker-lease.ts). */
 class HandedRole implements WorkerRole {
   readonly processId = 'this-node';
+  /** As in a cluster: the dispatcher keeps its short poll. */
+  readonly wakesFollowRows = false;
   readonly wakes: WorkKind[] = [];
   private holding = false;
   private readonly changes: Array<(held: boolean) => void> = [];
@@ -45,6 +48,7 @@ t.test('without the worker role nothing is dispatched, sent or run; taking it re
   const role = new HandedRole();
   const { server, call, creds } = await env(t, { outboundAllowedNetworks: ['127.0.0.0/8'] }, { autoDeliver: false, workerRole: role });
   const { delivery, jobs } = server.server.services;
+  t.equal(delivery.dispatcher.pollMs, DEFAULT_POLL_MS, 'a role whose wake-ups may overtake their rows (a cluster) keeps the short outbox poll');
   await call('/v2/workspace/advancedwebhookconfig/update', { isEnabled: true });
   await call('/v2/workspace/advancedwebhook/endpoints/create', { url: `${receiver.url}/hook` });
 

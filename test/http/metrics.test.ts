@@ -23,6 +23,10 @@ t.test('/metrics parses as Prometheus text and moves under REST and sync load', 
     'plait_mailbox_depth',
     'plait_mailbox_shed_total',
     'process_cpu_seconds_total',
+    // Event-loop delay: measured at the scrape, and the histogram sampled every EVENT_LOOP_SAMPLE_MS (docs/observability.md).
+    'nodejs_eventloop_lag_seconds',
+    'nodejs_eventloop_lag_max_seconds',
+    'nodejs_eventloop_lag_p99_seconds',
   ]) {
     t.ok(before.types.has(name), `${name} is exported`);
   }

@@ -1,0 +1,105 @@
+// Tests the outbox dispatcher's loop: woken by commits (a long poll is only the backstop), one loop, quiet after a stop.
+import t from 'tap';
+import { WORK_SCAN_MS } from '../../src/background-work.js';
+import type { Planner } from '../../src/delivery/channel.js';
+import { Dispatcher } from '../../src/delivery/dispatcher.js';
+import { DeliveryQueue } from '../../src/delivery/queue.js';
+import { Outbox } from '../../src/events/outbox.js';
+import type { EventDraft } from '../../src/events/types.js';
+import { createLogger } from '../../src/log.js';
+import { Store } from '../../src/store/env.js';
+import { startReceiver } from '../helpers/receiver.js';
+import { startTestServer } from '../helpers/server.js';
+import { env } from '../http/comments-env.js';
+import { threadBody } from './delivery-env.js';
+
+/** Longer than any test here may take: a delivery that waited for this poll would time the test out. */
+const HOUR = 3_600_000;
+
+function draft(documentId: string): EventDraft {
+  const metadata = { apiKey: 'key', organizationId: 'org', documentId, document: { documentId }, organization: { organizationId: 'org' } };
+  return { type: 'comment.add', apiKey: 'key', organizationId: 'org', documentId, data: { metadata } };
+}
+
+t.test('a wake-up during a round is kept: an event committed while the dispatcher plans is dispatched at once, not at the next poll', async (t) => {
+  // The dispatcher's timers are unref'd (they must not hold a stopping server up): keep this process alive meanwhile.
+  const alive = setInterval(() => undefined, 60_000);
+  t.teardown(() => clearInterval(alive));
+  const store = Store.open(t.testdir());
+  t.teardown(() => store.close());
+  const outbox = new Outbox(store);
+  const planned: string[] = [];
+  let secondPlanned: () => void = () => undefined;
+  const second = new Promise<void>((resolve) => (secondPlanned = resolve));
+  const lines: string[] = [];
+  const dispatcher: Dispatcher = new Dispatcher({
+    store,
+    outbox,
+    queue: new DeliveryQueue(store),
+    planners: [
+      {
+        name: 'recorder',
+        plan: (tx, event) => {
+          planned.push(event.documentId);
+          if (event.documentId === 'first') {
+            // Another write commits while this round plans: its row is there after the round's claim, and its commit
+            // wakes the dispatcher mid-round.
+            outbox.append(tx, draft('second'), Date.now());
+            dispatcher.wake();
+          }
+          if (event.documentId === 'second') secondPlanned();
+        },
+      } satisfies Planner,
+    ],
+    clock: { now: () => Date.now() },
+    log: createLogger('debug', {}, (line) => lines.push(line)),
+    pollMs: HOUR,
+  });
+  await store.transaction((tx) => outbox.append(tx, draft('first'), Date.now()));
+  dispatcher.start();
+  await second;
+  await dispatcher.stop();
+  t.same(planned, ['first', 'second'], 'each event planned once, the second without waiting for the hour-long poll');
+  t.same(outbox.read(), [], 'both acked');
+  t.same(lines, [], 'nothing logged');
+});
+
+t.test('one process: the poll is the slow backstop, and a comment written over REST is delivered at once (its commit wakes the dispatcher)', async (t) => {
+  const receiver = await startReceiver(t);
+  const defaults = await env(t);
+  t.equal(defaults.server.server.services.delivery.dispatcher.pollMs, WORK_SCAN_MS, 'a lone process polls the outbox only as often as the background scan');
+
+  const { call } = await env(t, { outboundAllowedNetworks: ['127.0.0.0/8'] }, { dispatcherPollMs: HOUR });
+  await call('/v2/workspace/advancedwebhookconfig/update', { isEnabled: true });
+  await call('/v2/workspace/advancedwebhook/endpoints/create', { url: `${receiver.url}/hook` });
+  t.equal((await call('/v1/commentannotations/add', threadBody('woken'))).status, 200);
+  const [sent] = await receiver.waitFor(1);
+  t.match(sent?.body, /woken/, 'delivered with an hour-long poll: the commit woke the dispatcher');
+});
+
+t.test('a server stopped while its dispatcher is busy logs no error, and the restarted one delivers every event', async (t) => {
+  const receiver = await startReceiver(t);
+  const lines: string[] = [];
+  const log = createLogger('warn', {}, (line) => lines.push(line));
+  // The short poll of a cluster node: a round left running past the stop (a second timer loop beside the stopped one,
+  // as a wake-up racing a round once made) would start during the restart and deliveries below, on the closed store.
+  const first = await startTestServer(t, { outboundAllowedNetworks: ['127.0.0.0/8'] }, undefined, { log, dispatcherPollMs: 100 });
+  const creds = await first.api.createWorkspace();
+  await first.api.call(creds, '/v2/workspace/advancedwebhookconfig/update', { isEnabled: true });
+  await first.api.call(creds, '/v2/workspace/advancedwebhook/endpoints/create', { url: `${receiver.url}/hook` });
+  // Writes at once: every commit wakes the dispatcher, many while it is planning the ones before.
+  const written = await Promise.all(Array.from({ length: 20 }, (_, i) => first.api.call(creds, '/v1/commentannotations/add', threadBody(`busy-${i}`))));
+  t.ok(written.every((answer) => answer.status === 200), 'every write committed');
+  first.server.services.delivery.dispatcher.wake();
+  const restarted = await first.restart();
+
+  // Events not dispatched before the stop stay in the outbox and go out after the restart.
+  restarted.server.services.delivery.dispatcher.wake();
+  const annotations = new Set<string>();
+  for (let count = 1; annotations.size < 20; count++) {
+    const requests = await receiver.waitFor(count);
+    for (const match of requests[count - 1]?.body.matchAll(/busy-\d+/g) ?? []) annotations.add(match[0]);
+  }
+  t.equal(annotations.size, 20, 'every event was delivered, across the stop');
+  t.same(lines.filter((line) => (JSON.parse(line) as { level: string }).level === 'error'), [], 'no error logged: nothing dispatched after the store closed');
+});
