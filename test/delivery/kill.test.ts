@@ -65,16 +65,23 @@ t.test('kill -9 with deliveries pending: after restart they are made as schedule
 
   const second = await startServerProcess(t, env);
   const api2 = new ApiClient(`http://127.0.0.1:${second.port}`);
-  // acked 1 + pending 3 + late 1: a resent acknowledged delivery would show up in the counts below.
-  const all = await receiver.waitFor(5);
+  // acked 1 + pending 3 + late at least 1: a resent acknowledged delivery would show up in the counts below.
+  const settled = (requests: readonly Received[]): boolean =>
+    requests.filter((r) => annotationOf(r) === 'pending').length >= 3 && requests.some((r) => annotationOf(r) === 'late');
+  let all = receiver.requests.slice();
+  while (!settled(all)) all = await receiver.waitFor(all.length + 1);
   const retried = all.filter((r) => annotationOf(r) === 'pending')[2];
   t.equal(retried?.headers['webhook-id'], pendingId, 'the pending message resumed under the same webhook-id');
   const after = await until(attemptsOf(api2, pendingId), (a) => a?.status === 'success');
   const third = Date.parse(after?.attempts[2]?.timestamp ?? '');
   t.ok(third >= dueAt, `the third attempt was not made before its due time (${third - dueAt} ms after it)`);
   t.equal(after?.attempts.length, 3, 'exactly three attempts: nothing repeated');
-  t.equal(all.filter((r) => r.headers['webhook-id'] === ackedId).length, 1, 'the acknowledged delivery was not sent again');
-  t.equal(all.filter((r) => annotationOf(r) === 'late').length, 1, 'the event left in the outbox was delivered once');
+  t.equal(receiver.requests.filter((r) => r.headers['webhook-id'] === ackedId).length, 1, 'the acknowledged delivery was not sent again');
+  // The late event may have been sent in the instant before the kill, its success not yet committed: delivery is at
+  // least once, so the restarted server sends it again, under the same webhook-id (the receiver's deduplication key).
+  const late = receiver.requests.filter((r) => annotationOf(r) === 'late');
+  t.ok(late.length >= 1 && late.length <= 2, `the event left in the outbox was delivered (${late.length} sends)`);
+  t.equal(new Set(late.map((r) => r.headers['webhook-id'])).size, 1, 'every send of the late event carries one webhook-id');
   second.child.kill('SIGTERM');
   t.equal(await second.exited, 0);
 });
