@@ -297,9 +297,12 @@ export class Compactor {
       for await (const message of messages) {
         if (message.seq <= position) continue;
         if (message.seq > position + 1) throw new Error(`the state stream skips from ${position} to ${message.seq} (purged by another node?)`);
-        const tx = await readTx(message.data, this.blobs, message.seq);
-        if (tx.blob !== undefined) blobs.push([message.seq, tx.blob]);
-        if (tx.claim !== undefined) {
+        const head = await readTx(message.data, this.blobs, message.seq, false);
+        // A second copy's blob is recorded too (a resend uploads it again), and is not read: as on every applier.
+        if (head.blob !== undefined) blobs.push([message.seq, head.blob]);
+        const tx = head.blob === undefined || this.order.applied(head.origin, head.n) ? head : await readTx(message.data, this.blobs, message.seq);
+        if (tx.purgedCopy === true) this.options.log.warn('dropped a second copy of a message whose first copy was purged (its blob is deleted)', { origin: tx.origin, n: tx.n, seq: message.seq });
+        else if (tx.claim !== undefined) {
           // A claim starts the document's new epoch (a second copy of it does not): as every node's applier does.
           const entry = this.order.admit(tx.origin, tx.n, []) === undefined ? undefined : this.claims.claim(tx.claim.document, message.seq, tx.claim.revision);
           if (entry !== undefined) fold.push(entry);

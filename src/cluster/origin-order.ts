@@ -50,6 +50,12 @@ export class OriginOrder {
     return kept;
   }
 
+  /** Whether message `n` of `origin` was applied already (a second copy, which `admit` would drop): asks without changing anything. */
+  applied(origin: string, n: number): boolean {
+    const state = this.origins.get(origin);
+    return state !== undefined && n <= state.max && !state.missing.has(n);
+  }
+
   /**
    * The open gaps as a plain value, to store with the applier's position (so a restart in the middle of a gap still
    * keeps a late message from undoing later writes); undefined when no gap changed since the last call. Origins

@@ -123,10 +123,14 @@ export class StateApplier {
       this.deps.applied.advance(message.seq);
       return;
     }
-    const tx = head.blob === undefined ? head : await readTx(message.data, blobs, message.seq);
-    for (const op of this.order.admit(tx.origin, tx.n, fencing.foreign(tx.ops, tx.fence, tx.origin, message.seq)) ?? []) {
-      batch.ops.push(op);
-      if (fencing.winsOverOwn(op, tx.fence)) batch.forced.add(op);
+    // A second copy (a resend past the duplicate window) is dropped unread: compaction may have deleted its blob.
+    const tx = head.blob === undefined || this.order.applied(head.origin, head.n) ? head : await readTx(message.data, blobs, message.seq);
+    if (tx.purgedCopy === true) this.deps.log.warn('dropped a second copy of a message whose first copy was purged (its blob is deleted)', { origin: tx.origin, n: tx.n, seq: message.seq });
+    else {
+      for (const op of this.order.admit(tx.origin, tx.n, fencing.foreign(tx.ops, tx.fence, tx.origin, message.seq)) ?? []) {
+        batch.ops.push(op);
+        if (fencing.winsOverOwn(op, tx.fence)) batch.forced.add(op);
+      }
     }
     batch.messages++;
     batch.end = message.seq;

@@ -33,6 +33,11 @@ export interface ReadTx {
   readonly claim?: { readonly document: string; readonly revision: number };
   /** The writer's epochs of the documents its ops write (fencing). */
   readonly fence?: Fence;
+  /**
+   * The blob was deleted by compaction (its object store keeps the delete marker): this message is a later copy of one
+   * already purged, hence applied by every node and folded into the checkpoint (no ops: the caller drops it).
+   */
+  readonly purgedCopy?: true;
 }
 
 /** Decodes one stream message; `fetchOps` false leaves the ops of a blob message unread (the caller skips them). */
@@ -45,6 +50,12 @@ export async function readTx(data: Uint8Array, blobs: ObjectStore, seq: number, 
   if (tx.ops !== undefined || tx.b === undefined) return { origin: tx.o, n: tx.n, ops: tx.ops ?? [], ...extra };
   if (!fetchOps) return { origin: tx.o, n: tx.n, ops: [], blob: tx.b, ...extra };
   const blob = await blobs.getBlob(tx.b);
-  if (blob === null) throw new Error(`the blob ${tx.b} of stream message ${seq} is missing`);
+  if (blob === null) {
+    // Blobs are deleted only after a message naming them was purged, and a name (the message id) is only ever shared by
+    // copies of one message: so a deleted blob means a resend that landed again past the duplicate window.
+    if ((await blobs.info(tx.b))?.deleted === true) return { origin: tx.o, n: tx.n, ops: [], blob: tx.b, purgedCopy: true, ...extra };
+    // Never written (or lost with the object store): applying around it would lose a write, so the applier stops here.
+    throw new Error(`the blob ${tx.b} of stream message ${seq} is missing`);
+  }
   return { origin: tx.o, n: tx.n, ops: (unpack(blob) as TxMessage).ops ?? [], blob: tx.b, ...extra };
 }
