@@ -23,10 +23,13 @@ export interface DeliveryConfigKinds {
 
 export type DeliveryConfigKind = keyof DeliveryConfigKinds;
 
+/** What the memo holds for a config never configured (one Map lookup, not has() then get()). */
+const ABSENT = Symbol('absent');
+
 /** Per API key (a workspace's configs are per key, as the API-key config is). Never-configured reads give undefined. */
 export class DeliveryConfigStore {
   private readonly db: Database<unknown, Key>;
-  /** While `memoized` runs: what each (kind, API key) read gave, undefined (never configured) included. */
+  /** While `memoized` runs: what each (kind, API key) read gave, ABSENT for a config never configured. */
   private memo: Map<DeliveryConfigKind, Map<string, unknown>> | undefined;
 
   constructor(private readonly store: Store) {
@@ -38,9 +41,10 @@ export class DeliveryConfigStore {
     if (memo === undefined) return this.db.get([apiKey, kind]) as DeliveryConfigKinds[K] | undefined;
     let byKey = memo.get(kind);
     if (byKey === undefined) memo.set(kind, (byKey = new Map()));
-    if (byKey.has(apiKey)) return byKey.get(apiKey) as DeliveryConfigKinds[K] | undefined;
+    const cached = byKey.get(apiKey);
+    if (cached !== undefined) return cached === ABSENT ? undefined : (cached as DeliveryConfigKinds[K]);
     const config = this.db.get([apiKey, kind]) as DeliveryConfigKinds[K] | undefined;
-    byKey.set(apiKey, config);
+    byKey.set(apiKey, config === undefined ? ABSENT : config);
     return config;
   }
 
