@@ -46,6 +46,8 @@ export class DeliveryQueue {
   private readonly jobs: Database<DeliveryJob, Key>;
   private readonly dueIndex: Database<string, Key>;
   private readonly listeners = new Set<() => void>();
+  /** Counts job writes (enqueue, replace, remove): a caller compares it before and after to know whether it wrote any. */
+  private writes = 0;
 
   constructor(private readonly store: Store) {
     this.jobs = store.records<DeliveryJob>(DB.deliveryJobs);
@@ -61,6 +63,11 @@ export class DeliveryQueue {
     for (const listener of this.listeners) listener();
   }
 
+  /** Job writes so far in this process (see `writes`); only differences mean anything. */
+  get writeCount(): number {
+    return this.writes;
+  }
+
   get(id: string): DeliveryJob | undefined {
     return this.jobs.get(id);
   }
@@ -71,6 +78,7 @@ export class DeliveryQueue {
     const row: DeliveryJob = { ...job, attempt: job.attempt ?? 0, state: 'pending', updatedAt: job.createdAt };
     this.jobs.putSync(row.id, row);
     this.dueIndex.putSync([row.due, row.id], row.target);
+    this.writes++;
     return true;
   }
 
@@ -80,6 +88,7 @@ export class DeliveryQueue {
     if (previous !== undefined && previous.state === 'pending') this.dueIndex.removeSync([previous.due, previous.id]);
     this.jobs.putSync(job.id, job);
     if (job.state === 'pending') this.dueIndex.putSync([job.due, job.id], job.target);
+    this.writes++;
   }
 
   /** Removes a job row (batches, once flushed, free their id for the next window). */
@@ -88,6 +97,7 @@ export class DeliveryQueue {
     if (previous === undefined) return;
     if (previous.state === 'pending') this.dueIndex.removeSync([previous.due, previous.id]);
     this.jobs.removeSync(id);
+    this.writes++;
   }
 
   /** Every pending job, read through the due index: finished rows (kept a week) are never scanned. */

@@ -79,7 +79,7 @@ export class Delivery {
     const notification = new NotificationChannel({ configs: this.configs, queue: this.queue, notifications: this.notifications });
     const activity = new ActivityChannel({ configs: this.configs, activities: this.activities });
     const deliveryLog = log.child({ component: 'delivery' });
-    this.dispatcher = new Dispatcher({ store, outbox: options.outbox, queue: this.queue, planners: [activity, notification, email, webhook, this.advanced], clock: this.clock, log: deliveryLog, ...(options.mayRun === undefined ? {} : { mayRun: options.mayRun }), ...(options.dispatcherPollMs === undefined ? {} : { pollMs: options.dispatcherPollMs }) });
+    this.dispatcher = new Dispatcher({ store, outbox: options.outbox, queue: this.queue, planners: [activity, notification, email, webhook, this.advanced], clock: this.clock, log: deliveryLog, planning: (body) => this.configs.memoized(body), ...(options.mayRun === undefined ? {} : { mayRun: options.mayRun }), ...(options.dispatcherPollMs === undefined ? {} : { pollMs: options.dispatcherPollMs }) });
     this.documentData = new DeliveryDocumentData({ store, outbox: options.outbox, queue: this.queue, endpoints: this.endpoints, now: () => this.clock.now() });
     this.runner = new DeliveryRunner({ queue: this.queue, channels: { email, webhook, advancedWebhook: this.advanced, notification }, clock: this.clock, log: deliveryLog, ...(options.mayRun === undefined ? {} : { mayRun: options.mayRun }), ...(options.runnerIdleMs === undefined ? {} : { maxIdleMs: options.runnerIdleMs }) });
   }

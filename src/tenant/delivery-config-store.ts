@@ -23,16 +23,47 @@ export interface DeliveryConfigKinds {
 
 export type DeliveryConfigKind = keyof DeliveryConfigKinds;
 
+/** What the memo holds for a config never configured (one Map lookup, not has() then get()). */
+const ABSENT = Symbol('absent');
+
 /** Per API key (a workspace's configs are per key, as the API-key config is). Never-configured reads give undefined. */
 export class DeliveryConfigStore {
   private readonly db: Database<unknown, Key>;
+  /** While `memoized` runs: what each (kind, API key) read gave, ABSENT for a config never configured. */
+  private memo: Map<DeliveryConfigKind, Map<string, unknown>> | undefined;
 
   constructor(private readonly store: Store) {
     this.db = store.records<unknown>(DB.deliveryConfigs);
   }
 
   stored<K extends DeliveryConfigKind>(apiKey: string, kind: K): DeliveryConfigKinds[K] | undefined {
-    return this.db.get([apiKey, kind]) as DeliveryConfigKinds[K] | undefined;
+    const memo = this.memo;
+    if (memo === undefined) return this.db.get([apiKey, kind]) as DeliveryConfigKinds[K] | undefined;
+    let byKey = memo.get(kind);
+    if (byKey === undefined) memo.set(kind, (byKey = new Map()));
+    const cached = byKey.get(apiKey);
+    if (cached !== undefined) return cached === ABSENT ? undefined : (cached as DeliveryConfigKinds[K]);
+    const config = this.db.get([apiKey, kind]) as DeliveryConfigKinds[K] | undefined;
+    byKey.set(apiKey, config === undefined ? ABSENT : config);
+    return config;
+  }
+
+  /**
+   * Runs `body` (synchronous) reading each config at most once: the dispatcher plans a round of up to 100 events, all
+   * usually of one API key, inside one write transaction, and every planner read its config per event (five LMDB
+   * reads per event, ~1.5% of a REST comment's CPU, bench/README.md "REST comment path, sixth session"). Nothing can
+   * write a config while `body` runs (it holds the only write transaction and planners only read configs), so a read
+   * repeated inside it would give the same row. Planners treat configs as read-only, so sharing the decoded object
+   * between events changes nothing. A nested call runs inside the outer one's memo.
+   */
+  memoized<T>(body: () => T): T {
+    if (this.memo !== undefined) return body();
+    this.memo = new Map();
+    try {
+      return body();
+    } finally {
+      this.memo = undefined;
+    }
   }
 
   email(apiKey: string): EmailConfig {

@@ -103,3 +103,38 @@ t.test('a server stopped while its dispatcher is busy logs no error, and the res
   t.equal(annotations.size, 20, 'every event was delivered, across the stop');
   t.same(lines.filter((line) => (JSON.parse(line) as { level: string }).level === 'error'), [], 'no error logged: nothing dispatched after the store closed');
 });
+
+t.test('the runner is woken after a round that wrote jobs, not after one that wrote none', async (t) => {
+  const store = Store.open(t.testdir());
+  t.teardown(() => store.close());
+  const outbox = new Outbox(store);
+  const queue = new DeliveryQueue(store);
+  let wakes = 0;
+  queue.onEnqueue(() => wakes++);
+  const dispatcher = new Dispatcher({
+    store,
+    outbox,
+    queue,
+    planners: [
+      {
+        name: 'jobs-for-wanted',
+        plan: (tx, event, now) => {
+          if (event.documentId === 'wanted') queue.enqueue(tx, { id: `${event.id}:test`, channel: 'webhook', apiKey: 'key', target: 'test', due: now, createdAt: now, payload: {} });
+        },
+      } satisfies Planner,
+    ],
+    clock: { now: () => Date.now() },
+    log: createLogger('warn', {}, () => undefined),
+    pollMs: HOUR,
+  });
+  await store.transaction((tx) => outbox.append(tx, draft('ignored'), Date.now()));
+  t.equal(await dispatcher.pump(), 1);
+  t.equal(wakes, 0, 'nothing enqueued: the runner is left alone');
+  await store.transaction((tx) => {
+    outbox.append(tx, draft('ignored'), Date.now());
+    outbox.append(tx, draft('wanted'), Date.now());
+  });
+  t.equal(await dispatcher.pump(), 2);
+  t.equal(wakes, 1, 'a job enqueued: the runner is woken once, after the commit');
+  t.equal(queue.pending().length, 1);
+});

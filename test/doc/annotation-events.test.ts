@@ -1,7 +1,7 @@
 // Tests src/doc/annotations/state.ts: one outbox event per change, and a failed commit lands neither change nor event.
 import t, { type Test } from 'tap';
 import { AnnotationState } from '../../src/doc/annotations/state.js';
-import type { AnnotationInput, Status } from '../../src/doc/annotations/model.js';
+import { commentView, type AnnotationInput, type CommentRecord, type Status } from '../../src/doc/annotations/model.js';
 import { Outbox } from '../../src/events/outbox.js';
 import type { WriteTx } from '../../src/store/env.js';
 import type { EventDraft, EventPayload } from '../../src/events/types.js';
@@ -60,6 +60,30 @@ t.test('each change writes exactly one outbox event of its type', async (t) => {
   });
   const commentEvent = outbox.read().find((e) => e.type === 'comment.add');
   t.match(commentEvent?.data, { targetComment: { commentId: 2, commentText: 'reply', status: 'added', type: 'text' }, actionUser: { userId: 'bob' } });
+});
+
+t.test("an event's targetComment is exactly the comment's own view (key order included), whether it is still in the thread or deleted", async (t) => {
+  const { state, outbox } = open(t);
+  const comment = (id: number): CommentRecord => {
+    const found = state.find('a1')?.comments.find((c) => c.commentId === id);
+    if (found === undefined) throw new Error(`comment ${id} not in a1`);
+    return found;
+  };
+  /** The JSON of the targetComment of the last event written, against the JSON of the view of `record`. */
+  const check = (record: CommentRecord, what: string): void => {
+    const events = outbox.read();
+    const data = events[events.length - 1]?.data as { targetComment?: unknown } | undefined;
+    t.equal(JSON.stringify(data?.targetComment), JSON.stringify(commentView(record)), what);
+  };
+  await state.add([thread('a1', { commentData: [{ commentText: 'first', from: { userId: 'alice', name: 'A' }, context: { x: 1 }, attachments: [{ id: 'f' }] }] })]);
+  check(comment(1), 'comment_annotation.add: the first comment');
+  await state.addComments('a1', [{ commentText: 'reply', from: { userId: 'bob' } }, { commentHtml: '<b>two</b>', from: { userId: 'bob' } }]);
+  check(comment(3), 'comment.add: the last comment added');
+  await state.updateComments('a1', [2], { from: { userId: 'bob' }, commentText: 'edited' });
+  check(comment(2), 'comment.update: the comment as edited');
+  const deleted = comment(3);
+  await state.deleteComments('a1', [3]);
+  check(deleted, 'comment.delete: the comment as it was, no longer in the thread');
 });
 
 t.test('one update touching several aspects writes one event per aspect, all in its transaction', async (t) => {

@@ -63,7 +63,9 @@ export class ThreadChanges implements DocumentChange {
       const key = [ref.apiKey, ref.organizationId, ref.documentId, view.annotationId];
       if (change.after === undefined) db.removeSync(key);
       else db.putSync(key, change.after);
-      for (const raised of change.events) outbox.append(tx, eventDraft(ref, view, raised), this.now);
+      // The view was built from this record (see the constructor), which lets the draft reuse its comment views.
+      const thread = (change.after ?? change.before) as AnnotationRecord;
+      for (const raised of change.events) outbox.append(tx, eventDraft(ref, view, raised, thread), this.now);
     });
   }
 
