@@ -25,7 +25,7 @@ export interface FanoutOptions {
   /**
    * An unmeasured closed-loop phase of this length before the measured phases (0: none). V8 compiles a server's hot
    * functions with TurboFan on helper threads the first time a path gets hot; measured without it, a phase carries the
-   * one-time compilation of the paths it is first to heat (bench/README, "JIT warm-up in the measured phases").
+   * one-time compilation of the paths it is first to heat (bench/README.md, "V8 was still compiling inside the measured phases").
    */
   readonly warmupMs: number;
   readonly env?: Readonly<Record<string, string>>;
