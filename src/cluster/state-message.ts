@@ -8,6 +8,22 @@ export const STATE_STREAM = 'PLAIT_STATE';
 export const STATE_SUBJECT = 'plait.state.tx';
 export const BLOB_BUCKET = 'plait_blobs';
 
+/** The largest message put on the stream inline (src/cluster/state-publisher.ts); a larger one goes to the blob store. */
+export const INLINE_LIMIT = 1024 * 1024 - 16 * 1024;
+
+/**
+ * What a consumer of the state stream asks for at once. At most 32 messages of up to INLINE_LIMIT each are outstanding
+ * (nats.js asks for more only as the outstanding count falls), well under nats-server's per-client max_pending (64 MiB
+ * by default). With 512, a node catching up on large group-commit messages was sent more than that while it was busy
+ * applying, was closed as a slow consumer, reconnected, asked again, and never caught up (bench/cluster.ts: a cluster
+ * started on the stream an earlier one filled). Not `max_bytes`: a pull whose remaining byte budget is smaller than the
+ * next message stalls (nats-server answers 409 "Message Size Exceeds MaxBytes", which nats.js 2.29 does not count).
+ */
+export const STATE_PULL = { max_messages: 32 } as const;
+
+/** A catch-up flushes its batch at this many ops, so one LMDB transaction callback never blocks the loop for long. */
+export const APPLY_BATCH_OPS = 5_000;
+
 /** A message on the stream: its origin (node and boot), the origin's counter, and the ops or the blob holding them. */
 export interface TxMessage {
   readonly o: string;

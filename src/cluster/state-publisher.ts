@@ -5,7 +5,7 @@ import { unavailable } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { ReplicatedOp } from '../store/replication.js';
 import type { Fence } from './fence.js';
-import { STATE_SUBJECT, type TxMessage } from './state-message.js';
+import { INLINE_LIMIT, STATE_SUBJECT, type TxMessage } from './state-message.js';
 
 /** A write waiting for the stream's acknowledgement. */
 interface Outbound {
@@ -50,7 +50,7 @@ export class StatePublisher {
   constructor(nc: NatsConnection, private readonly blobs: ObjectStore, private readonly options: StatePublisherOptions) {
     this.js = nc.jetstream();
     // Headroom under the server's max_payload for the envelope and headers.
-    this.inlineLimit = Math.max(1024, Math.min(nc.info?.max_payload ?? 1024 * 1024, 1024 * 1024) - 16 * 1024);
+    this.inlineLimit = Math.max(1024, Math.min((nc.info?.max_payload ?? 1024 * 1024) - 16 * 1024, INLINE_LIMIT));
   }
 
   /** While earlier writes wait to be resent (the stream unreachable), new ones are refused before they commit. */

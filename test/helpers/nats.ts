@@ -1,6 +1,7 @@
 // Test helper: a real nats-server with JetStream on a free loopback port and a temporary store, or a plain skip reason.
 import { spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import type { Test } from 'tap';
 
 /** Debian's package installs it here; PATH is tried too (NATS_SERVER_BIN overrides both). */
@@ -14,6 +15,8 @@ export interface NatsServer {
   readonly port: number;
   /** Ends the server (SIGKILL: nothing is flushed; SIGTERM: a clean stop) and resolves once it has exited. */
   stop(signal?: NodeJS.Signals): Promise<void>;
+  /** What the server has logged so far (its notices: slow consumers, disconnects). */
+  output(): string;
 }
 
 /** The nats-server binary, or undefined when none is installed. */
@@ -33,9 +36,18 @@ export function natsOrSkip(t: Test): string | undefined {
   return bin;
 }
 
-/** Starts `nats-server -js` on 127.0.0.1 and a port the server picks, storing in a tap test directory. */
-export async function startNats(t: Test, bin: string, storeDir = t.testdir(), port = -1): Promise<NatsServer> {
-  const child = spawn(bin, ['-js', '-a', '127.0.0.1', '-p', String(port), '-sd', storeDir], { stdio: ['ignore', 'ignore', 'pipe'] });
+/**
+ * Starts `nats-server -js` on 127.0.0.1 and a port the server picks, storing in a tap test directory. `config`: lines
+ * of a server configuration file (limits such as `max_pending`), passed with `-c`.
+ */
+export async function startNats(t: Test, bin: string, storeDir = t.testdir(), port = -1, config?: string): Promise<NatsServer> {
+  const args = ['-js', '-a', '127.0.0.1', '-p', String(port), '-sd', storeDir];
+  if (config !== undefined) {
+    const file = join(storeDir, 'nats-server.conf');
+    writeFileSync(file, `${config}\n`);
+    args.push('-c', file);
+  }
+  const child = spawn(bin, args, { stdio: ['ignore', 'ignore', 'pipe'] });
   let output = '';
   const exited = new Promise<void>((resolve) => child.on('exit', () => resolve()));
   t.teardown(async () => {
@@ -64,6 +76,7 @@ export async function startNats(t: Test, bin: string, storeDir = t.testdir(), po
   return {
     url: `nats://127.0.0.1:${bound}`,
     port: bound,
+    output: () => output,
     stop: async (signal = 'SIGTERM') => {
       if (child.exitCode === null && child.signalCode === null) child.kill(signal);
       await exited;
