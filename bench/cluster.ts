@@ -178,6 +178,7 @@ async function throughput(nats: Nats, count: number, options: ThroughputOptions)
     return [
       { bench, metric: 'updates/s (aggregate)', unit: 'upd/s', server: 'plait', value: perSecond, better: 'higher', detail },
       { bench, metric: 'server CPU (cores)', unit: 'cores', server: 'plait', value: cores('servers'), better: 'lower' },
+      { bench, metric: 'server CPU per aggregate update', unit: 'µs', server: 'plait', value: (cores('servers') * 1e6) / perSecond, better: 'lower' },
       { bench, metric: 'load generator CPU (cores)', unit: 'cores', server: 'plait', value: loadCores, better: 'lower' },
       { bench, metric: 'nats-server CPU (cores)', unit: 'cores', server: 'plait', value: cores('nats'), better: 'lower' },
       { bench, metric: 'unfinished + reconnects', unit: 'count', server: 'plait', value: results.reduce((sum, result) => sum + result.unfinished + result.closes, 0), better: 'lower' },
@@ -277,6 +278,11 @@ if (isMain(import.meta.url)) {
         figures.push(...one, ...two);
         const rate = (list: readonly Figure[]): number => list.find((figure) => figure.metric === 'updates/s (aggregate)')?.value ?? Number.NaN;
         figures.push({ bench: 'cluster, 2 processes', metric: 'speed-up over 1 process (target ≥ 1.6)', unit: '×', server: 'plait', value: rate(two) / rate(one), better: 'higher' });
+        // What 2 processes would deliver with a core each (and the load elsewhere), if each update cost what it costs
+        // here: 2 × (CPU per update, 1 process) ÷ (CPU per update, 2 processes). A model, not a measurement: on this
+        // machine two busy processes also share caches and the scheduler (docs/cluster.md, "Bench").
+        const perUpdate = (list: readonly Figure[]): number => list.find((figure) => figure.metric === 'server CPU per aggregate update')?.value ?? Number.NaN;
+        figures.push({ bench: 'cluster, 2 processes', metric: 'speed-up with a core per process, projected from CPU per update', unit: '×', server: 'plait', value: (2 * perUpdate(one)) / perUpdate(two), better: 'higher' });
       }
       if (phases.has('latency')) {
         figures.push(
