@@ -16,12 +16,16 @@ export const INLINE_LIMIT = 1024 * 1024 - 16 * 1024;
  * (nats.js asks for more only as the outstanding count falls), well under nats-server's per-client max_pending (64 MiB
  * by default). With 512, a node catching up on large group-commit messages was sent more than that while it was busy
  * applying, was closed as a slow consumer, reconnected, asked again, and never caught up (bench/cluster.ts: a cluster
- * started on the stream an earlier one filled). Not `max_bytes`: a pull whose remaining byte budget is smaller than the
- * next message stalls (nats-server answers 409 "Message Size Exceeds MaxBytes", which nats.js 2.29 does not count).
+ * started on the stream an earlier one filled). Not `max_bytes`: tried, the catch-up stopped part-way (message 131 of
+ * 225) until the start timed out; a pull whose byte budget left is smaller than the next message gets a 409 from the
+ * server instead of the message (nats-server issue 5888), and nats.js 2.29 then waited for its heartbeat.
  */
 export const STATE_PULL = { max_messages: 32 } as const;
 
-/** A catch-up flushes its batch at this many ops, so one LMDB transaction callback never blocks the loop for long. */
+/**
+ * A catch-up flushes its batch once it holds this many ops, so one LMDB transaction callback does not hold the event
+ * loop for the ops of many messages (one group-commit message alone can carry ~30k: ~70 ms, bench/cluster.ts).
+ */
 export const APPLY_BATCH_OPS = 5_000;
 
 /** A message on the stream: its origin (node and boot), the origin's counter, and the ops or the blob holding them. */
