@@ -1,16 +1,8 @@
 // Tests the bench's sync clients against a real Plait server: a destroyed client leaves nothing that keeps its document in memory.
-import { setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
 import t from 'tap';
 import { connectClient, plaitCredentials, type SyncTarget } from '../../bench/lib/clients.js';
+import { collectGarbage } from '../helpers/gc.js';
 import { startTestServer } from '../helpers/server.js';
-
-/** A full collection, when the test process can ask for one. */
-function collectGarbage(): (() => void) | undefined {
-  setFlagsFromString('--expose-gc');
-  const gc: unknown = runInNewContext('gc');
-  return typeof gc === 'function' ? () => void gc() : undefined;
-}
 
 /** Connects, syncs, destroys; only a weak reference to the client's document leaves this function. */
 async function connectAndDestroy(target: SyncTarget, documentId: string): Promise<WeakRef<object>> {

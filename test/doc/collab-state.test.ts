@@ -1,6 +1,4 @@
 // Tests src/doc/collab-state.ts with real document actors: release on unload, reads after commit, live messages only to listeners.
-import { setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
 import t, { type Test } from 'tap';
 import { loadConfig } from '../../src/config.js';
 import { CollabDocuments, type LiveMessage } from '../../src/doc/collab-state.js';
@@ -9,6 +7,7 @@ import { Outbox } from '../../src/events/outbox.js';
 import { createLogger } from '../../src/log.js';
 import { Store } from '../../src/store/env.js';
 import { FakeHub } from '../helpers/fake-peer.js';
+import { collectGarbage } from '../helpers/gc.js';
 
 const ref = { apiKey: 'k1', organizationId: 'org', documentId: 'doc' };
 
@@ -36,13 +35,6 @@ function open(t: Test, options: { docIdleUnloadMs?: number } = {}) {
     await store.close();
   });
   return { store, registry, docs, encoded };
-}
-
-/** A full collection, when the test process can ask for one. */
-function collectGarbage(): (() => void) | undefined {
-  setFlagsFromString('--expose-gc');
-  const gc: unknown = runInNewContext('gc');
-  return typeof gc === 'function' ? () => void gc() : undefined;
 }
 
 t.test('an unloaded document keeps no expiry timer, so neither its actor nor its state stays in memory', async (t) => {
