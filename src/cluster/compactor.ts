@@ -10,7 +10,7 @@ import { ClaimTable } from './fence.js';
 import { ROLE_BUCKET } from './leases.js';
 import { nodeLivenessKey } from './worker-lease.js';
 import { GAPS_KEY, OriginOrder } from './origin-order.js';
-import { APPLY_BATCH_OPS, BLOB_BUCKET, readTx, STATE_PULL, STATE_STREAM, STATE_SUBJECT } from './state-message.js';
+import { APPLY_BATCH_OPS, BLOB_BUCKET, readTx, STATE_PULL_MESSAGES, STATE_STREAM, STATE_SUBJECT } from './state-message.js';
 import { blobRef, deleteBlobsUpTo, SWEEP_GRACE_MS, sweepOrphanChunks } from './sweep.js';
 
 /** Every node answers here with the stream sequence its cache has applied (the purge never passes the slowest). */
@@ -273,7 +273,7 @@ export class Compactor {
   private async applyUpTo(store: Store, from: number, end: number): Promise<number> {
     const meta = store.records<unknown>(DB.meta);
     const consumer = await this.nc.jetstream().consumers.get(STATE_STREAM, { filterSubjects: STATE_SUBJECT, deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: from + 1 });
-    const messages = await consumer.consume({ ...STATE_PULL });
+    const messages = await consumer.consume({ max_messages: STATE_PULL_MESSAGES });
     let position = from;
     let ops: ReplicatedOp[] = [];
     let blobs: Array<[number, string]> = [];

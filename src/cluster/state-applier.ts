@@ -7,7 +7,7 @@ import type { ReplicatedOp } from '../store/replication.js';
 import type { AppliedSeq } from './applied-seq.js';
 import type { Fencing } from './fence.js';
 import { GAPS_KEY, OriginOrder } from './origin-order.js';
-import { APPLY_BATCH_OPS, readTx, STATE_PULL, STATE_STREAM, STATE_SUBJECT } from './state-message.js';
+import { APPLY_BATCH_OPS, readTx, STATE_PULL_MESSAGES, STATE_STREAM, STATE_SUBJECT } from './state-message.js';
 import type { StatePublisher } from './state-publisher.js';
 
 /** DB.meta key (node-local): where the applier is; the cache's own state (dirty, which stream) is rebuild.ts's. */
@@ -74,7 +74,7 @@ export class StateApplier {
     while (!closed() && !behind()) {
       try {
         const consumer = await this.deps.js.consumers.get(STATE_STREAM, { filterSubjects: STATE_SUBJECT, deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: applied.value + 1 });
-        this.messages = await consumer.consume({ ...STATE_PULL });
+        this.messages = await consumer.consume({ max_messages: STATE_PULL_MESSAGES });
         if (closed()) break;
         const batch: Batch = { ops: [], messages: 0, end: applied.value, meta: [], forced: new Set() };
         for await (const message of this.messages) {

@@ -12,7 +12,7 @@ export const BLOB_BUCKET = 'plait_blobs';
 export const INLINE_LIMIT = 1024 * 1024 - 16 * 1024;
 
 /**
- * What a consumer of the state stream asks for at once. At most 32 messages of up to INLINE_LIMIT each are outstanding
+ * How many messages a consumer of the state stream asks for at once. At most 32 of up to INLINE_LIMIT each are outstanding
  * (nats.js asks for more only as the outstanding count falls), well under nats-server's per-client max_pending (64 MiB
  * by default). With 512, a node catching up on large group-commit messages was sent more than that while it was busy
  * applying, was closed as a slow consumer, reconnected, asked again, and never caught up (bench/cluster.ts: a cluster
@@ -20,7 +20,7 @@ export const INLINE_LIMIT = 1024 * 1024 - 16 * 1024;
  * 225) until the start timed out; a pull whose byte budget left is smaller than the next message gets a 409 from the
  * server instead of the message (nats-server issue 5888), and nats.js 2.29 then waited for its heartbeat.
  */
-export const STATE_PULL = { max_messages: 32 } as const;
+export const STATE_PULL_MESSAGES = 32;
 
 /**
  * A catch-up flushes its batch once it holds this many ops, so one LMDB transaction callback does not hold the event

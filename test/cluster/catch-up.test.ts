@@ -1,6 +1,6 @@
 // Tests a fresh node's catch-up over more large state messages than nats-server buffers for one client: it asks for few enough at once that it is never closed as a slow consumer.
 import t from 'tap';
-import { INLINE_LIMIT, STATE_PULL } from '../../src/cluster/state-message.js';
+import { INLINE_LIMIT, STATE_PULL_MESSAGES } from '../../src/cluster/state-message.js';
 import { DB } from '../../src/store/keys.js';
 import { natsOrSkip, startNats } from '../helpers/nats.js';
 import { openStateNode } from '../helpers/state-node.js';
@@ -23,7 +23,7 @@ function value(index: number): Uint8Array {
 
 t.test('the most a state consumer has outstanding stays under the default per-client buffer', async (t) => {
   // What the catch-up test below relies on, for the server's default max_pending (64 MiB) and the largest inline message.
-  t.ok(STATE_PULL.max_messages * INLINE_LIMIT <= 64 * 1024 * 1024 / 2, `${STATE_PULL.max_messages} messages of up to ${INLINE_LIMIT} bytes are at most half of 64 MiB`);
+  t.ok(STATE_PULL_MESSAGES * INLINE_LIMIT <= 64 * 1024 * 1024 / 2, `${STATE_PULL_MESSAGES} messages of up to ${INLINE_LIMIT} bytes are at most half of 64 MiB`);
 });
 
 t.test('a fresh node catches up on 35 MB of large messages with a 16 MiB server buffer per client', async (t) => {
