@@ -5,7 +5,7 @@ import { open, type Database, type DatabaseOptions, type Key, type RootDatabase 
 import type { Logger } from '../log.js';
 import { GroupCommit, type GroupedChange, type TransactionRoot } from './group-commit.js';
 import { DB, READABLE_SCHEMA_VERSIONS, SCHEMA_VERSION, type DbName } from './keys.js';
-import { CLUSTER_CACHE_KEY, LOCAL_ONLY, Outgoing, PendingKeys, Recorder, type ChangeListener, type ReplicatedOp, type Replication } from './replication.js';
+import { CLUSTER_CACHE_KEY, isRange, keyId, LOCAL_ONLY, numberedKeys, Outgoing, PendingKeys, Recorder, type ChangeListener, type KeyOp, type ReplicatedOp, type Replication } from './replication.js';
 
 /**
  * Proof that code runs inside an all-or-nothing write transaction. Only `Store.transaction` and
@@ -181,9 +181,16 @@ export class Store {
       for (const op of ops) {
         // Checked here, inside LMDB's single writer, so every local write that ran before is counted. `forced`: ops
         // that win over this node's own pending writes anyway (a newer owner's document writes: ours are fenced off).
-        if (pending !== undefined && pending.holds(op) && forced?.has(op) !== true) continue;
+        const held = pending !== undefined && forced?.has(op) !== true ? pending : undefined;
         const db = this.raw(op[0]);
-        if (op.length === 2) void db.remove(op[1]);
+        if (isRange(op)) {
+          const [name, prefix, from, to, except] = op;
+          for (const key of numberedKeys(db, prefix, from, to)) {
+            if (held?.holds([name, key]) === true || except?.has(keyId([name, key])) === true) continue;
+            void db.remove(key);
+          }
+        } else if (held?.holds(op) === true) continue;
+        else if (op.length === 2) void db.remove(op[1]);
         else void db.put(op[1], op[2]);
         changed.add(op[0]);
       }
@@ -213,7 +220,7 @@ export class Store {
   }
 
   /** Cluster mode: every replicated row, database by database in key order, as puts (a checkpoint's image of this store). */
-  *replicatedRows(): Generator<ReplicatedOp> {
+  *replicatedRows(): Generator<KeyOp> {
     for (const name of Object.values(DB)) {
       if (LOCAL_ONLY.has(name)) continue;
       for (const { key, value } of this.raw(name).getRange({})) yield [name, key, value];

@@ -2,8 +2,55 @@
 import type { Database, Key } from 'lmdb';
 import type { DbName } from './keys.js';
 
-/** One write as replicated: a put of `value`, or (`value` absent, length 2) a remove. */
-export type ReplicatedOp = readonly [db: DbName, key: Key, value?: unknown];
+/** One key's write as replicated: a put of `value`, or (`value` absent, length 2) a remove. */
+export type KeyOp = readonly [db: DbName, key: Key, value?: unknown];
+
+/**
+ * The removal of a run of numbered rows: every key `[...prefix, n]` with `from <= n < to` (a number n). One op where a
+ * snapshot fold would otherwise replicate one remove per update it folds (bench/cluster.ts: 1000 per fold, most of a
+ * busy message's ops). `except`, never published: keys (as `keyId`) a late message's removal must leave (origin-order.ts).
+ */
+export type RangeRemoval = readonly [db: DbName, prefix: readonly Key[], from: number, to: number, except?: ReadonlySet<string>];
+
+/** One write as replicated. Length tells them apart: 2 or 3 a key's write, 4 or 5 a range removal. */
+export type ReplicatedOp = KeyOp | RangeRemoval;
+
+export function isRange(op: ReplicatedOp): op is RangeRemoval {
+  return op.length >= 4;
+}
+
+/** Whether `key` is one of the rows `range` removes. */
+export function inRange(range: RangeRemoval, key: Key): boolean {
+  return isNumbered(key, range[1], range[2], range[3]);
+}
+
+function isNumbered(key: Key, prefix: readonly Key[], from: number, to: number): boolean {
+  if (!Array.isArray(key) || key.length !== prefix.length + 1) return false;
+  for (let i = 0; i < prefix.length; i++) if (key[i] !== prefix[i]) return false;
+  const n: unknown = key[prefix.length];
+  return typeof n === 'number' && n >= from && n < to;
+}
+
+/**
+ * The keys `[...prefix, n]`, `from <= n < to`, that `db` holds now: the rows a range removal removes. Collected first,
+ * since removing under a live cursor would disturb it; the recording node and every applier remove by this one rule.
+ */
+export function numberedKeys(db: Database<unknown, Key> | Database<Uint8Array, Key>, prefix: readonly Key[], from: number, to: number): Key[] {
+  return [...db.getKeys({ start: [...prefix, from], end: [...prefix, to] })].filter((key) => isNumbered(key, prefix, from, to));
+}
+
+/** The wrapped database's range removal (a symbol: no lmdb-js property can clash with it). */
+const REMOVE_NUMBERED = Symbol('removeNumbered');
+
+/**
+ * Removes the numbered rows `[...prefix, n]`, `from <= n < to`, of `db`; only inside a write transaction. In cluster mode
+ * (a database `Recorder.wrap` handed out) it is recorded as one RangeRemoval, not one remove per row.
+ */
+export function removeNumbered(db: Database<Uint8Array, Key>, prefix: readonly Key[], from: number, to: number): void {
+  const recorded = (db as unknown as { [REMOVE_NUMBERED]?: (prefix: readonly Key[], from: number, to: number) => void })[REMOVE_NUMBERED];
+  if (recorded !== undefined) return recorded(prefix, from, to);
+  for (const key of numberedKeys(db, prefix, from, to)) void db.remove(key);
+}
 
 /**
  * The store's port to a cluster (src/cluster/state.ts implements it with a JetStream stream; bootstrap wires it only
@@ -84,6 +131,11 @@ export class Recorder {
     return new Proxy(db, {
       get(target, property, receiver) {
         switch (property) {
+          case REMOVE_NUMBERED:
+            return handOut(property, () => (prefix: readonly Key[], from: number, to: number) => {
+              recorder.record([name, prefix, from, to]);
+              for (const key of numberedKeys(target, prefix, from, to)) void target.remove(key);
+            });
           case 'put':
           case 'putSync':
             return handOut(property, () => (key: Key, value: V, ...rest: unknown[]) => {
@@ -156,9 +208,15 @@ export class Outgoing {
  */
 export class PendingKeys {
   private readonly counts = new Map<string, number>();
+  /** This node's range removals not reached yet (few: one per snapshot fold in flight), each with its count. */
+  private readonly ranges: Array<{ readonly range: RangeRemoval; count: number }> = [];
 
   add(ops: readonly ReplicatedOp[], delta: 1 | -1): void {
     for (const op of ops) {
+      if (isRange(op)) {
+        this.addRange(op, delta);
+        continue;
+      }
       const id = keyId(op);
       const count = (this.counts.get(id) ?? 0) + delta;
       if (count <= 0) this.counts.delete(id);
@@ -166,12 +224,30 @@ export class PendingKeys {
     }
   }
 
-  holds(op: ReplicatedOp): boolean {
-    return this.counts.has(keyId(op));
+  /** Whether a foreign write of this key loses to one of this node's writes still to come in the stream. */
+  holds(op: KeyOp): boolean {
+    if (this.counts.has(keyId(op))) return true;
+    for (const { range } of this.ranges) if (range[0] === op[0] && inRange(range, op[1])) return true;
+    return false;
+  }
+
+  private addRange(range: RangeRemoval, delta: 1 | -1): void {
+    const index = this.ranges.findIndex((entry) => sameRange(entry.range, range));
+    if (index < 0) {
+      if (delta > 0) this.ranges.push({ range, count: 1 });
+      return;
+    }
+    const entry = this.ranges[index] as { range: RangeRemoval; count: number };
+    entry.count += delta;
+    if (entry.count <= 0) this.ranges.splice(index, 1);
   }
 }
 
+function sameRange(a: RangeRemoval, b: RangeRemoval): boolean {
+  return a[0] === b[0] && a[2] === b[2] && a[3] === b[3] && a[1].length === b[1].length && a[1].every((part, i) => part === b[1][i]);
+}
+
 /** One string per database and key, for maps of keys. */
-export function keyId(op: ReplicatedOp): string {
+export function keyId(op: KeyOp): string {
   return `${op[0]}\u0000${JSON.stringify(op[1])}`;
 }

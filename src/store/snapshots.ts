@@ -2,6 +2,7 @@
 import type { Database, Key } from 'lmdb';
 import type { Store } from './env.js';
 import { DB, KEY_END } from './keys.js';
+import { removeNumbered } from './replication.js';
 
 /** The root type of an editor doc's content (the REST CRDT `type`), stored with its meta. */
 export type StoreType = 'text' | 'map' | 'array' | 'xml';
@@ -99,8 +100,7 @@ export class Snapshots {
     if (this.updates === undefined || this.snapshots === undefined) return;
     void this.snapshots.put([...id], snapshot);
     this.putMeta(id, { ...meta, foldedSeq: boundary });
-    // Collected first: removing under a live cursor would disturb the iteration.
-    const folded = [...this.updates.getKeys({ start: [...id, 0], end: [...id, boundary] })];
-    for (const key of folded) void this.updates.remove(key);
+    // One range removal, not a remove per entry: in cluster mode it is replicated as one op (src/store/replication.ts).
+    removeNumbered(this.updates, id, 0, boundary);
   }
 }
