@@ -1,6 +1,6 @@
 // Owns the cluster benchmark: aggregate updates/s of 1 and 2 Plait processes on NATS, and fan-out latency owner vs relaying node.
 import { fork, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -23,7 +23,7 @@ const USAGE = `node --import=tsx bench/cluster.ts [flags]
   --latency-seconds S latency phase: measured seconds (default 10)
   --payload B         characters per update (default 32)
   --phases P          comma-separated: throughput, latency (default both)
-  --profile           latency phase: V8 CPU profiles of both Plait processes (the busiest is summarized)
+  --profile           V8 CPU profiles of both Plait processes of the two-process throughput phase and of the latency phase (each summarized)
 Needs nats-server (apt-get install nats-server). Every process is a child; all traffic on 127.0.0.1.`;
 
 const LOAD_SCRIPT = fileURLToPath(new URL('./lib/cluster-load.ts', import.meta.url));
@@ -144,8 +144,8 @@ interface ThroughputOptions {
  * its readers connect to the same process, as behind a load balancer with document affinity. One load process per
  * Plait process, so a load generator never serves two servers' sockets.
  */
-async function throughput(nats: Nats, count: number, options: ThroughputOptions): Promise<Figure[]> {
-  const cluster = await startCluster(nats, count, `t${count}`);
+async function throughput(nats: Nats, count: number, options: ThroughputOptions, cpuProfileDir?: string): Promise<Figure[]> {
+  const cluster = await startCluster(nats, count, `t${count}`, cpuProfileDir);
   const loads = cluster.servers.map(() => new LoadProcess());
   try {
     await Promise.all(
@@ -274,7 +274,7 @@ if (isMain(import.meta.url)) {
     try {
       if (phases.has('throughput')) {
         const one = await throughput(nats, 1, options);
-        const two = await throughput(nats, 2, options);
+        const two = await throughput(nats, 2, options, prof === undefined ? undefined : join(prof, 'throughput-2'));
         figures.push(...one, ...two);
         const rate = (list: readonly Figure[]): number => list.find((figure) => figure.metric === 'updates/s (aggregate)')?.value ?? Number.NaN;
         figures.push({ bench: 'cluster, 2 processes', metric: 'speed-up over 1 process (target ≥ 1.6)', unit: '×', server: 'plait', value: rate(two) / rate(one), better: 'higher' });
@@ -300,7 +300,9 @@ if (isMain(import.meta.url)) {
       await nats.stop();
     }
     // Both processes matter here (the owner and the relaying node), so every profile is summarized, not the busiest.
-    if (prof !== undefined) for (const summary of summarizeProfiles(prof)) progress(formatProfile(summary));
+    if (prof !== undefined) {
+      for (const dir of [join(prof, 'throughput-2'), prof]) if (existsSync(dir)) for (const summary of summarizeProfiles(dir)) progress(formatProfile(summary));
+    }
     for (const figure of figures) emit(figure);
     finish(figures);
   });
