@@ -23,7 +23,7 @@ export const DB = {
   signingKeys: 'signing-keys',
   /** [apiKey, kind, ...ids] -> directory records (organizations, folders, documents, users, groups, grants) */
   directory: 'directory',
-  /** binary. [apiKey, organizationId, documentId, editorId, seq] -> one Yjs update */
+  /** binary. [apiKey, organizationId, documentId, editorId, seq] -> one Yjs update: a commit's appends of the store merged, at the last one's seq */
   docUpdates: 'doc-updates',
   /** binary. [apiKey, organizationId, documentId, editorId] -> Yjs state snapshot (encodeStateAsUpdate) */
   docSnapshots: 'doc-snapshots',

@@ -202,3 +202,34 @@ t.test('compaction: random edits give the same state before and after snapshot +
   t.same(missing, [], 'every store that logged an update is found after reopening the store');
   t.same(differing, [], 'and each holds the same text');
 });
+
+t.test("a commit writes one log row per store: its appends' merge, under the last one's sequence number", async (t) => {
+  const store = Store.open(t.testdir());
+  t.teardown(() => store.close());
+  const log = new UpdateLog(store, options, silent);
+  const a = logged(log, 'a');
+  for (let i = 0; i < 30; i++) a.store.doc.getText('content').insert(i, String(i % 10));
+  await Promise.all(a.commits);
+  const rows = () => [...store.binary(DB.docUpdates).getKeys({ start: ['key', 'org', 'doc', 'a'], end: ['key', 'org', 'doc', 'a', Number.MAX_SAFE_INTEGER] })];
+  t.same(rows(), [['key', 'org', 'doc', 'a', 29]], '30 appends of one commit: one row, at sequence 29');
+  a.store.doc.getText('content').insert(0, '>');
+  await Promise.all(a.commits);
+  const snapshots = new Snapshots(store);
+  const loaded = snapshots.load('key', 'org', 'doc').find((s) => s.editorId === 'a');
+  t.equal(loaded?.nextSeq, 31, 'a reload continues the sequence after the merged row');
+  t.equal(rebuild(snapshots, 'a')?.getText('content').toString(), `>${'0123456789'.repeat(3)}`, 'and rebuilds the same text');
+});
+
+t.test('updates that cannot be merged are written one by one, not lost', async (t) => {
+  const store = Store.open(t.testdir());
+  t.teardown(() => store.close());
+  const warnings: string[] = [];
+  const log = new UpdateLog(store, options, createLogger('warn', {}, (line) => warnings.push(line)));
+  const stream = new EditorDoc(KEY, 'raw');
+  // Not Yjs updates (the actor only appends validated ones): the merge throws, and the rows are still written.
+  const written = [log.append(stream, new Uint8Array([0xff, 0xff])), log.append(stream, new Uint8Array([0xfe]))];
+  await Promise.all(written);
+  const rows = [...store.binary(DB.docUpdates).getRange({ start: ['key', 'org', 'doc', 'raw'], end: ['key', 'org', 'doc', 'raw', Number.MAX_SAFE_INTEGER] })];
+  t.same(rows.map((row) => [row.key, [...row.value]]), [[['key', 'org', 'doc', 'raw', 0], [0xff, 0xff]], [['key', 'org', 'doc', 'raw', 1], [0xfe]]]);
+  t.match(warnings.join('\n'), /could not merge the updates of a commit/);
+});
