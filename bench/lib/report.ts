@@ -72,6 +72,14 @@ export function verdict(figures: readonly Figure[], bench: string, metric: strin
       met = false;
       continue;
     }
+    if (other <= 0) {
+      // A reference at or below zero (a difference of two readings that came out as noise: nothing retained) makes
+      // the ratio meaningless, and a negative one would pass any "at most" target. The values are compared instead.
+      const ok = target.minRatio === undefined ? plait <= other : plait >= other;
+      met &&= ok;
+      parts.push(`${peer} ${round(other, 3)} (≤ 0: values compared)`);
+      continue;
+    }
     const ratio = plait / other;
     const max = target.peerMax?.[peer] ?? target.maxRatio;
     const ok = (max === undefined || ratio <= max) && (target.minRatio === undefined || ratio >= target.minRatio);
