@@ -16,6 +16,8 @@ const USAGE = `node --import=tsx bench/load.ts [flags]
   --small-docs D      small documents (default 20)
   --large-docs D      ~1 MB documents (default 4)
   --tail U            updates appended after the snapshot, left in the log by kill -9 (default 200)
+  --tail-gap-ms T     pause between tail updates (default 0: all at once, so Plait's group commit stores them in one
+                      or two merged log rows; above GROUP_COMMIT_MS (100) each update is a row of its own)
   --profile           V8 CPU profile of the Plait server that opens the documents cold (summary on stderr)`;
 
 const OPEN_TIMEOUT_MS = 60_000;
@@ -54,7 +56,7 @@ function destroyAll(clients: readonly SyncClient[]): void {
   for (const client of clients) client.destroy();
 }
 
-async function runClass(kind: ServerKind, prefix: string, count: number, content: Content, tail: number, cpuProfileDir: string | undefined): Promise<LoadResult> {
+async function runClass(kind: ServerKind, prefix: string, count: number, content: Content, tail: { count: number; gapMs: number }, cpuProfileDir: string | undefined): Promise<LoadResult> {
   const dataDir = mkdtempSync(join(tmpdir(), `plait-bench-load-${kind}-`));
   // documents stay loaded while the bench runs; the restarts are what unloads them
   const env = { DOC_IDLE_UNLOAD_MS: '600000' };
@@ -75,7 +77,10 @@ async function runClass(kind: ServerKind, prefix: string, count: number, content
       const client = connectClient(again, name, new Y.Doc());
       await within(whenLength(client.doc, content.length), OPEN_TIMEOUT_MS, `reopen ${name}`);
       const text = client.doc.getText('content');
-      for (let i = 0; i < tail; i++) text.insert((i * 7919) % text.length, TAIL_TEXT);
+      for (let i = 0; i < tail.count; i++) {
+        text.insert((i * 7919) % text.length, TAIL_TEXT);
+        if (tail.gapMs > 0) await sleep(tail.gapMs);
+      }
       await sleep(100);
       client.destroy();
     }
@@ -89,7 +94,7 @@ async function runClass(kind: ServerKind, prefix: string, count: number, content
     const third = await launchServer(kind, { dataDir, keepData: true, env, ...(kind === 'plait' && cpuProfileDir !== undefined ? { cpuProfileDir } : {}) });
     try {
       const fresh: SyncTarget = { ...target, port: third.port };
-      const length = content.length + tail * TAIL_TEXT.length;
+      const length = content.length + tail.count * TAIL_TEXT.length;
       const cold = await timeOpens(third, fresh, names, length);
       const holders = names.map((name) => connectClient(fresh, name, new Y.Doc()));
       await within(Promise.all(holders.map((h) => whenLength(h.doc, length))), OPEN_TIMEOUT_MS, 'holders');
@@ -104,20 +109,20 @@ async function runClass(kind: ServerKind, prefix: string, count: number, content
   }
 }
 
-export async function runLoad(kind: ServerKind, options: { smallDocs: number; largeDocs: number; tail: number; cpuProfileDir?: string }): Promise<Figure[]> {
+export async function runLoad(kind: ServerKind, options: { smallDocs: number; largeDocs: number; tail: number; tailGapMs?: number; cpuProfileDir?: string }): Promise<Figure[]> {
   const figures: Figure[] = [];
   const classes = [
     { bench: 'load from disk, small docs', prefix: 'small', count: options.smallDocs, content: buildContent(1024, 16, 1) },
     { bench: 'load from disk, 1 MB docs', prefix: 'large', count: options.largeDocs, content: buildContent(1024 * 1024, 64, 2) },
   ];
   for (const { bench, prefix, count, content } of classes) {
-    const result = await runClass(kind, prefix, count, content, options.tail, options.cpuProfileDir);
+    const result = await runClass(kind, prefix, count, content, { count: options.tail, gapMs: options.tailGapMs ?? 0 }, options.cpuProfileDir);
     const cold = median(result.coldMs);
     const warm = median(result.warmMs);
     progress(`${bench} on ${kind}: cold open p50 ${cold.toFixed(1)} ms, warm open p50 ${warm.toFixed(1)} ms`);
     const coldCpu = median(result.coldCpu);
     const warmCpu = median(result.warmCpu);
-    const detail = { docs: count, tail: options.tail, coldMs: result.coldMs.map(Math.round), warmMs: result.warmMs.map(Math.round), coldCpu: result.coldCpu, warmCpu: result.warmCpu };
+    const detail = { docs: count, tail: options.tail, tailGapMs: options.tailGapMs ?? 0, coldMs: result.coldMs.map(Math.round), warmMs: result.warmMs.map(Math.round), coldCpu: result.coldCpu, warmCpu: result.warmCpu };
     figures.push(
       { bench, metric: `cold open (snapshot + ${options.tail}-update tail) p50`, unit: 'ms', server: kind, value: cold, better: 'lower', detail },
       { bench, metric: 'warm open (already loaded) p50', unit: 'ms', server: kind, value: warm, better: 'lower' },
@@ -131,12 +136,13 @@ export async function runLoad(kind: ServerKind, options: { smallDocs: number; la
 
 if (isMain(import.meta.url)) {
   main(async () => {
-    const values = flags(USAGE, { 'small-docs': { type: 'string' }, 'large-docs': { type: 'string' }, tail: { type: 'string' } });
+    const values = flags(USAGE, { 'small-docs': { type: 'string' }, 'large-docs': { type: 'string' }, tail: { type: 'string' }, 'tail-gap-ms': { type: 'string' } });
     const dir = profileDir(values);
     const options = {
       smallDocs: num(values, 'small-docs', 20, 1, 10_000),
       largeDocs: num(values, 'large-docs', 4, 1, 1000),
       tail: num(values, 'tail', 200, 0, 100_000),
+      tailGapMs: num(values, 'tail-gap-ms', 0, 0, 10_000),
     };
     const all: Figure[] = [];
     for (const kind of servers(values, ['plait', 'y-websocket-leveldb'])) {
