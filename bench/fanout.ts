@@ -55,6 +55,8 @@ export function fanoutFigures(result: FanoutResult): Figure[] {
     { bench, metric: 'server RSS peak', unit: 'MB', server, value: result.peakRss / MB, better: 'lower' },
     { bench, metric: 'server RSS after the burst', unit: 'MB', server, value: result.afterBurst.rss / MB, better: 'lower' },
     { bench, metric: 'server anon RSS after the burst', unit: 'MB', server, value: result.afterBurst.rssAnon / MB, better: 'lower' },
+    // V8's heap in use plus external (ArrayBuffers) after the full GC: what of the anon memory is live JavaScript data.
+    { bench, metric: 'server JS memory after the burst', unit: 'MB', server, value: result.afterBurst.js / MB, better: 'lower' },
     { bench, metric: 'lost deliveries + reconnects', unit: 'count', server, value: latencyPhase.missing + (throughputPhase?.missing ?? 0) + result.disconnects, better: 'lower' },
   ];
   return figures;
