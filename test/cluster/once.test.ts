@@ -1,4 +1,4 @@
-// Tests once-only background work in a three-process cluster: each webhook and email sent once by one node, jobs run by the worker, take-over after SIGKILL.
+// Tests once-only background work in a three-process cluster: each webhook sent once and each email under one Message-ID by one node, jobs run by the worker, take-over after SIGKILL.
 import t from 'tap';
 import { ApiClient, type Credentials } from '../helpers/api.js';
 import { natsOrSkip, startNats } from '../helpers/nats.js';
@@ -68,7 +68,10 @@ t.test('three nodes: every event is delivered exactly once by the worker; SIGKIL
   t.equal(status?.status, 'completed', 'the worker ran it');
   t.equal(status?.erased['directory'], 1, 'and it erased the user once');
 
-  // Kill the worker while idle: a survivor takes the role within the lease time and delivers what comes next.
+  // Kill the worker while idle: a survivor takes the role within the lease time and delivers what comes next. Idle
+  // includes the first wave's mails, which go out after its webhooks (a kill between them found mails in flight).
+  const mailsToBob = (): typeof sink.mails => sink.mails.filter((mail) => mail.envelopeTo.includes('bob@example.com'));
+  await until(() => Promise.resolve(mailsToBob().length), (count) => count >= N);
   worker.child.kill('SIGKILL');
   await worker.exited;
   const M = 6;
@@ -98,11 +101,21 @@ t.test('three nodes: every event is delivered exactly once by the worker; SIGKIL
     t.equal(attempts, 1, `one attempt for ${id}`);
   }
   t.equal(receiver.requests.length, N + M, 'and nothing more arrived meanwhile');
-  // Email through a real SMTP sink: one mail to Bob per thread, each once, each with its own Message-ID.
-  const toBob = (await until(() => Promise.resolve(sink.mails.filter((mail) => mail.envelopeTo.includes('bob@example.com'))), (mails) => mails.length >= N + M));
-  const about = toBob.map((mail) => /about ([a-z]+-\d+)/.exec(mail.parsed.text ?? '')?.[1] ?? '?').sort();
-  t.same(about, all.map(annotationOf).sort(), 'each thread mailed to Bob exactly once, across the take-over');
-  t.equal(new Set(toBob.map((mail) => mail.parsed.messageId)).size, N + M, 'each with its own Message-ID');
+  // Email through a real SMTP sink: one mail to Bob per thread, each with its own Message-ID. A mail the sink took
+  // just before the kill whose send the worker had not recorded yet is sent again by the survivor, with the same
+  // Message-ID (docs/cluster.md, "Failure cases"): the same message twice, never two messages for one thread.
+  const messageIdOf = (mail: (typeof sink.mails)[number]): string => String(mail.parsed.messageId);
+  const toBob = await until(() => Promise.resolve(mailsToBob()), (mails) => new Set(mails.map(messageIdOf)).size >= N + M);
+  const aboutOf = (mail: (typeof sink.mails)[number]): string => /about ([a-z]+-\d+)/.exec(mail.parsed.text ?? '')?.[1] ?? '?';
+  const threadsById = new Map<string, Set<string>>();
+  for (const mail of toBob) threadsById.set(messageIdOf(mail), (threadsById.get(messageIdOf(mail)) ?? new Set()).add(aboutOf(mail)));
+  t.equal(threadsById.size, N + M, 'one Message-ID per thread');
+  t.same([...threadsById.values()].map((threads) => [...threads]).flat().sort(), all.map(annotationOf).sort(), 'each thread mailed to Bob, under one Message-ID of its own');
+  const sentTwice = [...threadsById.keys()].filter((id) => toBob.filter((mail) => messageIdOf(mail) === id).length > 1).flatMap((id) => [...(threadsById.get(id) ?? [])]);
+  t.ok(
+    sentTwice.every((about) => about.startsWith('before-')),
+    `only a mail of the wave before the kill can come twice (sent twice: ${sentTwice.join(', ') || 'none'}); the survivor's own sends come once`,
+  );
   for (const node of others) node.child.kill('SIGTERM');
   for (const node of others) t.equal(await node.exited, 0, 'a survivor stopped cleanly');
 });
