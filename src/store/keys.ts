@@ -23,7 +23,7 @@ export const DB = {
   signingKeys: 'signing-keys',
   /** [apiKey, kind, ...ids] -> directory records (organizations, folders, documents, users, groups, grants) */
   directory: 'directory',
-  /** binary. [apiKey, organizationId, documentId, editorId, seq] -> one Yjs update: a commit's appends of the store merged, at the last one's seq */
+  /** binary. [apiKey, organizationId, documentId, editorId, seq] -> one Yjs update, or a batch of a commit's appends to the store at the last one's seq (src/store/log-rows.ts) */
   docUpdates: 'doc-updates',
   /** binary. [apiKey, organizationId, documentId, editorId] -> Yjs state snapshot (encodeStateAsUpdate) */
   docSnapshots: 'doc-snapshots',

@@ -2,6 +2,7 @@
 import type { Database, Key } from 'lmdb';
 import type { Store } from './env.js';
 import { DB, KEY_END } from './keys.js';
+import { decodeLogRow } from './log-rows.js';
 import { removeNumbered } from './replication.js';
 
 /** The root type of an editor doc's content (the REST CRDT `type`), stored with its meta. */
@@ -64,7 +65,8 @@ export class Snapshots {
       for (const entry of this.updates.getRange({ start: [...id, meta.foldedSeq], end: [...id, KEY_END] })) {
         const seq = (entry.key as Key[])[4];
         if (typeof seq !== 'number') continue;
-        updates.push(copy(entry.value));
+        // A row is one update or a commit's batch of them (src/store/log-rows.ts); copied first: lmdb-js may reuse its buffer.
+        for (const update of decodeLogRow(copy(entry.value))) updates.push(update);
         logBytes += entry.value.length;
         nextSeq = seq + 1;
       }

@@ -1,8 +1,8 @@
 // Owns the document update log: appends batched into one LMDB transaction per turn (group commit) and compaction.
-import * as Y from 'yjs';
 import type { Logger } from '../log.js';
 import { groupCommitInstrument } from '../metrics/instruments.js';
 import type { Store } from './env.js';
+import { encodeLogRow } from './log-rows.js';
 import { Snapshots, type StoreId, type StoreMeta } from './snapshots.js';
 
 const instrument = groupCommitInstrument('updates');
@@ -199,28 +199,11 @@ export class UpdateLog {
       return () => snapshots.fold(id, snapshot, meta, boundary);
     }
     const meta = stream.meta();
-    const rows = this.rows(entries);
+    const rows = logRows(entries);
     return () => {
       for (const row of rows) snapshots.putEntry(id, row.seq, row.update);
       snapshots.putMeta(id, meta);
     };
-  }
-
-  /**
-   * The log rows of one stream's appends in a commit: one row, their merge (Y.mergeUpdates), under the last one's
-   * sequence number, so a load's next sequence follows it. One row per commit, not per update: every row costs an
-   * LMDB put here and, in cluster mode, a replicated op that every other node applies (bench/cluster.ts). Applying the
-   * merge is applying the updates in order (Yjs). Should a merge fail, the updates are written one by one, as before.
-   */
-  private rows(entries: readonly Entry[]): readonly Entry[] {
-    const last = entries.at(-1);
-    if (last === undefined || entries.length === 1) return entries;
-    try {
-      return [{ seq: last.seq, update: Y.mergeUpdates(entries.map((entry) => entry.update)) }];
-    } catch (error) {
-      this.log.warn('could not merge the updates of a commit; writing them one by one', { error: String(error), updates: entries.length });
-      return entries;
-    }
   }
 
   /** A stream that could not be written: its appends fail, and its owner puts memory back to what is committed. */
@@ -232,4 +215,15 @@ export class UpdateLog {
       this.log.error('a store could not be restored after a failed write', { error: failure });
     }
   }
+}
+
+/**
+ * The log rows of one stream's appends in a commit: one row (`encodeLogRow`: the update, or a batch of them) under the
+ * last one's sequence number, so a load's next sequence follows it. One row per commit, not per update: every row costs
+ * an LMDB put here and, in cluster mode, a replicated op that every other node applies (bench/cluster.ts).
+ */
+function logRows(entries: readonly Entry[]): readonly Entry[] {
+  const last = entries.at(-1);
+  if (last === undefined || entries.length === 1) return entries;
+  return [{ seq: last.seq, update: encodeLogRow(entries.map((entry) => entry.update)) }];
 }

@@ -6,6 +6,7 @@ import { EditorDoc } from '../../src/doc/editor-doc.js';
 import { createLogger } from '../../src/log.js';
 import { Store, type WriteTx } from '../../src/store/env.js';
 import { Snapshots } from '../../src/store/snapshots.js';
+import { encodeLogRow } from '../../src/store/log-rows.js';
 import { UpdateLog, type DurabilityOptions } from '../../src/store/update-log.js';
 import { DB } from '../../src/store/keys.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
@@ -203,33 +204,40 @@ t.test('compaction: random edits give the same state before and after snapshot +
   t.same(differing, [], 'and each holds the same text');
 });
 
-t.test("a commit writes one log row per store: its appends' merge, under the last one's sequence number", async (t) => {
+t.test("a commit writes one log row per store: a batch of its appends, under the last one's sequence number", async (t) => {
   const store = Store.open(t.testdir());
   t.teardown(() => store.close());
   const log = new UpdateLog(store, options, silent);
   const a = logged(log, 'a');
   for (let i = 0; i < 30; i++) a.store.doc.getText('content').insert(i, String(i % 10));
   await Promise.all(a.commits);
-  const rows = () => [...store.binary(DB.docUpdates).getKeys({ start: ['key', 'org', 'doc', 'a'], end: ['key', 'org', 'doc', 'a', Number.MAX_SAFE_INTEGER] })];
-  t.same(rows(), [['key', 'org', 'doc', 'a', 29]], '30 appends of one commit: one row, at sequence 29');
+  const range = { start: ['key', 'org', 'doc', 'a'], end: ['key', 'org', 'doc', 'a', Number.MAX_SAFE_INTEGER] };
+  t.same([...store.binary(DB.docUpdates).getKeys(range)], [['key', 'org', 'doc', 'a', 29]], '30 appends of one commit: one row, at sequence 29');
   a.store.doc.getText('content').insert(0, '>');
   await Promise.all(a.commits);
+  t.equal([...store.binary(DB.docUpdates).getKeys(range)].length, 2, 'a commit of one append writes that update as its row');
   const snapshots = new Snapshots(store);
   const loaded = snapshots.load('key', 'org', 'doc').find((s) => s.editorId === 'a');
-  t.equal(loaded?.nextSeq, 31, 'a reload continues the sequence after the merged row');
-  t.equal(rebuild(snapshots, 'a')?.getText('content').toString(), `>${'0123456789'.repeat(3)}`, 'and rebuilds the same text');
+  t.equal(loaded?.updates.length, 31, 'a load reads back every update of the batch');
+  t.equal(loaded?.nextSeq, 31, 'and continues the sequence after the last row');
+  t.equal(rebuild(snapshots, 'a')?.getText('content').toString(), `>${'0123456789'.repeat(3)}`, 'the same text rebuilt');
 });
 
-t.test('updates that cannot be merged are written one by one, not lost', async (t) => {
+t.test('rows written one update each (before batches) and batch rows load together', async (t) => {
   const store = Store.open(t.testdir());
   t.teardown(() => store.close());
-  const warnings: string[] = [];
-  const log = new UpdateLog(store, options, createLogger('warn', {}, (line) => warnings.push(line)));
-  const stream = new EditorDoc(KEY, 'raw');
-  // Not Yjs updates (the actor only appends validated ones): the merge throws, and the rows are still written.
-  const written = [log.append(stream, new Uint8Array([0xff, 0xff])), log.append(stream, new Uint8Array([0xfe]))];
-  await Promise.all(written);
-  const rows = [...store.binary(DB.docUpdates).getRange({ start: ['key', 'org', 'doc', 'raw'], end: ['key', 'org', 'doc', 'raw', Number.MAX_SAFE_INTEGER] })];
-  t.same(rows.map((row) => [row.key, [...row.value]]), [[['key', 'org', 'doc', 'raw', 0], [0xff, 0xff]], [['key', 'org', 'doc', 'raw', 1], [0xfe]]]);
-  t.match(warnings.join('\n'), /could not merge the updates of a commit/);
+  const source = new Y.Doc();
+  const updates: Uint8Array[] = [];
+  source.on('update', (update: Uint8Array) => updates.push(update));
+  for (let i = 0; i < 5; i++) source.getText('content').insert(i, String(i));
+  const id = ['key', 'org', 'doc', 'old'] as const;
+  await store.transaction(() => {
+    void store.binary(DB.docUpdates).put([...id, 0], updates[0] as Uint8Array);
+    void store.binary(DB.docUpdates).put([...id, 1], updates[1] as Uint8Array);
+    void store.binary(DB.docUpdates).put([...id, 4], encodeLogRow(updates.slice(2)));
+    void store.records<unknown>(DB.editorDocMeta).put([...id], { type: 'text', contentKey: 'content', lastUpdate: 0, lastUpdatedBy: 'u', sessionId: 's', foldedSeq: 0 });
+  });
+  const snapshots = new Snapshots(store);
+  t.equal(snapshots.load('key', 'org', 'doc').find((s) => s.editorId === 'old')?.updates.length, 5);
+  t.equal(rebuild(snapshots, 'old')?.getText('content').toString(), '01234');
 });
