@@ -16,7 +16,9 @@ const BATCH_VERSION = 1;
  */
 export function encodeLogRow(updates: readonly Uint8Array[]): Uint8Array {
   const [only] = updates;
-  if (updates.length === 1 && only !== undefined) return only;
+  // An update that would read as a batch goes in a batch of one. Yjs encodes none, and a client's bytes are logged only
+  // when they changed the document, which such bytes cannot; this keeps the format safe without relying on either.
+  if (updates.length === 1 && only !== undefined && !looksLikeBatch(only)) return only;
   const encoder = encoding.createEncoder();
   encoding.writeUint8(encoder, 0);
   encoding.writeUint8(encoder, 0);
@@ -31,7 +33,7 @@ export function encodeLogRow(updates: readonly Uint8Array[]): Uint8Array {
  * read (a damaged row: loading around it would lose updates silently).
  */
 export function decodeLogRow(row: Uint8Array): Uint8Array[] {
-  if (row.length <= 2 || row[0] !== 0 || row[1] !== 0) return [row];
+  if (!looksLikeBatch(row)) return [row];
   const decoder = decoding.createDecoder(row);
   decoding.skip8(decoder);
   decoding.skip8(decoder);
@@ -46,4 +48,8 @@ export function decodeLogRow(row: Uint8Array): Uint8Array[] {
   }
   if (decoder.pos !== row.length) throw new Error(`update-log row: ${row.length - decoder.pos} bytes after the batch's ${count} updates`);
   return updates;
+}
+
+function looksLikeBatch(row: Uint8Array): boolean {
+  return row.length > 2 && row[0] === 0 && row[1] === 0;
 }

@@ -36,3 +36,10 @@ t.test('a damaged batch fails loudly, saying what is wrong', async (t) => {
   t.throws(() => decodeLogRow(new Uint8Array([...row, 7])), /1 bytes after the batch's 3 updates/);
   t.throws(() => decodeLogRow(new Uint8Array([0, 0, 9, 0])), /batch version 9 is not readable/);
 });
+
+t.test('a lone update that would read as a batch is stored as a batch of one, and reads back as itself', async (t) => {
+  const odd = new Uint8Array([0, 0, 1, 1, 2, 9, 9]);
+  const row = encodeLogRow([odd]);
+  t.not(row, odd, 'wrapped, not stored as it is');
+  t.same(decodeLogRow(row), [odd]);
+});
