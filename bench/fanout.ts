@@ -16,7 +16,8 @@ const USAGE = `node --import=tsx bench/fanout.ts [flags]
   --warmup U          updates per document before measuring (default 50)
   --warmup-ms T       unmeasured closed-loop phase before the measured ones, so they do not carry V8's one-time
                       compilation of the hot paths (default 5000; 0 measures from a cold start, as before)
-  --rounds R          run the server list R times, interleaved; each figure is the median (default 1)
+  --rounds R          run the server list R times, interleaved, each round starting one server later; each figure is
+                      the median (default 1)
   --plait-env K=V,…   extra environment for the Plait server (experiments, e.g. GROUP_COMMIT_MS=20); not used by npm run bench
   --profile           write and summarize a V8 CPU profile of the Plait server`;
 
@@ -102,9 +103,13 @@ if (isMain(import.meta.url)) {
     const prof = profileDir(values);
     const rounds: Figure[][] = [];
     const count = num(values, 'rounds', 1, 1, 100);
+    const list = servers(values, SYNC_SERVERS);
     for (let r = 0; r < count; r++) {
       const figures: Figure[] = [];
-      for (const server of servers(values, SYNC_SERVERS)) {
+      // Each round starts one server later: a server's place in a round moves its figures (the second of two Plait
+      // builds read ~6 % more CPU per delivery in bursts, bench/README.md "Eighth session"), so no server keeps one place.
+      const shift = r % list.length;
+      for (const server of [...list.slice(shift), ...list.slice(0, shift)]) {
         progress(`${fanoutLabel(base.docs, base.readers)}: ${server}${count > 1 ? ` round ${r + 1}/${count}` : ''} (rate ${base.rate}/s per doc, ${base.latencyMs} ms + ${base.throughputMs} ms)`);
         const isPlait = server === 'plait' || server === 'plait-nopersist' || server === 'plait-base';
         // only the first round's Plait run is profiled
