@@ -16,6 +16,9 @@ const USAGE = `node --import=tsx bench/fanout.ts [flags]
   --warmup U          updates per document before measuring (default 50)
   --warmup-ms T       unmeasured closed-loop phase before the measured ones, so they do not carry V8's one-time
                       compilation of the hot paths (default 5000; 0 measures from a cold start, as before)
+  --burst-updates N   the closed-loop warm-up and the closed-loop phase each run until every document has N more updates
+                      delivered (at most 60 s each) instead of for their time, so every server holds the same content
+                      when memory is read after the burst (not used by npm run bench)
   --rounds R          run the server list R times, interleaved, each round starting one server later; each figure is
                       the median (default 1)
   --plait-env K=V,…   extra environment for the Plait server (experiments, e.g. GROUP_COMMIT_MS=20); not used by npm run bench
@@ -74,6 +77,7 @@ export function fanoutOptions(values: Record<string, string | boolean | undefine
     payload: num(values, 'payload', 32, 1, 1_000_000),
     warmup: num(values, 'warmup', 50, 0, 100_000),
     warmupMs: num(values, 'warmup-ms', 5000, 0, 600_000),
+    ...(values['burst-updates'] === undefined ? {} : { burstUpdates: num(values, 'burst-updates', 1000, 1, 10_000_000) }),
   };
 }
 
@@ -93,6 +97,7 @@ if (isMain(import.meta.url)) {
   main(async () => {
     const values = flags(USAGE, {
       ...FANOUT_WORKLOAD_FLAGS,
+      'burst-updates': { type: 'string' },
       payload: { type: 'string' },
       warmup: { type: 'string' },
       'plait-env': { type: 'string' },

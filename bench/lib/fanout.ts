@@ -28,6 +28,12 @@ export interface FanoutOptions {
    * one-time compilation of the paths it is first to heat (bench/README.md, "V8 was still compiling inside the measured phases").
    */
   readonly warmupMs: number;
+  /**
+   * Count, not time: the closed-loop warm-up and the closed-loop phase each run until every document has this many more
+   * updates delivered (at most a minute each), so every server holds the same content when memory is read after the
+   * burst. Absent: each runs for its time, as `npm run bench` does (a faster server then holds more).
+   */
+  readonly burstUpdates?: number;
   readonly env?: Readonly<Record<string, string>>;
   readonly cpuProfileDir?: string;
 }
@@ -67,6 +73,8 @@ export interface FanoutResult {
 
 const DRAIN_TIMEOUT_MS = 15_000;
 const THROUGHPUT_CAP = 500_000;
+/** A closed loop counted in updates (`burstUpdates`) ends here at the latest. */
+const COUNTED_LOOP_MAX_MS = 60_000;
 
 interface DocRun {
   readonly writer: SyncClient;
@@ -133,10 +141,13 @@ async function drain(runs: readonly DocRun[]): Promise<number> {
  * soon as an update has reached every reader (at most once per microtask turn); then waits for the drain and returns
  * the deliveries still missing. `setOnAck` installs the refill for the duration.
  */
-async function closedLoop(runs: readonly DocRun[], ms: number, window: number, sendOn: (d: number) => void, setOnAck: (listener: () => void) => void): Promise<number> {
-  const end = performance.now() + ms;
-  const cap = runs.map((run) => run.seq + Math.floor(THROUGHPUT_CAP / runs.length));
+async function closedLoop(runs: readonly DocRun[], ms: number, window: number, sendOn: (d: number) => void, setOnAck: (listener: () => void) => void, perDoc?: number): Promise<number> {
+  const end = performance.now() + (perDoc === undefined ? ms : COUNTED_LOOP_MAX_MS);
+  const cap = runs.map((run) => run.seq + (perDoc ?? Math.floor(THROUGHPUT_CAP / runs.length)));
+  let reached: () => void = () => undefined;
+  const allReached = new Promise<void>((resolve) => (reached = resolve));
   const pump = (): void => {
+    if (perDoc !== undefined && runs.every((run, d) => run.acked >= (cap[d] ?? 0))) reached();
     if (performance.now() >= end) return;
     runs.forEach((run, d) => {
       while (run.seq - run.acked < window && run.seq < (cap[d] ?? 0)) sendOn(d);
@@ -152,7 +163,10 @@ async function closedLoop(runs: readonly DocRun[], ms: number, window: number, s
     });
   });
   pump();
-  await new Promise((resolve) => setTimeout(resolve, ms));
+  let timer: NodeJS.Timeout | undefined;
+  const timeUp = new Promise<void>((resolve) => (timer = setTimeout(resolve, perDoc === undefined ? ms : COUNTED_LOOP_MAX_MS)));
+  await (perDoc === undefined ? timeUp : Promise.race([allReached, timeUp]));
+  clearTimeout(timer);
   setOnAck(() => undefined);
   return drain(runs);
 }
@@ -215,8 +229,9 @@ export async function runFanout(options: FanoutOptions, progress: (line: string)
     for (let i = 0; i < options.warmup; i++) for (let d = 0; d < runs.length; d++) sendOn(d);
     await drain(runs);
     if (options.warmupMs > 0) {
-      const missing = await closedLoop(runs, options.warmupMs, options.window, sendOn, (listener) => (onAck = listener));
-      progress(`${options.server}: ${Math.round(options.warmupMs)} ms closed-loop warm-up done (unmeasured${missing > 0 ? `, ${missing} deliveries missing` : ''})`);
+      const warmStart = performance.now();
+      const missing = await closedLoop(runs, options.warmupMs, options.window, sendOn, (listener) => (onAck = listener), options.burstUpdates);
+      progress(`${options.server}: ${Math.round(performance.now() - warmStart)} ms closed-loop warm-up done (unmeasured${missing > 0 ? `, ${missing} deliveries missing` : ''})`);
     }
 
     // latency phase: all documents on one fixed schedule, round robin
@@ -258,7 +273,7 @@ export async function runFanout(options: FanoutOptions, progress: (line: string)
       const tBefore = await server.stats();
       const tClient = process.cpuUsage();
       const tStart = performance.now();
-      const missing = await closedLoop(runs, options.throughputMs, options.window, sendOn, (listener) => (onAck = listener));
+      const missing = await closedLoop(runs, options.throughputMs, options.window, sendOn, (listener) => (onAck = listener), options.burstUpdates);
       const updates = runs.reduce((sum, run, d) => sum + run.acked - (ackedBefore[d] ?? 0), 0);
       throughputPhase = phase(tBefore, await server.stats(), tClient, updates, deliveries, performance.now() - tStart, missing);
       progress(
