@@ -15,6 +15,11 @@ export type CanonicalStatus =
 
 export type AuthLevel = 'public' | 'workspace' | 'apiKey';
 
+/** What the generated operations call (src/client/generated/*): PlaitClient's transport. */
+export interface OperationCaller {
+  call<T>(path: string, auth: AuthLevel, data: unknown): Promise<OperationResult<T>>;
+}
+
 /** `result` of a success envelope: `data` plus any siblings the operation adds (`pageToken`, `nextPageToken`). */
 export interface OperationResult<T = unknown> {
   readonly status: 'success';

@@ -1,16 +1,20 @@
 // Tests the typed client: it matches the server's operations (no drift), resolves through package exports, maps errors.
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import t from 'tap';
 import { PlaitClient, PlaitError } from 'plait/client';
-import { clientSource, GENERATED_PATH } from '../../src/client/generate.js';
+import { CLIENT_DIR, clientFiles } from '../../src/client/generate.js';
 import { operationIdOf } from '../../src/http/openapi.js';
 import { startTestServer } from '../helpers/server.js';
 
 t.test('the generated client is what the registered operations generate today', async (t) => {
   const { server } = await startTestServer(t);
-  const expected = await clientSource(server.operations);
-  const committed = readFileSync(GENERATED_PATH, 'utf8');
-  t.ok(committed === expected, 'src/client/operations.generated.ts is up to date; run `npm run generate:client` and commit it');
+  const expected = await clientFiles(server.operations);
+  const committed = ['operations.generated.ts', ...readdirSync(join(CLIENT_DIR, 'generated')).map((name) => `generated/${name}`)];
+  t.same(committed.sort(), [...expected.keys()].sort(), 'the generated files are the ones the operations make; run `npm run generate:client` and commit them');
+  for (const [name, source] of expected) {
+    t.ok(committed.includes(name) && readFileSync(join(CLIENT_DIR, name), 'utf8') === source, `src/client/${name} is up to date; run \`npm run generate:client\` and commit it`);
+  }
 });
 
 t.test('every operation the server serves is a method of the client', async (t) => {
