@@ -276,12 +276,13 @@ if (isMain(import.meta.url)) {
         const one = await throughput(nats, 1, options);
         const two = await throughput(nats, 2, options, prof === undefined ? undefined : join(prof, 'throughput-2'));
         figures.push(...one, ...two);
-        const rate = (list: readonly Figure[]): number => list.find((figure) => figure.metric === 'updates/s (aggregate)')?.value ?? Number.NaN;
+        const valueOf = (list: readonly Figure[], metric: string): number => list.find((figure) => figure.metric === metric)?.value ?? Number.NaN;
+        const rate = (list: readonly Figure[]): number => valueOf(list, 'updates/s (aggregate)');
         figures.push({ bench: 'cluster, 2 processes', metric: 'speed-up over 1 process (target ≥ 1.6)', unit: '×', server: 'plait', value: rate(two) / rate(one), better: 'higher' });
         // What 2 processes would deliver with a core each (and the load elsewhere), if each update cost what it costs
         // here: 2 × (CPU per update, 1 process) ÷ (CPU per update, 2 processes). A model, not a measurement: on this
         // machine two busy processes also share caches and the scheduler (docs/cluster.md, "Bench").
-        const perUpdate = (list: readonly Figure[]): number => list.find((figure) => figure.metric === 'server CPU per aggregate update')?.value ?? Number.NaN;
+        const perUpdate = (list: readonly Figure[]): number => valueOf(list, 'server CPU per aggregate update');
         figures.push({ bench: 'cluster, 2 processes', metric: 'speed-up with a core per process, projected from CPU per update', unit: '×', server: 'plait', value: (2 * perUpdate(one)) / perUpdate(two), better: 'higher' });
       }
       if (phases.has('latency')) {

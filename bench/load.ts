@@ -17,7 +17,7 @@ const USAGE = `node --import=tsx bench/load.ts [flags]
   --large-docs D      ~1 MB documents (default 4)
   --tail U            updates appended after the snapshot, left in the log by kill -9 (default 200)
   --tail-gap-ms T     pause between tail updates (default 0: all at once, so Plait's group commit stores them in one
-                      or two merged log rows; above GROUP_COMMIT_MS (100) each update is a row of its own)
+                      or two log rows; above GROUP_COMMIT_MS (100) each update is a row of its own)
   --profile           V8 CPU profile of the Plait server that opens the documents cold (summary on stderr)`;
 
 const OPEN_TIMEOUT_MS = 60_000;

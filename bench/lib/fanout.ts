@@ -142,7 +142,8 @@ async function drain(runs: readonly DocRun[]): Promise<number> {
  * the deliveries still missing. `setOnAck` installs the refill for the duration.
  */
 async function closedLoop(runs: readonly DocRun[], ms: number, window: number, sendOn: (d: number) => void, setOnAck: (listener: () => void) => void, perDoc?: number): Promise<number> {
-  const end = performance.now() + (perDoc === undefined ? ms : COUNTED_LOOP_MAX_MS);
+  const limitMs = perDoc === undefined ? ms : COUNTED_LOOP_MAX_MS;
+  const end = performance.now() + limitMs;
   const cap = runs.map((run) => run.seq + (perDoc ?? Math.floor(THROUGHPUT_CAP / runs.length)));
   let reached: () => void = () => undefined;
   const allReached = new Promise<void>((resolve) => (reached = resolve));
@@ -164,7 +165,7 @@ async function closedLoop(runs: readonly DocRun[], ms: number, window: number, s
   });
   pump();
   let timer: NodeJS.Timeout | undefined;
-  const timeUp = new Promise<void>((resolve) => (timer = setTimeout(resolve, perDoc === undefined ? ms : COUNTED_LOOP_MAX_MS)));
+  const timeUp = new Promise<void>((resolve) => (timer = setTimeout(resolve, limitMs)));
   await (perDoc === undefined ? timeUp : Promise.race([allReached, timeUp]));
   clearTimeout(timer);
   setOnAck(() => undefined);
