@@ -257,6 +257,16 @@ export class Store {
    * `body` must be synchronous: an await inside would let other work interleave with an open write.
    */
   transaction<T>(body: (tx: WriteTx) => T): Promise<T> {
+    // lmdb-js throws at once, not through the promise, when the database is closed: callers that only attach .catch (a
+    // timer's background work) would let that escape as an uncaught exception.
+    try {
+      return this.begin(body);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  private begin<T>(body: (tx: WriteTx) => T): Promise<T> {
     const replicating = this.replicating;
     if (replicating === undefined) return this.writes.childTransaction(() => synchronous(body(TX)));
     const refusal = replicating.refusal();

@@ -63,3 +63,17 @@ t.test('a transaction that throws writes nothing', async (t) => {
   });
   t.equal(meta.get('a'), 'written');
 });
+
+t.test('a transaction on a closed store rejects instead of throwing (a timer that only catches the promise would crash)', async (t) => {
+  const store = Store.open(t.testdir());
+  await store.close();
+  let thrown: unknown;
+  let written: Promise<void> | undefined;
+  try {
+    written = store.transaction(() => void store.records<number>(DB.domains).put(['k'], 1));
+  } catch (error) {
+    thrown = error;
+  }
+  t.equal(thrown, undefined, 'nothing thrown at the call');
+  await t.rejects(written ?? Promise.resolve(), /closed/);
+});
