@@ -1,4 +1,5 @@
 // Owns reading the outbox: claims events, lets every channel plan its deliveries and acks the events, in one transaction.
+import { clearTimer } from '../clock.js';
 import type { Logger } from '../log.js';
 import { type Outbox } from '../events/outbox.js';
 import type { Store } from '../store/env.js';
@@ -61,7 +62,7 @@ export class Dispatcher {
   /** Stops polling and waits for the round under way: once this resolves the dispatcher touches the store no more. */
   async stop(): Promise<void> {
     this.running = false;
-    if (this.timer !== undefined) clearTimeout(this.timer);
+    if (this.timer !== undefined) clearTimer(this.timer);
     this.timer = undefined;
     await this.pumping;
   }
@@ -143,7 +144,7 @@ export class Dispatcher {
   /** The one timer: a later call replaces an earlier one (never two loops). */
   private schedule(delayMs: number): void {
     if (!this.running) return;
-    if (this.timer !== undefined) clearTimeout(this.timer);
+    if (this.timer !== undefined) clearTimer(this.timer);
     this.timer = setTimeout(() => void this.round(), delayMs);
     this.timer.unref();
   }

@@ -1,4 +1,5 @@
 // Owns running due deliveries: bounded concurrency overall and per target, retries by channel schedule, wake-ups by timer.
+import { clearTimer } from '../clock.js';
 import type { Logger } from '../log.js';
 import type { WriteTx } from '../store/env.js';
 import type { Clock } from './clock.js';
@@ -71,7 +72,7 @@ export class DeliveryRunner {
   /** Stops starting attempts; resolves when the ones in flight have settled. */
   async stop(): Promise<void> {
     this.running = false;
-    if (this.timer !== undefined) clearTimeout(this.timer);
+    if (this.timer !== undefined) clearTimer(this.timer);
     this.timer = undefined;
     await Promise.allSettled([...this.inFlight.values()]);
   }
@@ -134,7 +135,7 @@ export class DeliveryRunner {
     const at = Date.now() + delay;
     // Many completions in one turn ask for a wake-up each: keep one timer, the soonest.
     if (this.timer !== undefined && this.timerAt <= at) return;
-    if (this.timer !== undefined) clearTimeout(this.timer);
+    if (this.timer !== undefined) clearTimer(this.timer);
     this.timerAt = at;
     this.timer = setTimeout(() => this.tick(), delay);
     this.timer.unref();
