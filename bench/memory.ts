@@ -5,6 +5,7 @@ import { buildContent, docWith, type Content } from './lib/content.js';
 import type { ProcessStats } from './lib/host.js';
 import { launchServer, SYNC_SERVERS, type ServerHandle, type ServerKind } from './lib/launch.js';
 import { emit, isMain, progress, type Figure } from './lib/report.js';
+import { median } from './lib/stats.js';
 
 const USAGE = `node --import=tsx bench/memory.ts [flags]
   --server plait,hocuspocus,y-websocket   servers to run (default: all three)
@@ -12,6 +13,7 @@ const USAGE = `node --import=tsx bench/memory.ts [flags]
   --large-docs D      ~1 MB documents loaded at once (default 8)
   --small-bytes B     characters per small document (default 1024)
   --large-bytes B     characters per large document (default 1048576)
+  --small-rounds R    small-document rounds after the warm-up; their medians are reported (default 3)
   --evict-ms T        Plait DOC_IDLE_UNLOAD_MS for this run (default 1000)
   --settle-ms T       wait after clients sync before measuring (default 500)`;
 
@@ -41,6 +43,7 @@ export interface MemoryOptions {
   readonly largeDocs: number;
   readonly smallBytes: number;
   readonly largeBytes: number;
+  readonly smallRounds: number;
   readonly evictMs: number;
   readonly settleMs: number;
 }
@@ -64,6 +67,15 @@ async function loadPhase(server: ServerHandle, target: SyncTarget, prefix: strin
   await sleep(evictWait(options));
   const after = await server.gcStats();
   return { base, after, loaded: perItem(loaded, base, count), retained: perItem(after, base, count) };
+}
+
+function medianPhase(phases: readonly Phase[]): Phase {
+  const of = (pick: (phase: Phase) => Delta): Delta => ({
+    heap: median(phases.map((phase) => pick(phase).heap)),
+    rss: median(phases.map((phase) => pick(phase).rss)),
+    anon: median(phases.map((phase) => pick(phase).anon)),
+  });
+  return { loaded: of((phase) => phase.loaded), retained: of((phase) => phase.retained) };
 }
 
 function evictWait(options: MemoryOptions): number {
@@ -94,7 +106,11 @@ export async function runMemory(options: MemoryOptions): Promise<MemoryResult> {
     const perConnection = perItem(withConns, base, options.smallDocs);
     progress(`${options.server}: ${(perConnection.heap / KB).toFixed(1)} KB heap, ${(perConnection.rss / KB).toFixed(1)} KB RSS per connection`);
 
-    const smallPhase = await loadPhase(server, target, 'small', options.smallDocs, small, options);
+    // What eviction leaves is a fraction of a KB a document against a heap that moves by ±1 KB a document from round
+    // to round (V8 still compiles and drops optimized code), so one round cannot tell a leak from noise: medians.
+    const smallRounds: Phase[] = [];
+    for (let round = 0; round < options.smallRounds; round++) smallRounds.push(await loadPhase(server, target, `small${round}`, options.smallDocs, small, options));
+    const smallPhase = medianPhase(smallRounds);
     progress(`${options.server}: small docs loaded ${(smallPhase.loaded.heap / KB).toFixed(1)} KB heap/doc, after eviction ${(smallPhase.retained.heap / KB).toFixed(1)} KB/doc`);
     const largePhase = await loadPhase(server, target, 'large', options.largeDocs, large, options);
     progress(`${options.server}: 1 MB docs loaded ${(largePhase.loaded.heap / KB).toFixed(0)} KB heap/doc, after eviction ${(largePhase.retained.heap / KB).toFixed(0)} KB/doc`);
@@ -123,7 +139,7 @@ export function memoryFigures(server: ServerKind, result: MemoryResult, options:
     ['memory, small docs', result.small, options.smallDocs],
     ['memory, 1 MB docs', result.large, options.largeDocs],
   ] as const) {
-    const detail = { docs, options, note: 'loaded = (with one client per doc − base)/docs − per-connection cost; retained = (after eviction − base)/docs' };
+    const detail = { docs, options, note: 'loaded = (with one client per doc − base)/docs − per-connection cost; retained = (after eviction − base)/docs; small docs: medians of the rounds' };
     figures.push(
       { bench, metric: 'memory / loaded doc', unit: 'KB', server, value: kb(phase.loaded.heap), better: 'lower', detail },
       { bench, metric: 'memory / doc with its connection', unit: 'KB', server, value: kb(phase.loaded.heap + result.perConnection.heap), better: 'lower' },
@@ -143,6 +159,7 @@ if (isMain(import.meta.url)) {
       'large-docs': { type: 'string' },
       'small-bytes': { type: 'string' },
       'large-bytes': { type: 'string' },
+      'small-rounds': { type: 'string' },
       'evict-ms': { type: 'string' },
       'settle-ms': { type: 'string' },
     });
@@ -151,6 +168,7 @@ if (isMain(import.meta.url)) {
       largeDocs: num(values, 'large-docs', 8, 1, 1000),
       smallBytes: num(values, 'small-bytes', 1024, 16, 1e6),
       largeBytes: num(values, 'large-bytes', 1024 * 1024, 1024, 64 * 1024 * 1024),
+      smallRounds: num(values, 'small-rounds', 3, 1, 20),
       evictMs: num(values, 'evict-ms', 1000, 0, 600_000),
       settleMs: num(values, 'settle-ms', 500, 0, 60_000),
     };
