@@ -161,7 +161,7 @@ export async function startServer(config: Config, log: Logger, options: ServerOp
   mountSite(app, {
     corsOrigin: config.corsOrigin,
     log,
-    openApi: buildOpenApi(operations, { title: 'Plait', version: plaitVersion() }),
+    openApi: () => buildOpenApi(operations, { title: 'Plait', version: plaitVersion() }),
     notReady: () => (stopping === undefined ? services.store.problem() : 'the server is stopping'),
   });
   const metrics = createMetricsRegistry({ documents: () => services.documentActors.stats(), ...(cluster === undefined ? {} : { state: () => cluster.state.stats() }) });
