@@ -1,5 +1,5 @@
 // Owns the piscina worker pool: its size, the queue limit (RESOURCE_EXHAUSTED past it), per-task time limit and cancellation.
-import { Piscina } from 'piscina';
+import type { Piscina } from 'piscina';
 import { resourceExhausted } from '../errors.js';
 import { RunError, TIME_LIMIT_EXIT, type PoolTask, type TaskFailure, type TimedTask } from './tasks.js';
 
@@ -16,6 +16,7 @@ const isFailure = (value: unknown): value is TaskFailure => typeof value === 'ob
 
 export class AgentPool {
   private piscina: Piscina | undefined;
+  private opening: Promise<Piscina> | undefined;
   private closed = false;
 
   constructor(private readonly options: PoolOptions) {}
@@ -24,10 +25,14 @@ export class AgentPool {
    * Made on first use, so a server that runs no agent starts no thread. Then every worker is kept (minThreads =
    * size): a worker ended by a cancel or a time limit is replaced at once, and the next task does not wait for a
    * thread to boot. (With minThreads 0, piscina 5 left a task queued behind an aborted worker with no thread to run it.)
+   * piscina itself is imported then too: loaded at start it was ~1–2 MB of every idle server's memory.
    */
-  private get pool(): Piscina {
-    this.piscina ??= new Piscina({ filename: workerFile, minThreads: this.options.size, maxThreads: this.options.size, maxQueue: this.options.queueLimit, idleTimeout: 60_000, concurrentTasksPerWorker: 1 });
-    return this.piscina;
+  private open(): Promise<Piscina> {
+    this.opening ??= import('piscina').then(({ Piscina: Pool }) => {
+      this.piscina = new Pool({ filename: workerFile, minThreads: this.options.size, maxThreads: this.options.size, maxQueue: this.options.queueLimit, idleTimeout: 60_000, concurrentTasksPerWorker: 1 });
+      return this.piscina;
+    });
+    return this.opening;
   }
 
   /** Tasks waiting for a worker. */
@@ -55,9 +60,11 @@ export class AgentPool {
     const stuck = AbortSignal.timeout(this.options.taskTimeoutMs * 3 + 60_000);
     const signal = cancel === undefined ? stuck : AbortSignal.any([stuck, cancel]);
     const envelope: TimedTask = { task, timeLimitMs: this.options.taskTimeoutMs };
+    const pool = await this.open();
+    if (this.closed) throw new RunError('UNAVAILABLE', 'the agent pool is stopping');
     let result: unknown;
     try {
-      result = await this.pool.run(envelope, { signal });
+      result = await pool.run(envelope, { signal });
     } catch (error) {
       if (cancel?.aborted === true) throw new RunError('CANCELLED', 'the run was cancelled');
       if (stuck.aborted || (error instanceof Error && error.message.includes(`code: ${TIME_LIMIT_EXIT}`))) {
@@ -77,6 +84,9 @@ export class AgentPool {
 
   async close(): Promise<void> {
     this.closed = true;
-    await this.piscina?.destroy();
+    // A pool still being made when the stop began is destroyed once made (its threads would otherwise stay). A failed
+    // import made no pool, and the run that asked for it already failed with that error.
+    const pool = await this.opening?.catch(() => undefined);
+    await pool?.destroy();
   }
 }
