@@ -1,6 +1,6 @@
 // Owns user JWTs: the ES256 signing keys (generated once, private half sealed at rest), minting, JWKS and verification.
-import { SignJWT, exportJWK, generateKeyPair, importJWK, type JWK } from 'jose';
-import { createPublicKey, type JsonWebKey, type KeyObject, type webcrypto } from 'node:crypto';
+import type { JWK } from 'jose';
+import { createPrivateKey, createPublicKey, generateKeyPairSync, type JsonWebKey, type KeyObject } from 'node:crypto';
 import type { Database, Key } from 'lmdb';
 import { AppError, unauthenticated } from '../errors.js';
 import type { Store } from '../store/env.js';
@@ -8,7 +8,12 @@ import { DB } from '../store/keys.js';
 import { checkClaims, parseCompactEs256, signedBy, type CompactJwt } from './jwt-check.js';
 import { randomId, type Secrets } from './secrets.js';
 
-type CryptoKey = webcrypto.CryptoKey;
+/**
+ * jose signs the tokens; it is imported at the first signature. Keys are made, exported and imported with node:crypto
+ * (the same JWKs), so a server that signs nothing does not load it: ~1–3 MB of every idle server's memory.
+ */
+let joseModule: Promise<typeof import('jose')> | undefined;
+const jose = (): Promise<typeof import('jose')> => (joseModule ??= import('jose'));
 
 /** The default lifetime of a user token (config USER_TOKEN_LIFETIME_SECONDS). */
 export const USER_TOKEN_LIFETIME_SECONDS = 48 * 60 * 60;
@@ -72,7 +77,7 @@ interface SigningKeyRecord {
 
 interface LoadedKey {
   record: SigningKeyRecord;
-  privateKey?: CryptoKey;
+  privateKey?: KeyObject;
   /** A node:crypto key, which verifies synchronously (src/auth/jwt-check.ts says why). */
   publicKey: KeyObject;
 }
@@ -101,7 +106,7 @@ export class UserTokens {
   /** Loads the signing keys, creating the first one on a fresh data directory and rotating one that is too old. */
   static async open(store: Store, secrets: Secrets, options: UserTokensOptions = {}): Promise<UserTokens> {
     const tokens = new UserTokens(store, secrets, options);
-    for (const { value } of tokens.db.getRange()) await tokens.load(value);
+    for (const { value } of tokens.db.getRange()) tokens.load(value);
     const maxAge = options.maxKeyAgeMs ?? DEFAULT_MAX_KEY_AGE_MS;
     if (tokens.current === undefined || tokens.current.record.createdAt + maxAge < tokens.now()) await tokens.rotate();
     return tokens;
@@ -118,14 +123,14 @@ export class UserTokens {
    * until those have expired (a token lives at most the token lifetime after its key's retirement); then they are dropped.
    */
   async rotate(): Promise<string> {
-    const { publicKey, privateKey } = await generateKeyPair(ALG, { extractable: true });
+    const { publicKey, privateKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
     const now = this.now();
     const kid = `${new Date(now).toISOString().slice(0, 10)}-${randomId(8)}`;
     const record: SigningKeyRecord = {
       kid,
       alg: ALG,
-      publicJwk: { ...(await exportJWK(publicKey)), kid, alg: ALG, use: 'sig' },
-      sealedPrivateJwk: this.secrets.encrypt(JSON.stringify(await exportJWK(privateKey))),
+      publicJwk: { ...(publicKey.export({ format: 'jwk' }) as JWK), kid, alg: ALG, use: 'sig' },
+      sealedPrivateJwk: this.secrets.encrypt(JSON.stringify(privateKey.export({ format: 'jwk' }))),
       createdAt: now,
     };
     const previous = this.current;
@@ -145,7 +150,7 @@ export class UserTokens {
       delete previous.privateKey;
     }
     this.current = undefined;
-    await this.load(record);
+    this.load(record);
     return kid;
   }
 
@@ -155,7 +160,7 @@ export class UserTokens {
     for (const kid of [...this.keys.keys()]) if (!records.has(kid)) this.keys.delete(kid);
     for (const record of records.values()) {
       const loaded = this.keys.get(record.kid);
-      if (loaded === undefined) await this.load(record);
+      if (loaded === undefined) this.load(record);
       else if (record.retiredAt !== undefined && loaded.record.retiredAt === undefined) {
         loaded.record = record;
         delete loaded.privateKey;
@@ -172,12 +177,12 @@ export class UserTokens {
     return record.retiredAt !== undefined && record.retiredAt + this.lifetimeSeconds * 1000 < now;
   }
 
-  private async load(record: SigningKeyRecord): Promise<void> {
+  private load(record: SigningKeyRecord): void {
     if (this.isLapsed(record, this.now())) return;
     const publicKey = createPublicKey({ key: record.publicJwk as JsonWebKey, format: 'jwk' });
     const loaded: LoadedKey = { record, publicKey };
     if (record.retiredAt === undefined) {
-      loaded.privateKey = (await importJWK(JSON.parse(this.secrets.decrypt(record.sealedPrivateJwk)) as JWK, ALG)) as CryptoKey;
+      loaded.privateKey = createPrivateKey({ key: JSON.parse(this.secrets.decrypt(record.sealedPrivateJwk)) as JsonWebKey, format: 'jwk' });
       if (this.current === undefined || this.current.record.createdAt < record.createdAt) this.current = loaded;
     }
     this.keys.set(record.kid, loaded);
@@ -187,6 +192,7 @@ export class UserTokens {
     const key = this.current;
     if (key?.privateKey === undefined) throw new AppError('INTERNAL', 'no signing key is loaded');
     const issuedAt = Math.floor(this.now() / 1000);
+    const { SignJWT } = await jose();
     return new SignJWT({
       userId: claims.userId,
       apiKey: claims.apiKey,
