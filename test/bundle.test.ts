@@ -56,6 +56,11 @@ t.test('the bundle builds, starts, serves REST and sync-side pages, delivers a s
   // undici stays external (src/bundle.ts): bundled, the outbound client's requests never completed.
   t.equal(chunkOf('UND_ERR_CONNECT_TIMEOUT'), undefined, 'undici is not bundled');
   t.notOk([...atStart].some((file) => /from\s*"undici"/.test(source(file))), 'undici is not imported at start (a dynamic import at the first outbound request)');
+  // Idle memory (bench/README.md, "Ninth session"): jose signs at the first token, piscina starts at the first agent run.
+  const jose = chunkOf('ERR_JWS_INVALID');
+  t.not(jose, undefined, 'jose is in the bundle');
+  t.notOk(atStart.has(String(jose)), 'jose is not loaded at start');
+  t.notOk([...atStart].some((file) => /from\s*"piscina"/.test(source(file))), 'piscina is not imported at start');
 
   // Loopback allowed for outbound HTTP, so the bundle may deliver a webhook to the receiver below.
   const server = start(join(dir, 'main.js'), { DATA_DIR: join(root, 'data'), DEV_BOOTSTRAP: 'true', OUTBOUND_ALLOWED_NETWORKS: '127.0.0.0/8' });

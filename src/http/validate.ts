@@ -4,32 +4,46 @@ import addFormatsModule from 'ajv-formats';
 import { invalidArgument } from '../errors.js';
 import { utf8Bytes } from '../limits.js';
 
-const ajv = new Ajv({ allErrors: false, strict: true, coerceTypes: false, useDefaults: false, allowUnionTypes: true });
-// ajv-formats is CommonJS: under NodeNext the default import is module.exports, whose `default` is the plugin.
-addFormatsModule.default(ajv, ['email', 'uri', 'date-time']);
+let instance: Ajv | undefined;
 
-/** `maxBytes`: a string's UTF-8 length (ids become LMDB key parts, whose limit is in bytes). */
-ajv.addKeyword({
-  keyword: 'maxBytes',
-  type: 'string',
-  schemaType: 'number',
-  validate: function maxBytes(limit: number, data: string): boolean {
-    if (utf8Bytes(data) <= limit) return true;
-    (maxBytes as { errors?: unknown[] }).errors = [{ keyword: 'maxBytes', params: { limit }, message: `must be at most ${limit} bytes` }];
-    return false;
-  },
-});
+/**
+ * The one ajv, made at the first validation: its instance (meta-schemas, formats, keywords) is ~0.1 MB of heap that a server
+ * which has not been sent a request yet does not need.
+ */
+function validator(): Ajv {
+  instance ??= makeAjv();
+  return instance;
+}
 
-/** `maxJsonBytes`: a free-form JSON field's encoded size (it is stored and sent back whole). */
-ajv.addKeyword({
-  keyword: 'maxJsonBytes',
-  schemaType: 'number',
-  validate: function maxJsonBytes(limit: number, data: unknown): boolean {
-    if (utf8Bytes(JSON.stringify(data) ?? '') <= limit) return true;
-    (maxJsonBytes as { errors?: unknown[] }).errors = [{ keyword: 'maxJsonBytes', params: { limit }, message: `must be at most ${limit} bytes` }];
-    return false;
-  },
-});
+function makeAjv(): Ajv {
+  const ajv = new Ajv({ allErrors: false, strict: true, coerceTypes: false, useDefaults: false, allowUnionTypes: true });
+  // ajv-formats is CommonJS: under NodeNext the default import is module.exports, whose `default` is the plugin.
+  addFormatsModule.default(ajv, ['email', 'uri', 'date-time']);
+
+  /** `maxBytes`: a string's UTF-8 length (ids become LMDB key parts, whose limit is in bytes). */
+  ajv.addKeyword({
+    keyword: 'maxBytes',
+    type: 'string',
+    schemaType: 'number',
+    validate: function maxBytes(limit: number, data: string): boolean {
+      if (utf8Bytes(data) <= limit) return true;
+      (maxBytes as { errors?: unknown[] }).errors = [{ keyword: 'maxBytes', params: { limit }, message: `must be at most ${limit} bytes` }];
+      return false;
+    },
+  });
+
+  /** `maxJsonBytes`: a free-form JSON field's encoded size (it is stored and sent back whole). */
+  ajv.addKeyword({
+    keyword: 'maxJsonBytes',
+    schemaType: 'number',
+    validate: function maxJsonBytes(limit: number, data: unknown): boolean {
+      if (utf8Bytes(JSON.stringify(data) ?? '') <= limit) return true;
+      (maxJsonBytes as { errors?: unknown[] }).errors = [{ keyword: 'maxJsonBytes', params: { limit }, message: `must be at most ${limit} bytes` }];
+      return false;
+    },
+  });
+  return ajv;
+}
 
 export type Validator<T> = (value: unknown) => T;
 
@@ -42,7 +56,7 @@ export type Validator<T> = (value: unknown) => T;
 export function compileValidator<T>(schema: object): Validator<T> {
   let validate: ValidateFunction<T> | undefined;
   return (value: unknown): T => {
-    validate ??= ajv.compile<T>(schema);
+    validate ??= validator().compile<T>(schema);
     if (validate(value)) return value;
     const first = validate.errors?.[0];
     throw invalidArgument(first === undefined ? 'data is invalid' : describeError(first));
@@ -51,7 +65,7 @@ export function compileValidator<T>(schema: object): Validator<T> {
 
 /** Compiles `schema` with the request validator's ajv (its keywords and formats) and throws what ajv rejects. */
 export function checkSchema(schema: object): void {
-  ajv.compile(schema);
+  validator().compile(schema);
 }
 
 function fieldPath(instancePath: string): string {
