@@ -65,6 +65,7 @@ export class EditorDoc implements LogStream, JoinFrameHolder, UpdateStream {
   nextSeq = 0;
   logCount = 0;
   logBytes = 0;
+  snapshotBytes = 0;
   needsSnapshot = false;
   /** True once the store has content or was added through REST: Get lists it, Add refuses it, Update accepts it. */
   exists = false;
@@ -111,6 +112,7 @@ export class EditorDoc implements LogStream, JoinFrameHolder, UpdateStream {
     this.nextSeq = loaded.nextSeq;
     this.logCount = loaded.updates.length;
     this.logBytes = loaded.logBytes;
+    this.snapshotBytes = loaded.snapshot?.length ?? 0;
   }
 
   /** Reports every later change to the doc to `listener` (one listener: the actor that owns the store). */

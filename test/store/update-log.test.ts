@@ -7,7 +7,7 @@ import { createLogger } from '../../src/log.js';
 import { Store, type WriteTx } from '../../src/store/env.js';
 import { Snapshots } from '../../src/store/snapshots.js';
 import { encodeLogRow } from '../../src/store/log-rows.js';
-import { UpdateLog, type DurabilityOptions } from '../../src/store/update-log.js';
+import { COMPACT_COUNT_CAP, COMPACT_SIZE_SHARE, UpdateLog, compactionDue, type DurabilityOptions } from '../../src/store/update-log.js';
 import { DB } from '../../src/store/keys.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
@@ -240,4 +240,44 @@ t.test('rows written one update each (before batches) and batch rows load togeth
   const snapshots = new Snapshots(store);
   t.equal(snapshots.load('key', 'org', 'doc').find((s) => s.editorId === 'old')?.updates.length, 5);
   t.equal(rebuild(snapshots, 'old')?.getText('content').toString(), '01234');
+});
+
+t.test('compaction: a count alone takes a snapshot only once the log holds a quarter of the last snapshot', (t) => {
+  const limits = { compactAfterUpdates: 10, compactAfterBytes: 1000 };
+  const due = (logCount: number, logBytes: number, snapshotBytes: number): boolean => compactionDue({ logCount, logBytes, snapshotBytes }, limits);
+  t.equal(due(10, 100, 0), false, 'at the count: not yet');
+  t.equal(due(11, 11, 0), true, 'past the count with no snapshot yet');
+  t.equal(due(11, 99, 400), false, 'past the count, log below a quarter of the snapshot');
+  t.equal(due(11, 100, 400), true, 'past the count, log at a quarter of the snapshot');
+  t.equal(due(10 * COMPACT_COUNT_CAP, 20, 100_000), false, 'at the count cap: not yet');
+  t.equal(due(10 * COMPACT_COUNT_CAP + 1, 20, 100_000), true, 'past the count cap whatever the sizes');
+  t.equal(due(1, 1001, 100_000), true, 'past COMPACT_AFTER_BYTES whatever the count');
+  t.equal(COMPACT_SIZE_SHARE, 4);
+  t.end();
+});
+
+t.test('compaction of a large store waits for its log to reach a quarter of the snapshot; the reload is whole', async (t) => {
+  const store = Store.open(t.testdir());
+  t.teardown(() => store.close());
+  const log = new UpdateLog(store, { groupCommitMs: 0, compactAfterUpdates: 10, compactAfterBytes: 1 << 20 }, silent);
+  const a = logged(log, 'a');
+  const text = a.store.doc.getText('content');
+  text.insert(0, 'y'.repeat(4000));
+  await log.requestSnapshot(a.store);
+  t.ok(a.store.snapshotBytes > 4000, `the snapshot's size is kept (${a.store.snapshotBytes} bytes)`);
+  const snapshots = new Snapshots(store);
+  const folded = (): number => snapshots.load('key', 'org', 'doc').find((s) => s.editorId === 'a')?.meta.foldedSeq ?? -1;
+  const first = folded();
+  // Single characters: ~20 log bytes each, so the 11th is past the count but far below a quarter of ~4 KB.
+  for (let i = 0; i < 20; i++) {
+    text.insert(i, 'z');
+    await Promise.all(a.commits);
+  }
+  t.equal(folded(), first, 'no snapshot at 20 small updates after a ~4 KB snapshot');
+  t.ok(a.store.logCount >= 20 && a.store.logBytes * COMPACT_SIZE_SHARE < a.store.snapshotBytes, 'the log keeps them');
+  text.insert(0, 'w'.repeat(1100));
+  await Promise.all(a.commits);
+  t.ok(folded() > first, 'a snapshot once the log passed a quarter of it');
+  t.equal(a.store.logCount, 0);
+  t.equal(rebuild(snapshots, 'a')?.getText('content').toString(), text.toString(), 'the reload holds everything');
 });
