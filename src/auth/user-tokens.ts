@@ -82,8 +82,17 @@ interface LoadedKey {
   publicKey: KeyObject;
 }
 
+/**
+ * Tokens whose signature this server has checked, at most this many, least recently used dropped first. A client
+ * opening several documents, or reconnecting, sends the same token; the ES256 check (~130 µs) was the largest part of
+ * a sync upgrade's admission (bench/README.md, "Ninth session"). Everything else is checked at every use.
+ */
+export const VERIFIED_TOKENS_MAX = 1024;
+
 export class UserTokens {
   private readonly keys = new Map<string, LoadedKey>();
+  /** By the token's text: its parsed form, signature checked (VERIFIED_TOKENS_MAX). */
+  private readonly verified = new Map<string, CompactJwt>();
   private current: LoadedKey | undefined;
 
   private readonly now: () => number;
@@ -219,20 +228,47 @@ export class UserTokens {
    * node must first catch up to learn the token's key: the sync upgrade relies on that (src/auth/jwt-check.ts).
    */
   async verify(token: string): Promise<UserClaims> {
+    const checked = this.verified.get(token);
+    if (checked !== undefined) {
+      // Most recently used last: Map order is insertion order.
+      this.verified.delete(token);
+      this.verified.set(token, checked);
+      try {
+        return this.claimsOf(checked, true);
+      } catch (error) {
+        // Expired, or its key lapsed: it will not verify again.
+        this.verified.delete(token);
+        throw error;
+      }
+    }
     const jwt = parseCompactEs256(token);
     if (jwt === undefined) throw unauthenticated('the user token is invalid');
     if (this.catchUp !== undefined && jwt.kid !== undefined && !this.keys.has(jwt.kid) && (await this.catchUp())) await this.reload();
-    return this.claimsOf(jwt);
+    const claims = this.claimsOf(jwt, false);
+    this.verified.set(token, jwt);
+    if (this.verified.size > VERIFIED_TOKENS_MAX) this.verified.delete(this.verified.keys().next().value as string);
+    return claims;
+  }
+
+  /** Tokens whose signature is remembered (tests, diagnostics). */
+  get verifiedTokens(): number {
+    return this.verified.size;
+  }
+
+  /** Whether `token`'s signature is remembered (tests). */
+  remembers(token: string): boolean {
+    return this.verified.has(token);
   }
 
   /** `verify` bound to this instance, for injection as a VerifyUserToken. */
   readonly verifyUserToken: VerifyUserToken = (token) => this.verify(token);
 
-  private claimsOf(jwt: CompactJwt): UserClaims {
+  /** `signatureChecked`: the signature was verified by a key of this kid before; the key must still be loaded and valid. */
+  private claimsOf(jwt: CompactJwt, signatureChecked: boolean): UserClaims {
     const now = this.now();
     const key = jwt.kid === undefined ? undefined : this.keys.get(jwt.kid);
     if (key === undefined || this.isLapsed(key.record, now)) throw unauthenticated('the user token was not signed by this server');
-    if (!signedBy(jwt, key.publicKey)) throw unauthenticated('the user token is invalid');
+    if (!signatureChecked && !signedBy(jwt, key.publicKey)) throw unauthenticated('the user token is invalid');
     const payload = checkClaims(jwt, ISSUER, now);
     if (payload === 'expired') throw unauthenticated('the user token has expired');
     if (payload === 'invalid') throw unauthenticated('the user token is invalid');

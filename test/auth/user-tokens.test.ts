@@ -1,7 +1,7 @@
 import { SignJWT, createLocalJWKSet, decodeProtectedHeader, generateKeyPair, jwtVerify } from 'jose';
 import t, { type Test } from 'tap';
 import { Secrets } from '../../src/auth/secrets.js';
-import { USER_TOKEN_LIFETIME_SECONDS, UserTokens, type UserClaims } from '../../src/auth/user-tokens.js';
+import { USER_TOKEN_LIFETIME_SECONDS, UserTokens, VERIFIED_TOKENS_MAX, type UserClaims } from '../../src/auth/user-tokens.js';
 import { Store } from '../../src/store/env.js';
 import { DB } from '../../src/store/keys.js';
 
@@ -126,4 +126,41 @@ t.test('cluster mode: a token signed with a key this node has not loaded verifie
   t.equal((await follower.verify(token)).userId, 'u1');
   t.equal(catchUps, 1, 'a known key needs none');
   await rejects(t, alone.verify(token), /not signed by this server/);
+});
+
+t.test('a verified token is remembered: its signature is not checked again, everything else is, and the memory is bounded', async (t) => {
+  const { open, clock } = setup(t);
+  const tokens = await open();
+  const token = await tokens.sign(claims);
+  t.equal(tokens.verifiedTokens, 0);
+  const first = await tokens.verify(token);
+  t.equal(tokens.verifiedTokens, 1, 'remembered once verified');
+  t.same(await tokens.verify(token), first, 'the same claims from memory');
+  t.equal(tokens.verifiedTokens, 1);
+
+  // Another signature over the same header and payload is another text: checked, and refused.
+  const [header, payload, signature = ''] = token.split('.');
+  const flipped = `${signature.slice(0, 10)}${signature[10] === 'A' ? 'B' : 'A'}${signature.slice(11)}`;
+  await rejects(t, tokens.verify(`${header}.${payload}.${flipped}`), /invalid/);
+  t.equal(tokens.verifiedTokens, 1, 'a refused token is not remembered');
+
+  // The key's lapse still refuses a remembered token: rotate, then pass the old key's last possible token's expiry.
+  await tokens.rotate();
+  t.equal((await tokens.verify(token)).userId, 'u1', 'a retired key still verifies its tokens');
+  clock.now += USER_TOKEN_LIFETIME_SECONDS * 1000 + 1000;
+  await rejects(t, tokens.verify(token), /not signed by this server/);
+  t.notOk(tokens.remembers(token), 'a remembered token that fails is forgotten');
+
+  // Bounded: the least recently used is dropped first.
+  const fresh = await tokens.sign(claims);
+  await tokens.verify(fresh);
+  const many: string[] = [];
+  for (let i = 0; i < VERIFIED_TOKENS_MAX; i++) many.push(await tokens.sign({ ...claims, userId: `u${i}` }));
+  await tokens.verify(many[0] ?? '');
+  await tokens.verify(fresh);
+  for (const other of many.slice(1)) await tokens.verify(other);
+  t.equal(tokens.verifiedTokens, VERIFIED_TOKENS_MAX, 'never more than VERIFIED_TOKENS_MAX');
+  t.ok(tokens.remembers(fresh), 'the token used again after many[0] is kept');
+  t.notOk(tokens.remembers(many[0] ?? ''), 'the least recently used is dropped');
+  t.equal((await tokens.verify(fresh)).userId, 'u1');
 });
