@@ -10,7 +10,7 @@ import { randomId, type Secrets } from './secrets.js';
 
 /**
  * jose signs the tokens; it is imported at the first signature. Keys are made, exported and imported with node:crypto
- * (the same JWKs), so a server that signs nothing does not load it: ~1–3 MB of every idle server's memory.
+ * (the same JWKs), so a server that signs nothing does not load it (bench/README.md, "Ninth session", idle memory).
  */
 let joseModule: Promise<typeof import('jose')> | undefined;
 const jose = (): Promise<typeof import('jose')> => (joseModule ??= import('jose'));
