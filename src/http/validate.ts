@@ -7,8 +7,8 @@ import { utf8Bytes } from '../limits.js';
 let instance: Ajv | undefined;
 
 /**
- * The one ajv, made at the first validation: its instance (meta-schemas, formats, keywords) is ~0.1 MB of heap that a server
- * which has not been sent a request yet does not need.
+ * The one ajv, made at the first validation: its instance (meta-schemas, formats, keywords) is ~0.1 MB of heap that
+ * a server which has not been sent a request yet does not need.
  */
 function validator(): Ajv {
   instance ??= makeAjv();
