@@ -245,6 +245,7 @@ export function compactionDue(stream: Pick<LogStream, 'logCount' | 'logBytes' | 
  */
 function logRows(entries: readonly Entry[]): readonly Entry[] {
   const last = entries.at(-1);
-  if (last === undefined || entries.length === 1) return entries;
+  // A lone append goes through encodeLogRow too: it is the update itself unless those bytes would read as a batch.
+  if (last === undefined) return entries;
   return [{ seq: last.seq, update: encodeLogRow(entries.map((entry) => entry.update)) }];
 }
