@@ -1,6 +1,7 @@
 // Owns the server side of the bench IPC: a server-under-test child reports readiness, CPU and memory, and stops on request.
 import { readFileSync } from 'node:fs';
 import { memoryUsage } from 'node:process';
+import { startHeapSampling } from './heap-sample.js';
 
 /** Parent → child. */
 export type HostRequest = { readonly id: number; readonly type: 'stats' | 'gc' | 'settle' | 'stop' };
@@ -102,8 +103,11 @@ function collect(): void {
 /** Runs a server host: starts it, reports `ready`, answers requests, exits when asked or when the parent goes away. */
 export function serveHost(start: () => Promise<StartedServer>): void {
   let server: StartedServer | undefined;
+  const sampling = startHeapSampling(process.env['BENCH_SERVER_KIND'] ?? 'server');
+  const stopSampling = async (): Promise<void> => (await sampling)?.();
   const stop = async (code: number): Promise<never> => {
     if (server !== undefined) await server.stop();
+    await stopSampling();
     process.exit(code);
   };
   process.on('disconnect', () => {
@@ -138,7 +142,7 @@ export function serveHost(start: () => Promise<StartedServer>): void {
         finish();
         process.exit(0);
       }
-      server.stop().then(
+      server.stop().then(stopSampling).then(
         () => {
           finish();
           // give the reply a moment to leave before exit (profiles are written at exit)

@@ -59,7 +59,7 @@ const REPLY_TIMEOUT_MS = 60_000;
 const STOP_TIMEOUT_MS = 15_000;
 
 function hostEnv(kind: ServerKind, dataDir: string, extra: Readonly<Record<string, string>>): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = { ...process.env };
+  const env: NodeJS.ProcessEnv = { ...process.env, BENCH_SERVER_KIND: kind };
   delete env['YPERSISTENCE'];
   delete env['PORT'];
   delete env['NODE_OPTIONS'];
@@ -108,7 +108,7 @@ function hostEntry(kind: ServerKind): string {
 }
 
 const FORWARD_LINES = Number(process.env.BENCH_FORWARD_LINES ?? 10);
-const FORWARD_CHARS = 400;
+const FORWARD_CHARS = Number(process.env.BENCH_FORWARD_CHARS ?? 400);
 
 /** Forwards a child's first output lines to our stderr with a prefix (truncated; the rest are counted, reported at exit). */
 function forward(child: ChildProcess, prefix: string): void {
