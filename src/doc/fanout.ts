@@ -1,6 +1,7 @@
 // Owns how a document's frames reach its connections: the pub/sub topic names and per-turn merged publishing of store updates.
 import * as Y from 'yjs';
 import { writeUpdate } from '../sync/protocol.js';
+import { concatUpdates } from '../sync/update-concat.js';
 import { type Peer, type TopicPublisher } from './peer.js';
 import { documentKeyString, type DocumentKey } from '../document-key.js';
 
@@ -53,7 +54,8 @@ interface PendingTopic {
  * turn (as Hocuspocus 4 does). Merging per sender is what keeps the sender out: uWS's ws.publish skips the
  * publishing socket, so each sender's merged frame goes out through its own socket, and updates of the server go to
  * everyone. Yjs updates commute (and out-of-order structs wait as pending), so the order between senders' frames
- * does not matter for convergence; within one sender the merge keeps everything.
+ * does not matter for convergence; within one sender the merge keeps everything. A sender's updates are joined by
+ * their bytes when they are one client's consecutive structs (src/sync/update-concat.ts), else by Y.mergeUpdates.
  */
 export class UpdateFanout {
   /** Made when an update is queued and dropped when flushed: an idle document keeps no table (~200 bytes) for it. */
@@ -98,7 +100,7 @@ export class UpdateFanout {
     for (const [stream, { bySender }] of pending) {
       const topic = stream.topic();
       for (const [sender, { updates, frame: asSent }] of bySender) {
-        const frame = asSent ?? writeUpdate(updates.length === 1 ? (updates[0] as Uint8Array) : Y.mergeUpdates(updates));
+        const frame = asSent ?? writeUpdate(updates.length === 1 ? (updates[0] as Uint8Array) : (concatUpdates(updates) ?? Y.mergeUpdates(updates)));
         published += frame.length;
         // A sender that has gone is unsubscribed already, so publishing to all reaches exactly the others.
         if (sender === undefined || !sender.publish(topic, frame)) this.publisher.publish(topic, frame);

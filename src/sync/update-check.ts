@@ -1,4 +1,4 @@
-// Owns checking that bytes decode as a Yjs V1 update without building it: the walk Y.decodeUpdate makes, minus its objects.
+// Owns checking that bytes decode as a Yjs V1 update without building it (the walk Y.decodeUpdate makes, minus its objects), and the shape that walk sees.
 import { isUtf8 } from 'node:buffer';
 
 /**
@@ -31,10 +31,33 @@ const ANY = { UNDEFINED: 127, NULL: 126, INT: 125, FLOAT32: 124, FLOAT64: 123, B
 
 const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
+/**
+ * Where an update of one client's structs keeps its parts, as src/sync/update-concat.ts joins them: the structs
+ * cover clocks `clock` to `clock + length` of `client`, and the delete set starts at byte `deletesStart`.
+ */
+export interface UpdateShape {
+  /** Undefined when the update holds no structs (it only deletes). */
+  readonly client: number | undefined;
+  readonly clock: number;
+  /** Clock units the structs cover (an item's content length: UTF-16 units of a string, entries of a list). */
+  readonly length: number;
+  readonly structs: number;
+  /** The first struct's first byte. */
+  readonly structsStart: number;
+  /** The delete set's first byte (its client count), and the byte after it. */
+  readonly deletesStart: number;
+  readonly end: number;
+  /** Clients in the delete set (0: it deletes nothing). */
+  readonly deleting: number;
+}
+
 /** A bounds-checked cursor: every read past the end refuses, as lib0's readers end up doing (a throw, then caught). */
 class Walk {
   pos = 0;
-  constructor(private readonly bytes: Uint8Array) {}
+  /** Set by update() when the update holds exactly one client's structs. */
+  shape: UpdateShape | undefined;
+  /** `measure`: count the clock units of what is read (content lengths), for the shape. */
+  constructor(private readonly bytes: Uint8Array, private readonly measure = false) {}
 
   byte(): number {
     if (this.pos >= this.bytes.length) throw refused;
@@ -77,8 +100,12 @@ class Walk {
     this.skip(this.varUint());
   }
 
-  /** lib0 readVarString: UTF-8 that lib0's fatal TextDecoder accepts. */
-  varString(): void {
+  /**
+   * lib0 readVarString: UTF-8 that lib0's fatal TextDecoder accepts. Measuring, it returns the string's length in
+   * UTF-16 units as the decoded string would have it (a byte that starts a character counts one, a four-byte
+   * character two); otherwise 0.
+   */
+  varString(): number {
     const length = this.varUint();
     const start = this.pos;
     this.skip(length);
@@ -86,9 +113,16 @@ class Walk {
     if (length <= 64) {
       let ascii = true;
       for (let i = start; i < this.pos; i++) if ((this.bytes[i] as number) >= 0x80) ascii = false;
-      if (ascii) return;
+      if (ascii) return length;
     }
     if (!isUtf8(this.bytes.subarray(start, this.pos))) throw refused;
+    if (!this.measure) return 0;
+    let units = 0;
+    for (let i = start; i < this.pos; i++) {
+      const byte = this.bytes[i] as number;
+      if (byte < 0x80 || byte >= 0xc0) units += byte >= 0xf0 ? 2 : 1;
+    }
+    return units;
   }
 
   /** A string that must be JSON (ContentJSON entries, embeds, format values): parsed, as Yjs parses it. */
@@ -148,40 +182,38 @@ class Walk {
     }
   }
 
-  /** yjs readItemContent for one content ref. */
-  content(ref: number): void {
+  /** yjs readItemContent for one content ref; returns the content's length (yjs Content*.getLength()). */
+  content(ref: number): number {
     switch (ref) {
       case CONTENT.DELETED:
-        this.varUint();
-        return;
+        return this.varUint();
       case CONTENT.JSON: {
         const count = this.varUint();
         for (let i = 0; i < count; i++) this.json(true);
-        return;
+        return count;
       }
       case CONTENT.BINARY:
         this.varBytes();
-        return;
+        return 1;
       case CONTENT.STRING:
-        this.varString();
-        return;
+        return this.varString();
       case CONTENT.EMBED:
         this.json(false);
-        return;
+        return 1;
       case CONTENT.FORMAT:
         this.varString();
         this.json(false);
-        return;
+        return 1;
       case CONTENT.TYPE: {
         const typeRef = this.varUint();
         if (typeRef > LAST_TYPE_REF) throw refused;
         if (typeRef === XML_ELEMENT || typeRef === XML_HOOK) this.varString();
-        return;
+        return 1;
       }
       case CONTENT.ANY: {
         const count = this.varUint();
         for (let i = 0; i < count; i++) this.anyValue();
-        return;
+        return count;
       }
       case CONTENT.DOC:
         // A subdocument: Yjs builds a Doc from its options, which can fail on values only building shows.
@@ -195,14 +227,20 @@ class Walk {
   /** yjs lazyStructReaderGenerator then readDeleteSet, V1 encoding. Bytes after the delete set are ignored, as there. */
   update(): void {
     const clients = this.varUint();
+    let client = 0;
+    let clock = 0;
+    let structs = 0;
+    let structsStart = 0;
+    let length = 0;
     for (let c = 0; c < clients; c++) {
-      const structs = this.varUint();
-      this.varUint(); // client
-      this.varUint(); // clock
+      structs = this.varUint();
+      client = this.varUint();
+      clock = this.varUint();
+      structsStart = this.pos;
       for (let s = 0; s < structs; s++) {
         const info = this.byte();
-        if (info === SKIP) this.varUint();
-        else if ((info & CONTENT_REF) === 0) this.varUint(); // GC: its length
+        // Skip and GC: their length.
+        if (info === SKIP || (info & CONTENT_REF) === 0) length += this.varUint();
         else {
           if ((info & HAS_ORIGIN) !== 0) this.id();
           if ((info & HAS_RIGHT_ORIGIN) !== 0) this.id();
@@ -212,10 +250,11 @@ class Walk {
             else this.id();
             if ((info & HAS_PARENT_SUB) !== 0) this.varString();
           }
-          this.content(info & CONTENT_REF);
+          length += this.content(info & CONTENT_REF);
         }
       }
     }
+    const deletesStart = this.pos;
     const deleting = this.varUint();
     for (let c = 0; c < deleting; c++) {
       this.varUint(); // client
@@ -225,6 +264,8 @@ class Walk {
         this.varUint(); // length
       }
     }
+    if (!this.measure || clients > 1) return;
+    this.shape = clients === 1 ? { client, clock, length, structs, structsStart, deletesStart, end: this.pos, deleting } : { client: undefined, clock: 0, length: 0, structs: 0, structsStart: deletesStart, deletesStart, end: this.pos, deleting };
   }
 
   private id(): void {
@@ -239,6 +280,22 @@ function decode(bytes: Uint8Array): string {
   } catch {
     // A TypeError for invalid UTF-8, as lib0's fatal decoder throws.
     throw refused;
+  }
+}
+
+/**
+ * The shape of `bytes` when they are a Yjs V1 update of one client's structs or of none (what a client sends for one
+ * local transaction); undefined for anything else, including bytes that do not decode. Never throws.
+ */
+export function updateShape(bytes: Uint8Array): UpdateShape | undefined {
+  const walk = new Walk(bytes, true);
+  try {
+    walk.update();
+    return walk.shape;
+  } catch {
+    // Refused, unsure (a subdocument) or a RangeError from nesting past the stack: no shape. The caller gives such
+    // bytes to Yjs's own merge, which judges them as it would have anyway.
+    return undefined;
   }
 }
 
