@@ -1,6 +1,6 @@
 // Owns starting every server under test as a child process (fork + IPC), asking it for CPU/memory, and stopping it.
 import { execFileSync, fork, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { buildSync } from 'esbuild';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -133,6 +133,28 @@ function forward(child: ChildProcess, prefix: string): void {
   });
 }
 
+/**
+ * What a child that has not reported ready is doing, for the error (Linux): its CPU so far, and each thread's state
+ * and the kernel function it waits in. A host that hung at start once printed nothing (bench/README.md, "Tenth session").
+ */
+function processState(pid: number | undefined): string {
+  if (pid === undefined) return 'not started';
+  try {
+    const fields = (path: string): string[] => {
+      const stat = readFileSync(path, 'utf8');
+      return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    };
+    const whole = fields(`/proc/${pid}/stat`);
+    const threads = readdirSync(`/proc/${pid}/task`).map((tid) => {
+      const wchan = readFileSync(`/proc/${pid}/task/${tid}/wchan`, 'utf8');
+      return `${tid} ${fields(`/proc/${pid}/task/${tid}/stat`)[0] ?? '?'}${wchan === '' || wchan === '0' ? '' : ` in ${wchan}`}`;
+    });
+    return `state ${whole[0] ?? '?'}, ${(Number(whole[11]) + Number(whole[12])) * 10} ms of CPU, threads: ${threads.join(', ')}`;
+  } catch (error) {
+    return `no /proc view (${error instanceof Error ? error.message : String(error)})`;
+  }
+}
+
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 let built = false;
 
@@ -190,7 +212,7 @@ export async function launchServer(kind: ServerKind, options: LaunchOptions = {}
   }, () => undefined);
 
   const ready = await new Promise<{ port: number; pid: number }>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${kind} server not ready within ${READY_TIMEOUT_MS} ms`)), READY_TIMEOUT_MS);
+    const timer = setTimeout(() => reject(new Error(`${kind} server not ready within ${READY_TIMEOUT_MS} ms (pid ${String(child.pid)}: ${processState(child.pid)})`)), READY_TIMEOUT_MS);
     child.on('message', (message: HostMessage) => {
       if (message.type === 'ready') {
         clearTimeout(timer);
