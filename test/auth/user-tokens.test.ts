@@ -50,8 +50,10 @@ t.test('an expired token is refused', async (t) => {
   const token = await tokens.sign(claims);
   clock.now += 47 * HOUR;
   t.equal((await tokens.verify(token)).userId, 'u1');
+  t.ok(tokens.remembers(token), 'remembered once verified');
   clock.now += 2 * HOUR;
   await rejects(t, tokens.verify(token), /expired/);
+  t.notOk(tokens.remembers(token), 'an expired token is forgotten');
 });
 
 t.test('a tampered token is refused', async (t) => {
