@@ -52,3 +52,42 @@ t.test('a full mailbox refuses with RESOURCE_EXHAUSTED unless forced', async (t)
   await mailbox.whenIdle();
   t.equal(mailbox.size, 0);
 });
+
+t.test('a task told to an idle mailbox runs inside tell; what it queues, a failure and a promise it returns keep the order', async (t) => {
+  const failures: unknown[] = [];
+  const mailbox = new Mailbox(100, { taskFailed: (error) => failures.push(error) });
+  const order: string[] = [];
+  mailbox.tell(() => {
+    order.push('outer');
+    mailbox.tell(() => order.push('queued by outer'));
+    t.notOk(mailbox.idle, 'busy while it runs');
+    order.push('outer:end');
+  });
+  t.same(order, ['outer', 'outer:end', 'queued by outer'], 'ran inside tell, then what it queued');
+  t.ok(mailbox.idle);
+
+  mailbox.tell(() => {
+    throw new Error('idle task failed');
+  });
+  t.equal(failures.length, 1, 'a throwing task is reported');
+  t.ok(mailbox.idle, 'and the mailbox is idle again');
+
+  let release!: () => void;
+  const gate = new Promise<void>((resolve) => (release = resolve));
+  mailbox.tell(async () => {
+    order.push('async:start');
+    await gate;
+    order.push('async:end');
+    throw new Error('async task failed');
+  });
+  mailbox.tell(() => order.push('after async'));
+  const answer = mailbox.ask(() => 'asked');
+  t.notOk(mailbox.idle, 'a returned promise holds the mailbox');
+  t.same(order.slice(3), ['async:start']);
+  release();
+  t.equal(await answer, 'asked');
+  await mailbox.whenIdle();
+  t.same(order.slice(3), ['async:start', 'async:end', 'after async']);
+  t.equal(failures.length, 2, 'the rejected promise is reported');
+  t.ok(mailbox.idle);
+});
