@@ -1,5 +1,7 @@
 // Owns the server side of the bench IPC: a server-under-test child reports readiness, CPU and memory, and stops on request.
-import { readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { writeHeapSnapshot } from 'node:v8';
 import { memoryUsage } from 'node:process';
 import { startHeapSampling } from './heap-sample.js';
 
@@ -100,6 +102,19 @@ function collect(): void {
   for (let i = 0; i < 3; i++) gc();
 }
 
+let snapshots = 0;
+
+/**
+ * With `BENCH_HEAP_SNAPSHOT_DIR`, every memory reading (a `gc` request: after a burst, after loading documents) also
+ * writes a heap snapshot of what the host holds then, `<kind>-<pid>-<n>.heapsnapshot`, after the figures are read.
+ */
+function writeSnapshot(): void {
+  const dir = process.env['BENCH_HEAP_SNAPSHOT_DIR'];
+  if (dir === undefined || dir === '') return;
+  mkdirSync(dir, { recursive: true });
+  writeHeapSnapshot(join(dir, `${process.env['BENCH_SERVER_KIND'] ?? 'server'}-${process.pid}-${++snapshots}.heapsnapshot`));
+}
+
 /** Runs a server host: starts it, reports `ready`, answers requests, exits when asked or when the parent goes away. */
 export function serveHost(start: () => Promise<StartedServer>): void {
   let server: StartedServer | undefined;
@@ -133,7 +148,9 @@ export function serveHost(start: () => Promise<StartedServer>): void {
       // let finalizers and native frees scheduled by the collection run before measuring
       setTimeout(() => {
         collect();
-        send({ type: 'reply', id: raw.id, stats: processStats() });
+        const stats = processStats();
+        writeSnapshot();
+        send({ type: 'reply', id: raw.id, stats });
       }, 50);
     } else {
       const stats = processStats();
