@@ -1,5 +1,4 @@
 // Owns the allocation instrument: V8's sampling heap profiler in a server host, counting collected objects too (churn).
-import { Session } from 'node:inspector/promises';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
@@ -12,6 +11,8 @@ import { join } from 'node:path';
 export async function startHeapSampling(kind: string): Promise<(() => Promise<void>) | undefined> {
   const dir = process.env['BENCH_HEAP_SAMPLE_DIR'];
   if (dir === undefined || dir === '') return undefined;
+  // Imported only when asked for: every host loads this module, and its memory figures must not carry the inspector's.
+  const { Session } = await import('node:inspector/promises');
   const session = new Session();
   session.connect();
   await session.post('HeapProfiler.enable');
