@@ -146,3 +146,20 @@ t.test('bytes that cannot simply be joined are left to Y.mergeUpdates', (t) => {
   t.equal(concatUpdates([d1, d2]) === undefined, false, 'deletes alone join too');
   t.end();
 });
+
+t.test('arbitrary bytes beside a valid update never throw, and whatever joins decodes as one update', (t) => {
+  const a = new Y.Doc();
+  const [valid] = updatesOf(a, [(doc) => doc.getText('text').insert(0, 'abc')]) as [Uint8Array];
+  fc.assert(
+    fc.property(fc.uint8Array({ maxLength: 64 }), fc.boolean(), (bytes, before) => {
+      const updates = before ? [bytes, valid] : [valid, bytes];
+      const joined = concatUpdates(updates);
+      // Whatever joins must decode as one update holding both.
+      if (joined !== undefined) Y.decodeUpdate(joined);
+      return true;
+    }),
+    { numRuns: 2000 },
+  );
+  t.pass('2000 random byte strings beside a valid update');
+  t.end();
+});
