@@ -15,29 +15,35 @@ import { updateShape, type UpdateShape } from './update-check.js';
  */
 export function concatUpdates(updates: readonly Uint8Array[]): Uint8Array | undefined {
   if (updates.length < 2) return undefined;
+  // Each update is walked again here although its frame was walked when it came in: keeping every frame's shape
+  // would cost an object per update, and only a sender's second update of a turn ever needs one.
   const shapes: UpdateShape[] = [];
   let structs = 0;
-  /** The first update with structs, and the last one. */
-  let first: UpdateShape | undefined;
+  /** The last update with structs so far; the joined update starts at the first one's client and clock. */
   let last: UpdateShape | undefined;
-  for (let i = 0; i < updates.length; i++) {
-    const shape = updateShape(updates[i] as Uint8Array);
+  let client: number | undefined;
+  let clock = 0;
+  for (const update of updates) {
+    const shape = updateShape(update);
     if (shape === undefined) return undefined;
     if (shape.client !== undefined) {
       if (last !== undefined && (shape.client !== last.client || shape.clock !== last.clock + last.length)) return undefined;
-      first ??= shape;
+      if (last === undefined) {
+        client = shape.client;
+        clock = shape.clock;
+      }
       last = shape;
     }
     structs += shape.structs;
     shapes.push(shape);
   }
   const encoder = encoding.createEncoder();
-  if (first === undefined || first.client === undefined) encoding.writeVarUint(encoder, 0);
+  if (client === undefined) encoding.writeVarUint(encoder, 0);
   else {
     encoding.writeVarUint(encoder, 1);
     encoding.writeVarUint(encoder, structs);
-    encoding.writeVarUint(encoder, first.client);
-    encoding.writeVarUint(encoder, first.clock);
+    encoding.writeVarUint(encoder, client);
+    encoding.writeVarUint(encoder, clock);
   }
   for (let i = 0; i < updates.length; i++) {
     const shape = shapes[i] as UpdateShape;
