@@ -22,7 +22,8 @@ const USAGE = `node --import=tsx bench/fanout.ts [flags]
   --rounds R          run the server list R times, interleaved, each round starting one server later; each figure is
                       the median (default 1)
   --plait-env K=V,…   extra environment for the Plait server (experiments, e.g. GROUP_COMMIT_MS=20); not used by npm run bench
-  --profile           write and summarize a V8 CPU profile of the Plait server`;
+  --profile           write and summarize a V8 CPU profile of the Plait server (first round)
+  --profile-server K  profile server kind K instead (e.g. floor-checked-logged)`;
 
 export function fanoutLabel(docs: number, readers: number): string {
   return docs === 1 ? `fan-out 1×${readers}` : `fan-out ${docs} docs×${readers + 1} clients`;
@@ -102,6 +103,7 @@ if (isMain(import.meta.url)) {
       warmup: { type: 'string' },
       'plait-env': { type: 'string' },
       rounds: { type: 'string' },
+      'profile-server': { type: 'string' },
     });
     const base = fanoutOptions(values);
     const plaitEnv = parseEnv(values['plait-env']);
@@ -117,8 +119,8 @@ if (isMain(import.meta.url)) {
       for (const server of [...list.slice(shift), ...list.slice(0, shift)]) {
         progress(`${fanoutLabel(base.docs, base.readers)}: ${server}${count > 1 ? ` round ${r + 1}/${count}` : ''} (rate ${base.rate}/s per doc, ${base.latencyMs} ms + ${base.throughputMs} ms)`);
         const isPlait = server === 'plait' || server === 'plait-nopersist' || server === 'plait-base';
-        // only the first round's Plait run is profiled
-        const profiled = prof !== undefined && server === 'plait' && r === 0;
+        // only the first round's run of one server is profiled
+        const profiled = prof !== undefined && server === (values['profile-server'] ?? 'plait') && r === 0;
         const result = await runFanout(
           { ...base, server, ...(profiled ? { cpuProfileDir: prof } : {}), ...(isPlait && plaitEnv !== undefined ? { env: plaitEnv } : {}) },
           progress,

@@ -9,7 +9,7 @@ import type { HostMessage, HostRequest, ProcessStats } from './host.js';
 
 export const SYNC_SERVERS = ['plait', 'hocuspocus', 'y-websocket', 'floor'] as const;
 /** plait-base: Plait from the build in the bench's env BENCH_BASE_DIST (a copy of dist/ from before a change), for before/after in one run. */
-export const SERVER_KINDS = ['plait', 'plait-base', 'plait-nopersist', 'hocuspocus', 'y-websocket', 'y-websocket-leveldb', 'uws-hello', 'floor', 'floor-2topics', 'floor-deferred', 'floor-2topics-deferred'] as const;
+export const SERVER_KINDS = ['plait', 'plait-base', 'plait-nopersist', 'hocuspocus', 'y-websocket', 'y-websocket-leveldb', 'uws-hello', 'floor', 'floor-2topics', 'floor-deferred', 'floor-2topics-deferred', 'floor-checked', 'floor-logged', 'floor-checked-logged'] as const;
 export type ServerKind = (typeof SERVER_KINDS)[number];
 
 export function isServerKind(value: string): value is ServerKind {
@@ -73,7 +73,10 @@ function hostEnv(kind: ServerKind, dataDir: string, extra: Readonly<Record<strin
   }
   if (kind === 'y-websocket-leveldb') env['YPERSISTENCE'] = dataDir;
   // The floor's variants (bench/servers/floor.ts) isolate costs of Plait's fan-out path.
-  if (kind.startsWith('floor-')) Object.assign(env, { FLOOR_TOPICS: kind.includes('2topics') ? '2' : '1', FLOOR_DEFER: kind.includes('deferred') ? '1' : '0' });
+  if (kind.startsWith('floor-')) {
+    Object.assign(env, { FLOOR_TOPICS: kind.includes('2topics') ? '2' : '1', FLOOR_DEFER: kind.includes('deferred') ? '1' : '0' });
+    Object.assign(env, { FLOOR_CHECK: kind.includes('checked') ? '1' : '0', FLOOR_LOG: kind.includes('logged') ? '1' : '0', DATA_DIR: dataDir });
+  }
   return { ...env, ...extra };
 }
 
