@@ -6,6 +6,7 @@ import { round } from './stats.js';
 const REFERENCE_LABEL: Partial<Record<ServerKind, string>> = {
   'uws-hello': 'uWS hello',
   'plait-nopersist': 'Plait no-log',
+  'floor-checked-logged': 'floor+check+log',
   'y-websocket-leveldb': 'y-ws+leveldb',
 };
 
@@ -40,7 +41,8 @@ export function rows(figures: readonly Figure[]): Row[] {
     const yws = of('y-websocket')?.value;
     // bench/servers/floor.ts: the least a correct Yjs server on the same stack does.
     const floor = of('floor')?.value;
-    const ref = (['uws-hello', 'plait-nopersist', 'y-websocket-leveldb'] as const).map((kind) => ({ kind, figure: of(kind) })).find((r) => r.figure !== undefined);
+    // The first of these a run has: the reference that explains the row (bench/README.md).
+    const ref = (['uws-hello', 'floor-checked-logged', 'plait-nopersist', 'y-websocket-leveldb'] as const).map((kind) => ({ kind, figure: of(kind) })).find((r) => r.figure !== undefined);
     const unit = figures.find((f) => f.bench === bench && f.metric === metric)?.unit ?? '';
     const judged = verdict(figures, bench, metric);
     const target = judged === undefined ? '' : `${judged.target.text}: ${judged.met ? 'MET' : 'MISSED'} (${judged.detail})`;
