@@ -194,11 +194,20 @@ function hostNodeFlags(): string[] {
   return (process.env['BENCH_HOST_NODE_FLAGS'] ?? '').split(/\s+/).filter((word) => word !== '');
 }
 
+/**
+ * `BENCH_CPU_PROF_INTERVAL_US`: V8's sampling interval for --profile (1000 µs by default). At 1 ms a path that takes
+ * tens of µs per call is seen in a few samples a run, too few to tell its share (bench/README.md, "Eleventh session").
+ */
+function profileInterval(): string[] {
+  const interval = process.env['BENCH_CPU_PROF_INTERVAL_US'];
+  return interval === undefined ? [] : [`--cpu-prof-interval=${interval}`];
+}
+
 export async function launchServer(kind: ServerKind, options: LaunchOptions = {}): Promise<ServerHandle> {
   if (protocolOf(kind) === 'plait') buildPlait();
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), `plait-bench-${kind}-`));
   const execArgv = [...(USE_TSX ? ['--import=tsx'] : []), '--expose-gc', ...(protocolOf(kind) === 'plait' ? plaitNodeFlags() : []), ...hostNodeFlags()];
-  if (options.cpuProfileDir !== undefined) execArgv.push('--cpu-prof', `--cpu-prof-dir=${options.cpuProfileDir}`);
+  if (options.cpuProfileDir !== undefined) execArgv.push('--cpu-prof', `--cpu-prof-dir=${options.cpuProfileDir}`, ...profileInterval());
   execArgv.push(...(options.execArgv ?? []));
   const child = fork(hostEntry(kind), [], {
     execArgv,
