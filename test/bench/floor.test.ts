@@ -36,7 +36,7 @@ for (const kind of ['floor-logged', 'floor-checked-logged'] as const) {
     await Promise.all([writer.synced, reader.synced]);
 
     if (checked) {
-      // A frame whose update does not decode: the checked floor refuses it as Plait's codec does, and keeps serving.
+      // A frame whose update does not decode: Plait's codec reads it as malformed, the checked floor drops it and serves on.
       const raw = new WebSocket(`ws://127.0.0.1:${server.port}/room-a`);
       await new Promise((resolve, reject) => raw.once('open', resolve).once('error', reject));
       raw.send(Uint8Array.of(0, 2, 3, 0xff, 0xff, 0xff));
