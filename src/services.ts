@@ -107,7 +107,7 @@ export async function openServices(config: Config, log: Logger, publisher: Topic
   const clock = serverClock(options);
   const now = clock.now;
   const workerRole = options.workerRole ?? new LocalWorkerRole();
-  const store = Store.open(config.dataDir, { log: log.child({ component: 'store' }), ...(options.replication === undefined ? {} : { replication: options.replication }) });
+  const store = Store.open(config.dataDir, { log: log.child({ component: 'store' }), deferMs: config.groupCommitMs, ...(options.replication === undefined ? {} : { replication: options.replication }) });
   await options.replication?.attach(store);
   const secrets = Secrets.load(config.dataDir, config.secretKey);
   const workspaces = new Workspaces(store, secrets);

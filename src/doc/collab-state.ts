@@ -92,12 +92,31 @@ export class CollabDocuments {
   private readonly loaded = new WeakMap<DocumentActorView, Loaded | Promise<Loaded>>();
   /** Documents with an armed expiry timer: disarmed when the document unloads, is deleted, or the server stops. */
   private readonly armed = new Map<string, { readonly ref: DocumentKey; readonly doc: Loaded }>();
+  /**
+   * Each loaded document's changes on their way to disk, kept after it unloads until they have landed: a load of the
+   * same document reads after them. Not a barrier on the whole group commit, which would also wait for other
+   * documents' deferred changes (a sync connection's presence, GroupedChange.deferrable) and put their commit in
+   * this open's path.
+   */
+  private readonly writesOf = new Map<string, DocumentWrites>();
   /** Told every committed annotation change, whether or not a socket listens (Memory records suggestion decisions). */
   private readonly committedListeners: Array<(ref: DocumentKey, changes: readonly LiveAnnotationChange[]) => void> = [];
 
   constructor(private readonly deps: CollabDeps) {
     // The timer's callback holds the host: left armed, it would keep an unloaded document in memory until it fired.
-    deps.actors.onUnloaded?.((ref) => this.disarm(documentKeyString(ref)));
+    deps.actors.onUnloaded?.((ref) => {
+      const key = documentKeyString(ref);
+      this.disarm(key);
+      this.forgetWrites(key);
+    });
+  }
+
+  /** Drops a document's writes from `writesOf` once nothing of them is pending (at once when nothing is). */
+  private forgetWrites(key: string): void {
+    const writes = this.writesOf.get(key);
+    if (writes === undefined) return;
+    if (writes.pending === 0) this.writesOf.delete(key);
+    else writes.afterPending(() => this.forgetWrites(key));
   }
 
   /** Documents with an armed presence expiry timer (tests, metrics). */
@@ -246,8 +265,11 @@ export class CollabDocuments {
   private load(host: DocumentActorView, ref: DocumentKey): Promise<Loaded> {
     const loading = (async (): Promise<Loaded> => {
       // The document may have been unloaded a moment ago with writes still in the group commit: read after they land.
-      await this.deps.store.group.barrier();
+      const key = documentKeyString(ref);
+      const earlier = this.writesOf.get(key);
+      if (earlier !== undefined && earlier.pending > 0) await new Promise<boolean>((resolve) => earlier.afterPending(resolve));
       const doc = new Loaded(this, host, ref, this.deps);
+      this.writesOf.set(key, doc.writes);
       doc.annotations = AnnotationState.load(doc, ref);
       doc.presence = await PresenceState.load(doc, ref);
       this.loaded.set(host, doc);

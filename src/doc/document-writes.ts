@@ -8,6 +8,11 @@ export interface DocumentChange {
   write(tx: WriteTx): void;
   /** Exactly one put or remove (atomic by itself, so no child transaction is needed). */
   readonly single?: boolean;
+  /**
+   * Nobody waits for it (a sync connection's presence): the group commit may hold it for GROUP_COMMIT_MS to share a
+   * transaction with others. A reader waiting in `afterPending` hurries it.
+   */
+  readonly deferrable?: boolean;
   /** Puts memory back as it was just before the change. Called newest change first when a commit fails. */
   undo(): void;
   /** Runs once the change has committed, in commit order (publishing it to the document's sockets). */
@@ -49,8 +54,10 @@ export class DocumentWrites {
    */
   afterPending(then: (ok: boolean) => void): void {
     const last = this.inFlight[this.inFlight.length - 1];
-    if (last === undefined) then(true);
-    else (last.waiters ??= []).push(then);
+    if (last === undefined) return then(true);
+    (last.waiters ??= []).push(then);
+    // Someone waits now: a deferred change must not keep them for the deferral window.
+    this.store.group.hurry();
   }
 
   /** @internal Told by the group commit, through InFlight. */
@@ -76,6 +83,7 @@ export class DocumentWrites {
 class InFlight implements GroupedWrite {
   readonly epoch: number;
   readonly single: boolean;
+  readonly deferrable: boolean;
   readonly promise: Promise<DocumentChange>;
   settled = false;
   waiters: Array<(ok: boolean) => void> | undefined;
@@ -85,6 +93,7 @@ class InFlight implements GroupedWrite {
   constructor(private readonly owner: DocumentWrites, readonly change: DocumentChange) {
     this.epoch = owner.epoch;
     this.single = change.single === true;
+    this.deferrable = change.deferrable === true;
     this.promise = new Promise<DocumentChange>((resolve, reject) => {
       this.resolve = resolve;
       this.reject = reject;

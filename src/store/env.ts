@@ -32,6 +32,8 @@ export interface GroupedWrite {
   /** Synchronous writes, committed all together or not at all; `single`: exactly one put or remove. */
   write(tx: WriteTx): void;
   readonly single?: boolean;
+  /** Nobody waits for it: it may wait `StoreOptions.deferMs` for other changes (GroupedChange.deferrable). */
+  readonly deferrable?: boolean;
   /** Told once: undefined when committed, else the error (at once, inside the batch, when `write` throws). */
   settle(error: unknown): void;
 }
@@ -45,6 +47,8 @@ export interface StoreOptions {
    * write resolves or settles only once they are acknowledged. Absent: nothing is recorded.
    */
   readonly replication?: Replication;
+  /** How long a deferrable grouped change alone may wait for others to share its transaction (GROUP_COMMIT_MS); 0 by default. */
+  readonly deferMs?: number;
 }
 
 /** The recording side of cluster mode: what a transaction wrote, and the order commits are handed on in. */
@@ -93,7 +97,7 @@ export class Store {
       const port = options.replication;
       this.replicating = { recorder, outgoing, batch: undefined, pending: new PendingKeys(), refusal: () => port.refusal?.() };
     }
-    this.group = new GroupCommit(this.writes, report, this.replicating === undefined ? undefined : (failed) => this.batchCommitted(failed));
+    this.group = new GroupCommit(this.writes, report, this.replicating === undefined ? undefined : (failed) => this.batchCommitted(failed), options.deferMs);
   }
 
   /** Opens (creating if needed) the environment in `path` and checks the schema stamp. */
@@ -344,9 +348,11 @@ function encodingOf(name: DbName): 'msgpack' | 'binary' {
 /** The group commit's view of a GroupedWrite: hands it the transaction proof (a class, so no closures per change). */
 class Grouped implements GroupedChange {
   readonly single: boolean;
+  readonly deferrable: boolean;
 
   constructor(private readonly change: GroupedWrite, private readonly replicating: Replicating | undefined) {
     this.single = change.single === true;
+    this.deferrable = change.deferrable === true;
   }
 
   write(): void {

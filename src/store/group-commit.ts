@@ -24,6 +24,12 @@ export interface GroupedChange {
    */
   readonly single?: boolean;
   /**
+   * Nobody waits for this change (a sync connection's presence row): alone, it may wait up to the group commit's
+   * `deferMs` for other changes to share its transaction. Any other change, `hurry()` or a barrier commits it at the
+   * end of the turn, in its place in the order.
+   */
+  readonly deferrable?: boolean;
+  /**
    * Told exactly once, in submission order: `undefined` once the transaction holding the writes has committed, else
    * why they did not land. A `write` that throws is told at once, inside the batch, before any later change's
    * `write` runs, so a change that depends on it can refuse to run.
@@ -39,19 +45,25 @@ export interface GroupedChange {
  */
 export class GroupCommit {
   private queued: GroupedChange[] = [];
+  /** Whether a change in `queued` must not wait: the next transaction then starts at the end of the turn. */
+  private urgent = false;
   private inFlight = false;
   private scheduled: NodeJS.Immediate | undefined;
+  /** Armed while only deferrable changes are queued (and none in flight): starts the transaction after `deferMs`. */
+  private deferred: NodeJS.Timeout | undefined;
   private idleWaiters: Array<() => void> = [];
   private closed: Error | undefined;
 
   /**
    * `afterCommit` (cluster mode, src/store/env.ts): told once a batch's LMDB commit ended (`failed` or not); the
-   * changes are told only after the promise it returns settles, and told its error when it rejects.
+   * changes are told only after the promise it returns settles, and told its error when it rejects. `deferMs`: how
+   * long deferrable changes alone may wait for company (GROUP_COMMIT_MS; 0: the end of the turn, as any change).
    */
   constructor(
     private readonly root: TransactionRoot,
     private readonly onSettleError: (error: unknown) => void,
     private readonly afterCommit?: (failed: boolean) => Promise<void> | undefined,
+    private readonly deferMs = 0,
   ) {}
 
   /** Changes queued, plus one while a batch is in flight: 0 means everything submitted has settled. */
@@ -66,7 +78,31 @@ export class GroupCommit {
       return;
     }
     this.queued.push(change);
-    if (!this.inFlight) this.scheduled ??= setImmediate(() => this.issue());
+    if (change.deferrable !== true || this.deferMs === 0) this.urgent = true;
+    if (!this.inFlight) this.schedule();
+  }
+
+  /** Someone waits for what is queued (a reader that must not show an uncommitted change): no deferral for it. */
+  hurry(): void {
+    if (this.queued.length === 0) return;
+    this.urgent = true;
+    if (!this.inFlight) this.schedule();
+  }
+
+  /** Starts the next transaction at the end of the turn, or after `deferMs` when every queued change may wait. */
+  private schedule(): void {
+    if (this.scheduled !== undefined) return;
+    if (this.urgent) {
+      if (this.deferred !== undefined) clearTimeout(this.deferred);
+      this.deferred = undefined;
+      this.scheduled = setImmediate(() => this.issue());
+    } else {
+      // Not unref'd: a stop waits for it through settled(), and it is at most deferMs away.
+      this.deferred ??= setTimeout(() => {
+        this.deferred = undefined;
+        this.scheduled ??= setImmediate(() => this.issue());
+      }, this.deferMs);
+    }
   }
 
   /** Resolves once every change submitted so far has settled (and whatever was submitted while waiting). */
@@ -133,14 +169,17 @@ export class GroupCommit {
   private take(): GroupedChange[] {
     const taken = this.queued;
     this.queued = [];
+    this.urgent = false;
     return taken;
   }
 
   private finish(batch: readonly GroupedChange[], refused: ReadonlySet<GroupedChange>, error: unknown): void {
     for (const change of batch) if (!refused.has(change)) this.tell(change, error);
     this.inFlight = false;
-    // What arrived during the commit has waited long enough: it goes now, with whatever this turn still adds to it.
-    if (this.queued.length > 0) this.issue();
+    // What arrived during the commit has waited long enough: it goes now, with whatever this turn still adds to it
+    // (deferrable changes alone wait for company, as when they arrive with nothing in flight).
+    if (this.urgent) this.issue();
+    else if (this.queued.length > 0) this.schedule();
     else this.wakeIdle();
   }
 

@@ -11,9 +11,9 @@ import { collectGarbage } from '../helpers/gc.js';
 
 const ref = { apiKey: 'k1', organizationId: 'org', documentId: 'doc' };
 
-function open(t: Test, options: { docIdleUnloadMs?: number } = {}) {
+function open(t: Test, options: { docIdleUnloadMs?: number; deferMs?: number } = {}) {
   const dir = t.testdir();
-  const store = Store.open(dir);
+  const store = Store.open(dir, { deferMs: options.deferMs ?? 0 });
   const config = loadConfig({}, [], { dataDir: dir, docIdleUnloadMs: options.docIdleUnloadMs ?? 60_000, groupCommitMs: 0 });
   const registry = new DocumentActors(config, store, createLogger('silent'), new FakeHub());
   const encoded: LiveMessage[] = [];
@@ -98,4 +98,30 @@ t.test('a read answers only after the changes it saw have committed', async (t) 
   await change;
   t.same(await read, ['u1'], 'the read saw the change');
   t.same(order.slice(0, 2), ['committed', 'read answered'], 'and answered after its commit');
+});
+
+t.test("a sync connection's presence waits for company; a load reads after its own document's deferred writes only", async (t) => {
+  // A deferral window no test waits out: only a reader (or another change) makes a deferred write land.
+  const { store, registry, docs } = open(t, { docIdleUnloadMs: 0, deferMs: 60_000 });
+  const other = { ...ref, documentId: 'other' };
+  const unloaded = new Promise<void>((resolve) => registry.onUnloaded((key) => key.documentId === ref.documentId && resolve()));
+  // As the sync edge does: the listener is told inside the document's mailbox, and no lease waits for the write.
+  const lease = await registry.acquire(ref);
+  docs.connectionListener().joined({ sessionId: 's1', userId: 'u1', editorId: 'main', readOnly: false, extensions: false }, lease.actor);
+  await lease.actor.run(() => undefined);
+  await new Promise<void>((resolve) => setImmediate(resolve));
+  t.equal(store.group.pending, 1, "the connection's presence waits in the group commit after its turn");
+
+  // Another document's first load does not wait for it, nor make it land.
+  t.same(await docs.read(other, (doc) => doc.presence.list()), [], 'the other document loads');
+  t.equal(store.group.pending, 1, "the other document's load left the deferred write waiting");
+
+  // The document unloads (idle) while its write still waits; loading it again reads after that write has landed.
+  lease.release();
+  await unloaded;
+  t.equal(store.group.pending, 1, 'still waiting when the document unloaded');
+  const users = await docs.read(ref, (doc) => doc.presence.list());
+  t.equal(store.group.pending, 0, 'the deferred write landed');
+  // A load turns a connection's record offline (no connection outlives its document's load).
+  t.match(users, [{ userId: 'u1', status: 'offline', source: 'sync' }], 'the load read what the deferred write wrote');
 });

@@ -111,3 +111,18 @@ t.test('a commit that fails after later changes were submitted fails them too, e
   t.same(doc.log, ['undo x=2', 'undo x=1']);
   t.equal(doc.memory.get('x'), undefined);
 });
+
+t.test('a reader waiting for a deferrable change hurries it: it is not kept for the deferral window', async (t) => {
+  // A window no test waits out: the change commits only because a reader waits for it.
+  const store = Store.open(t.testdir(), { deferMs: 60_000 });
+  t.teardown(() => store.close());
+  const writes = new DocumentWrites(store);
+  const db = store.records<string>(DB.meta);
+  const change = writes.submit({ deferrable: true, write: () => db.putSync('presence', 'online'), undo: () => t.fail('nothing fails here') });
+  await new Promise<void>((resolve) => setImmediate(resolve));
+  t.equal(db.get('presence'), undefined, 'deferred: not written at the end of its turn');
+  const seen = await new Promise<boolean>((resolve) => writes.afterPending(resolve));
+  t.equal(seen, true, 'the reader is told it committed');
+  await change;
+  t.equal(db.get('presence'), 'online');
+});

@@ -10,13 +10,14 @@ function change(
   store: Store,
   key: string,
   log: string[],
-  options: { throws?: boolean; single?: boolean; onWrite?: () => void } = {},
+  options: { throws?: boolean; single?: boolean; deferrable?: boolean; onWrite?: () => void } = {},
 ): GroupedChange & { settled: Promise<unknown> } {
   const db = store.records<string>(DB.meta);
   let told!: (error: unknown) => void;
   const settled = new Promise<unknown>((resolve) => (told = resolve));
   return {
     single: options.single ?? false,
+    deferrable: options.deferrable ?? false,
     settled,
     write: () => {
       log.push(`write ${key} txn ${rootOf(store).getWriteTxnId()}`);
@@ -99,4 +100,76 @@ t.test('barrier waits for the changes submitted before it; a closed group refuse
   store.group.submit(late);
   t.match(await late.settled, { message: 'the store is closed' });
   t.notOk(log.some((line) => line.startsWith('write late')), 'a refused change never writes');
+});
+
+/** Two full turns of the event loop: an undeferred batch would have been written by then. */
+async function turns(): Promise<void> {
+  for (let i = 0; i < 2; i++) await new Promise<void>((resolve) => setImmediate(resolve));
+}
+
+t.test('a deferrable change alone waits for company; the next other change takes it along, in its place', async (t) => {
+  const store = openStore(t.testdir());
+  t.teardown(() => store.close());
+  const log: string[] = [];
+  // A window no test waits out: only another change or hurry() can start the transaction.
+  const group = new GroupCommit(rootOf(store), (error) => t.fail(String(error)), undefined, 60_000);
+  const deferred = change(store, 'deferred', log, { deferrable: true });
+  group.submit(deferred);
+  await turns();
+  t.same(log, [], 'nothing is written while only a deferrable change is queued');
+  t.equal(group.pending, 1, 'it is pending');
+  const urgent = change(store, 'urgent', log);
+  group.submit(urgent);
+  t.equal(await urgent.settled, undefined);
+  t.equal(await deferred.settled, undefined);
+  const writes = log.filter((line) => line.startsWith('write'));
+  t.same(writes.map((line) => line.split(' txn ')[0]), ['write deferred', 'write urgent'], 'in submission order');
+  t.equal(new Set(writes.map((line) => line.split(' txn ')[1])).size, 1, 'in one transaction');
+  t.same(log.filter((line) => line.startsWith('settle')), ['settle deferred ok', 'settle urgent ok']);
+});
+
+t.test('hurry() commits deferred changes at the end of the turn; a short window commits them by itself', async (t) => {
+  const store = openStore(t.testdir());
+  t.teardown(() => store.close());
+  const log: string[] = [];
+  const waiting = new GroupCommit(rootOf(store), (error) => t.fail(String(error)), undefined, 60_000);
+  const hurried = change(store, 'hurried', log, { deferrable: true });
+  waiting.submit(hurried);
+  waiting.hurry();
+  t.equal(await hurried.settled, undefined, 'hurried: committed without waiting the window');
+  const short = new GroupCommit(rootOf(store), (error) => t.fail(String(error)), undefined, 1);
+  const alone = change(store, 'alone', log, { deferrable: true });
+  short.submit(alone);
+  t.equal(await alone.settled, undefined, 'a window that ends starts the transaction');
+  t.same(
+    [store.records<string>(DB.meta).get('hurried'), store.records<string>(DB.meta).get('alone')],
+    ['hurried', 'alone'],
+    'both written',
+  );
+});
+
+t.test('a deferrable change submitted during a commit waits for company after it, unless hurried', async (t) => {
+  const store = openStore(t.testdir());
+  t.teardown(() => store.close());
+  const log: string[] = [];
+  const group = new GroupCommit(rootOf(store), (error) => t.fail(String(error)), undefined, 60_000);
+  const later = change(store, 'later', log, { deferrable: true });
+  const first = change(store, 'first', log, { onWrite: () => group.submit(later) });
+  group.submit(first);
+  t.equal(await first.settled, undefined);
+  await turns();
+  t.notOk(log.some((line) => line.startsWith('write later')), 'not written after the batch it arrived during');
+  group.hurry();
+  t.equal(await later.settled, undefined);
+  t.equal(await group.settled().then(() => group.pending), 0, 'nothing left pending');
+});
+
+t.test('without a window (0, the default) a deferrable change commits at the end of its turn like any other', async (t) => {
+  const store = openStore(t.testdir());
+  t.teardown(() => store.close());
+  const log: string[] = [];
+  const group = new GroupCommit(rootOf(store), (error) => t.fail(String(error)));
+  const deferrable = change(store, 'deferrable', log, { deferrable: true });
+  group.submit(deferrable);
+  t.equal(await deferrable.settled, undefined);
 });
