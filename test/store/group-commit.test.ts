@@ -1,5 +1,5 @@
 // Tests src/store/group-commit.ts: one LMDB transaction per turn, per-change rollback, failed commits, one batch in flight.
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { Store } from '../../src/store/env.js';
 import { GroupCommit, type GroupedChange, type TransactionRoot } from '../../src/store/group-commit.js';
 import { DB } from '../../src/store/keys.js';
@@ -102,17 +102,21 @@ t.test('barrier waits for the changes submitted before it; a closed group refuse
   t.notOk(log.some((line) => line.startsWith('write late')), 'a refused change never writes');
 });
 
+/** A store and a group commit on it whose deferrable changes alone wait `deferMs`; `log` records what ran. */
+function deferring(t: Test, deferMs: number): { store: Store; log: string[]; group: GroupCommit } {
+  const store = openStore(t.testdir());
+  t.teardown(() => store.close());
+  return { store, log: [], group: new GroupCommit(rootOf(store), (error) => t.fail(String(error)), undefined, deferMs) };
+}
+
 /** Two full turns of the event loop: an undeferred batch would have been written by then. */
 async function turns(): Promise<void> {
   for (let i = 0; i < 2; i++) await new Promise<void>((resolve) => setImmediate(resolve));
 }
 
 t.test('a deferrable change alone waits for company; the next other change takes it along, in its place', async (t) => {
-  const store = openStore(t.testdir());
-  t.teardown(() => store.close());
-  const log: string[] = [];
   // A window no test waits out: only another change or hurry() can start the transaction.
-  const group = new GroupCommit(rootOf(store), (error) => t.fail(String(error)), undefined, 60_000);
+  const { store, log, group } = deferring(t, 60_000);
   const deferred = change(store, 'deferred', log, { deferrable: true });
   group.submit(deferred);
   await turns();
@@ -129,10 +133,7 @@ t.test('a deferrable change alone waits for company; the next other change takes
 });
 
 t.test('hurry() commits deferred changes at the end of the turn; a short window commits them by itself', async (t) => {
-  const store = openStore(t.testdir());
-  t.teardown(() => store.close());
-  const log: string[] = [];
-  const waiting = new GroupCommit(rootOf(store), (error) => t.fail(String(error)), undefined, 60_000);
+  const { store, log, group: waiting } = deferring(t, 60_000);
   const hurried = change(store, 'hurried', log, { deferrable: true });
   waiting.submit(hurried);
   waiting.hurry();
@@ -149,10 +150,7 @@ t.test('hurry() commits deferred changes at the end of the turn; a short window 
 });
 
 t.test('a deferrable change submitted during a commit waits for company after it, unless hurried', async (t) => {
-  const store = openStore(t.testdir());
-  t.teardown(() => store.close());
-  const log: string[] = [];
-  const group = new GroupCommit(rootOf(store), (error) => t.fail(String(error)), undefined, 60_000);
+  const { store, log, group } = deferring(t, 60_000);
   const later = change(store, 'later', log, { deferrable: true });
   const first = change(store, 'first', log, { onWrite: () => group.submit(later) });
   group.submit(first);
@@ -165,10 +163,7 @@ t.test('a deferrable change submitted during a commit waits for company after it
 });
 
 t.test('without a window (0, the default) a deferrable change commits at the end of its turn like any other', async (t) => {
-  const store = openStore(t.testdir());
-  t.teardown(() => store.close());
-  const log: string[] = [];
-  const group = new GroupCommit(rootOf(store), (error) => t.fail(String(error)));
+  const { store, log, group } = deferring(t, 0);
   const deferrable = change(store, 'deferrable', log, { deferrable: true });
   group.submit(deferrable);
   t.equal(await deferrable.settled, undefined);
