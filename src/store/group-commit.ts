@@ -41,7 +41,8 @@ export interface GroupedChange {
  * Gathers changes until the end of the turn (setImmediate: uWS delivers every request read in one poll phase before
  * the check phase), then writes them in one LMDB transaction. At most one batch is in flight: a batch's changes run
  * only after the previous batch has settled, so a change never commits on top of an earlier one whose commit failed
- * and nobody knew yet. Changes submitted meanwhile wait and form the next batch (its size follows the load).
+ * and nobody knew yet. Changes submitted meanwhile wait and form the next batch (its size follows the load). When
+ * every queued change is deferrable, the batch waits up to `deferMs` instead of the end of the turn.
  */
 export class GroupCommit {
   private queued: GroupedChange[] = [];
