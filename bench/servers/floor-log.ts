@@ -49,8 +49,8 @@ export class FloorLog {
     let stream = this.streams.get(room);
     if (stream === undefined) this.streams.set(room, (stream = new RoomStream(['floor', 'floor', room, 'default'], doc)));
     stream.lastUpdate = Date.now();
-    // Peers do not wait for the commit (as in Plait); a failure is logged by the UpdateLog itself.
-    void this.log.append(stream, update).catch(() => undefined);
+    // Peers do not wait for the commit (as in Plait); the UpdateLog logs a failed commit on this promise itself.
+    void this.log.append(stream, update);
   }
 
   /**

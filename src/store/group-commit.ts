@@ -58,7 +58,7 @@ export class GroupCommit {
   /**
    * `afterCommit` (cluster mode, src/store/env.ts): told once a batch's LMDB commit ended (`failed` or not); the
    * changes are told only after the promise it returns settles, and told its error when it rejects. `deferMs`: how
-   * long deferrable changes alone may wait for company (GROUP_COMMIT_MS; 0: the end of the turn, as any change).
+   * long deferrable changes alone may wait for company (GROUP_COMMIT_MS; 0: the end of the turn, like every other change).
    */
   constructor(
     private readonly root: TransactionRoot,

@@ -19,31 +19,27 @@ export function concatUpdates(updates: readonly Uint8Array[]): Uint8Array | unde
   // would cost an object per update, and only a sender's second update of a turn ever needs one.
   const shapes: UpdateShape[] = [];
   let structs = 0;
-  /** The last update with structs so far; the joined update starts at the first one's client and clock. */
+  /** The first and the last update with structs so far: the joined update starts at the first one's client and clock. */
+  let first: UpdateShape | undefined;
   let last: UpdateShape | undefined;
-  let client: number | undefined;
-  let clock = 0;
   for (const update of updates) {
     const shape = updateShape(update);
     if (shape === undefined) return undefined;
     if (shape.client !== undefined) {
       if (last !== undefined && (shape.client !== last.client || shape.clock !== last.clock + last.length)) return undefined;
-      if (last === undefined) {
-        client = shape.client;
-        clock = shape.clock;
-      }
+      first ??= shape;
       last = shape;
     }
     structs += shape.structs;
     shapes.push(shape);
   }
   const encoder = encoding.createEncoder();
-  if (client === undefined) encoding.writeVarUint(encoder, 0);
+  if (first?.client === undefined) encoding.writeVarUint(encoder, 0);
   else {
     encoding.writeVarUint(encoder, 1);
     encoding.writeVarUint(encoder, structs);
-    encoding.writeVarUint(encoder, client);
-    encoding.writeVarUint(encoder, clock);
+    encoding.writeVarUint(encoder, first.client);
+    encoding.writeVarUint(encoder, first.clock);
   }
   for (let i = 0; i < updates.length; i++) {
     const shape = shapes[i] as UpdateShape;
