@@ -34,12 +34,12 @@ export class BackgroundWork {
   constructor(private readonly deps: BackgroundWorkDeps) {}
 
   start(): void {
-    const { role, delivery, jobs } = this.deps;
+    const { role, delivery } = this.deps;
     role.onChange((held) => this.follow(held));
     role.onWake((kind) => {
       if (this.stopped || !role.held()) return;
       if (kind === 'outbox') delivery.dispatcher.wake();
-      else jobs.resume();
+      else this.resumeJobs(false);
     });
     // Wake-ups come from every node, this one included (server.ts wires `Outbox.committed` to `role.wake`); the scan
     // is the backstop for a lost one.
@@ -70,10 +70,16 @@ export class BackgroundWork {
   }
 
   private scan(taken = false): void {
-    const { role, jobs, runs, log } = this.deps;
+    const { role, runs, log } = this.deps;
     if (this.stopped || !role.held()) return;
-    jobs.resume();
-    // Taking the role reads every run row once (rows from before the running index); later scans read the index.
+    // Taking the role reads every job and run row once (rows from before their indexes); later scans read the indexes.
+    this.resumeJobs(taken);
     runs.recover((processId) => role.alive(processId), { full: taken }).catch((error: unknown) => log.warn('recovering interrupted agent runs failed; retrying at the next scan', { error: String(error) }));
+  }
+
+  private resumeJobs(full: boolean): void {
+    // Not awaited: the jobs start before resume's first await. A failed index repair is tried again: stale entries at
+    // the next scan, missing ones at the next full pass (or when their job is next saved).
+    this.deps.jobs.resume({ full }).catch((error: unknown) => this.deps.log.warn('resuming background jobs failed; retrying at the next scan', { error: String(error) }));
   }
 }

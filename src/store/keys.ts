@@ -42,7 +42,10 @@ export const DB = {
   recordings: 'recordings',
   /** [apiKey] -> permission provider config (URL, sealed auth token, enabled) */
   permissionProvider: 'permission-provider',
-  /** [apiKey, jobId] -> JobRecord (document migrations, GDPR erasures): status kept, unfinished ones resumed at start */
+  /**
+   * [apiKey, jobId] -> JobRecord (document migrations, GDPR erasures): status kept, unfinished ones resumed at start;
+   * [0, jobId] -> apiKey while the job is pending or in progress (the worker's index, src/tenant/jobs.ts)
+   */
   jobs: 'jobs',
   /** [apiKey] -> string[]: the API key's allowed web origins (normalised domains) */
   domains: 'domains',

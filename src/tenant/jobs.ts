@@ -37,6 +37,19 @@ export interface JobForwarding {
   forward(node: string, job: JobRecord, hops: number): Promise<unknown>;
 }
 
+/**
+ * [0, jobId] -> apiKey while a job is pending or in progress, written in the transaction that writes its row: the
+ * worker's scans read only these, not every job ever kept. A number first (numbers sort before strings in lmdb-js
+ * keys), so no [apiKey] range ever meets them.
+ */
+const UNFINISHED = 0;
+const unfinishedKey = (jobId: string): Key => [UNFINISHED, jobId];
+type Row = JobRecord | string;
+const isJob = (value: Row | undefined): value is JobRecord => typeof value === 'object';
+const unfinished = (status: JobStatus): boolean => status === 'pending' || status === 'in_progress';
+const isUnfinished = (value: Row | undefined): value is JobRecord => isJob(value) && unfinished(value.status);
+const jobIdOf = (key: Key): string => String((key as Key[])[1]);
+
 /** Forwards of one run at most: a job whose documents are owned by more nodes than this waits for the next scan. */
 const MAX_HOPS = 3;
 
@@ -48,7 +61,7 @@ function ownerNamedBy(error: unknown): string | undefined {
 }
 
 export class Jobs {
-  private readonly db: Database<JobRecord, Key>;
+  private readonly db: Database<Row, Key>;
   private readonly runners = new Map<string, JobRunner<unknown, unknown>>();
   /** Jobs running in this process, so stop() can wait for them. */
   private readonly running = new Set<Promise<void>>();
@@ -69,7 +82,7 @@ export class Jobs {
     private readonly now: () => number = Date.now,
     private readonly role: Pick<WorkerRole, 'held' | 'wake'> = new LocalWorkerRole(),
   ) {
-    this.db = store.records<JobRecord>(DB.jobs);
+    this.db = store.records<Row>(DB.jobs);
   }
 
   /** Cluster mode: a job that needs a document another node owns runs there (request/reply) instead of waiting. */
@@ -85,14 +98,18 @@ export class Jobs {
     if (this.stopped) return Promise.reject(new AppError('UNAVAILABLE', 'this node is stopping; the job runs again later'));
     const runner = this.runners.get(job.kind);
     if (runner === undefined) return Promise.reject(new AppError('FAILED_PRECONDITION', `this node has no runner for jobs of kind "${job.kind}"`));
-    const run = this.runOrForward(job, runner, hops);
-    const tracked = run.then(
+    return this.track(this.runOrForward(job, runner, hops));
+  }
+
+  /** Counts `work` as running until it settles, so stop() (and the store's close after it) waits for it. */
+  private track<T>(work: Promise<T>): Promise<T> {
+    const tracked = work.then(
       () => undefined,
       () => undefined,
     );
     this.running.add(tracked);
     void tracked.finally(() => this.running.delete(tracked));
-    return run;
+    return work;
   }
 
   private async runOrForward(job: JobRecord, runner: JobRunner<unknown, unknown>, hops: number): Promise<unknown> {
@@ -115,7 +132,7 @@ export class Jobs {
   async submit<P>(apiKey: string, kind: string, params: P, jobId = randomId(24)): Promise<JobRecord<P>> {
     const now = this.now();
     const job: JobRecord<P> = { jobId, apiKey, kind, params, status: 'pending', createdAt: now, updatedAt: now };
-    await this.store.transaction(() => this.db.putSync([apiKey, jobId], job));
+    await this.store.transaction(() => this.write(job));
     if (this.role.held()) this.start(job);
     else this.role.wake('jobs');
     return job;
@@ -124,26 +141,67 @@ export class Jobs {
   /** A job of this API key; NOT_FOUND naming the field otherwise. */
   get(apiKey: string, jobId: string, field = 'data.jobId'): JobRecord {
     const job = this.db.get([apiKey, jobId]);
-    if (job === undefined) throw notFound(`${field}: no job "${jobId}" for this API key`);
+    if (!isJob(job)) throw notFound(`${field}: no job "${jobId}" for this API key`);
     return job;
   }
 
   /**
    * Starts every job left pending or in progress (by a stop, a crash, or another node) that is not running here
-   * already; call after every runner is registered. The worker calls it when it takes the role, on a wake-up and on
-   * its periodic scan.
+   * already; call after every runner is registered. The worker calls it when it takes the role (`full`), on a wake-up
+   * and on its periodic scan. Jobs start before the first await, so two scans never start one twice. Resolves with
+   * how many started, once the index repairs are committed.
+   * `full`: every row once (rows written before the index existed get their entry); otherwise only the index. Either
+   * way an entry whose row is gone or finished is removed.
    */
-  resume(): number {
+  async resume(options: { readonly full?: boolean } = {}): Promise<number> {
     if (this.stopped || !this.role.held()) return 0;
+    const full = options.full === true;
     let resumed = 0;
-    for (const { value } of this.db.getRange()) {
-      if ((value.status === 'pending' || value.status === 'in_progress') && !this.runningIds.has(value.jobId) && !this.unrunnable.has(value.jobId)) {
-        this.start(value);
+    const stale: Key[] = [];
+    const unindexed: JobRecord[] = [];
+    const rows = full ? this.db.getRange({}) : this.db.getRange({ start: [UNFINISHED], end: [UNFINISHED + 1] });
+    for (const { key, value } of rows) {
+      const entry = typeof value === 'string';
+      const job = entry ? this.db.get([value, jobIdOf(key)]) : value;
+      if (!isUnfinished(job)) {
+        if (entry) stale.push(key);
+        continue;
+      }
+      if (!entry && this.db.get(unfinishedKey(job.jobId)) === undefined) unindexed.push(job);
+      // The full pass meets the row itself too; start it once.
+      if (entry && full) continue;
+      if (!this.runningIds.has(job.jobId) && !this.unrunnable.has(job.jobId)) {
+        this.start(job);
         resumed++;
       }
     }
     if (resumed > 0) this.log.info('resumed background jobs', { jobs: resumed });
+    if (stale.length > 0 || unindexed.length > 0) await this.track(this.repairIndex(stale, unindexed));
     return resumed;
+  }
+
+  /**
+   * Removes entries whose row is gone or finished and adds the missing ones of unfinished rows, each checked again
+   * inside the transaction: a job may have been saved since the scan read it.
+   */
+  private async repairIndex(stale: readonly Key[], unindexed: readonly JobRecord[]): Promise<void> {
+    let removed = 0;
+    let added = 0;
+    await this.store.transaction(() => {
+      for (const key of stale) {
+        const apiKey = this.db.get(key);
+        if (typeof apiKey !== 'string' || isUnfinished(this.db.get([apiKey, jobIdOf(key)]))) continue;
+        this.db.removeSync(key);
+        removed++;
+      }
+      for (const { apiKey, jobId } of unindexed) {
+        if (!isUnfinished(this.db.get([apiKey, jobId])) || this.db.get(unfinishedKey(jobId)) !== undefined) continue;
+        this.db.putSync(unfinishedKey(jobId), apiKey);
+        added++;
+      }
+    });
+    if (removed > 0) this.log.warn('removed index entries of jobs that were gone or finished', { entries: removed });
+    if (added > 0) this.log.info('indexed unfinished jobs stored without an index entry (an older data directory)', { jobs: added });
   }
 
   /** Settles once every job this process started has finished (tests; jobs in flight at a stop resume next start). */
@@ -200,6 +258,15 @@ export class Jobs {
   }
 
   private async save(job: JobRecord): Promise<void> {
-    await this.store.transaction(() => this.db.putSync([job.apiKey, job.jobId], job));
+    await this.store.transaction(() => this.write(job));
+  }
+
+  /** The row and its index entry, in the caller's transaction: unfinished jobs keep an entry, finished ones lose it. */
+  private write(job: JobRecord): void {
+    this.db.putSync([job.apiKey, job.jobId], job);
+    const key = unfinishedKey(job.jobId);
+    if (!unfinished(job.status)) this.db.removeSync(key);
+    // Written when missing only: every status change of a running job would otherwise replicate it again (cluster).
+    else if (this.db.get(key) !== job.apiKey) this.db.putSync(key, job.apiKey);
   }
 }

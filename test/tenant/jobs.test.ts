@@ -1,10 +1,39 @@
-// Tests background jobs: run only by the worker role's holder, postponed (not failed) when a resource is unavailable, resumed later.
+// Tests background jobs: run only by the worker role's holder, postponed (not failed) when a resource is unavailable, resumed later from the unfinished-jobs index.
+import type { Database, Key } from 'lmdb';
 import t from 'tap';
 import { unavailable } from '../../src/errors.js';
 import { createLogger } from '../../src/log.js';
-import { Jobs } from '../../src/tenant/jobs.js';
+import type { Store } from '../../src/store/env.js';
+import { DB, KEY_END } from '../../src/store/keys.js';
+import { Jobs, type JobRecord } from '../../src/tenant/jobs.js';
 import type { WorkKind } from '../../src/worker-role.js';
 import { openStore } from '../helpers/store.js';
+
+/** The jobs database as stored: rows and index entries. */
+const jobsDb = (store: Store): Database<JobRecord | string, Key> => store.records<JobRecord | string>(DB.jobs);
+
+/** The unfinished-jobs index ([0, jobId] -> apiKey), read as the worker's scan reads it. */
+const indexOf = (store: Store): Array<[string, string]> =>
+  Array.from(jobsDb(store).getRange({ start: [0], end: [1] }), ({ key, value }) => [String((key as Key[])[1]), String(value)]);
+
+/** A role whose holding a test switches. */
+function switchableRole(held: boolean) {
+  const wakes: WorkKind[] = [];
+  return { wakes, holding: held, held(): boolean { return this.holding; }, wake: (kind: WorkKind) => void wakes.push(kind) };
+}
+
+/** A runner that waits for `release()` (a job caught in progress), and a count of its runs. */
+function gatedRunner() {
+  let release = (): void => undefined;
+  const gate = new Promise<void>((resolve) => (release = resolve));
+  const state = { runs: 0, release: () => release() };
+  const runner = async (): Promise<{ ok: true }> => {
+    state.runs++;
+    await gate;
+    return { ok: true };
+  };
+  return { state, runner };
+}
 
 t.test('a job that meets UNAVAILABLE stays pending and runs again; one that fails otherwise is failed', async (t) => {
   const store = openStore(t.testdir());
@@ -20,13 +49,13 @@ t.test('a job that meets UNAVAILABLE stays pending and runs again; one that fail
   const flaky = await jobs.submit('ak', 'flaky', { n: 1 });
   await jobs.idle();
   t.equal(jobs.get('ak', flaky.jobId).status, 'pending', 'postponed, not failed');
-  t.equal(jobs.resume(), 1, 'the next scan starts it again');
+  t.equal(await jobs.resume(), 1, 'the next scan starts it again');
   await jobs.idle();
   t.match(jobs.get('ak', flaky.jobId), { status: 'completed', result: { calls: 2 } });
   const broken = await jobs.submit('ak', 'broken', {});
   await jobs.idle();
   t.match(jobs.get('ak', broken.jobId), { status: 'failed', error: 'bad params' });
-  t.equal(jobs.resume(), 0, 'nothing left to resume');
+  t.equal(await jobs.resume(), 0, 'nothing left to resume');
 });
 
 t.test('a node without the worker role records a job and wakes the worker; it runs where the role is held', async (t) => {
@@ -41,10 +70,110 @@ t.test('a node without the worker role records a job and wakes the worker; it ru
   const job = await jobs.submit('ak', 'count', {});
   await jobs.idle();
   t.same([runs, wakes, jobs.get('ak', job.jobId).status], [0, ['jobs'], 'pending'], 'recorded and the worker woken, not run');
-  t.equal(jobs.resume(), 0, 'a scan without the role starts nothing');
+  t.equal(await jobs.resume(), 0, 'a scan without the role starts nothing');
   held = true;
-  t.equal(jobs.resume(), 1);
-  t.equal(jobs.resume(), 0, 'a second scan while it runs does not start it twice');
+  t.equal(await jobs.resume(), 1);
+  t.equal(await jobs.resume(), 0, 'a second scan while it runs does not start it twice');
   await jobs.idle();
   t.same([runs, jobs.get('ak', job.jobId).status], [1, 'completed']);
 });
+
+t.test('unfinished jobs are in the index, finished ones are not; no [apiKey] range meets an entry', async (t) => {
+  const store = openStore(t.testdir());
+  t.teardown(() => store.close());
+  const role = switchableRole(false);
+  const jobs = new Jobs(store, createLogger('silent'), Date.now, role);
+  const { state, runner } = gatedRunner();
+  jobs.register('gated', runner);
+  jobs.register('broken', () => Promise.reject(new Error('bad params')));
+  const gated = await jobs.submit('ak', 'gated', {});
+  const broken = await jobs.submit('ak', 'broken', {});
+  t.same(indexOf(store).sort(), [[broken.jobId, 'ak'], [gated.jobId, 'ak']].sort(), 'both pending: both indexed, in the submit transaction');
+  role.holding = true;
+  t.equal(await jobs.resume(), 2, 'the scan reads the index and starts both');
+  await until(() => jobs.get('ak', broken.jobId).status === 'failed' && jobs.get('ak', gated.jobId).status === 'in_progress');
+  t.same(indexOf(store), [[gated.jobId, 'ak']], 'the failed job left the index; the one in progress stays');
+  state.release();
+  await jobs.idle();
+  t.same([state.runs, jobs.get('ak', gated.jobId).status, indexOf(store)], [1, 'completed', []], 'completed: the index is empty');
+  const byApiKey = Array.from(jobsDb(store).getRange({ start: ['ak'], end: ['ak', KEY_END] }), ({ value }) => value);
+  t.same(byApiKey.map((value) => (typeof value === 'string' ? value : value.jobId)).sort(), [broken.jobId, gated.jobId].sort(), 'the [apiKey] range holds the two rows and no entry');
+  t.equal(await jobs.resume(), 0, 'finished jobs are never read again by a scan');
+});
+
+t.test('a job left unfinished resumes from the index after a restart', async (t) => {
+  const dir = t.testdir();
+  const first = openStore(dir);
+  const before = new Jobs(first, createLogger('silent'), Date.now, switchableRole(false));
+  before.register('count', () => Promise.resolve(0));
+  const job = await before.submit('ak', 'count', {});
+  await before.stop();
+  await first.close();
+
+  const store = openStore(dir);
+  t.teardown(() => store.close());
+  const jobs = new Jobs(store, createLogger('silent'));
+  let runs = 0;
+  jobs.register('count', () => Promise.resolve(++runs));
+  t.same(indexOf(store), [[job.jobId, 'ak']], 'the entry survived the restart');
+  t.equal(await jobs.resume(), 1, 'an index-only scan finds it');
+  await jobs.idle();
+  t.same([runs, jobs.get('ak', job.jobId).status, indexOf(store)], [1, 'completed', []]);
+});
+
+t.test('a pending row without an index entry (an older data directory) is resumed by the full pass and indexed', async (t) => {
+  const dir = t.testdir();
+  const old = openStore(dir);
+  const row: JobRecord = { jobId: 'old-job', apiKey: 'ak', kind: 'count', params: {}, status: 'pending', createdAt: 1, updatedAt: 1 };
+  const done: JobRecord = { ...row, jobId: 'old-done', status: 'completed' };
+  await old.transaction(() => {
+    jobsDb(old).putSync(['ak', row.jobId], row);
+    jobsDb(old).putSync(['ak', done.jobId], done);
+  });
+  t.same(indexOf(old), [], 'written as an older build wrote it: no entry');
+  // Its kind has no runner in this process, so nothing it runs writes the entry: only the full pass can.
+  const jobs = new Jobs(old, createLogger('silent'));
+  t.equal(await jobs.resume(), 0, 'an index-only scan does not see it');
+  t.equal(await jobs.resume({ full: true }), 1, 'the full pass meets the row (and tries to start it)');
+  t.same(indexOf(old), [[row.jobId, 'ak']], 'the full pass wrote its entry, and none for the completed row');
+  await jobs.stop();
+  await old.close();
+
+  const store = openStore(dir);
+  t.teardown(() => store.close());
+  const after = new Jobs(store, createLogger('silent'));
+  let runs = 0;
+  after.register('count', () => Promise.resolve(++runs));
+  t.equal(await after.resume(), 1, 'after the upgrade an index-only scan finds it');
+  await after.idle();
+  t.same([runs, after.get('ak', row.jobId).status, indexOf(store)], [1, 'completed', []]);
+});
+
+t.test('an entry whose row is gone or finished is removed by the next scan, index-only or full', async (t) => {
+  const store = openStore(t.testdir());
+  t.teardown(() => store.close());
+  const db = jobsDb(store);
+  const finished: JobRecord = { jobId: 'finished', apiKey: 'ak', kind: 'count', params: {}, status: 'failed', createdAt: 1, updatedAt: 1, error: 'x' };
+  const writeStale = () =>
+    store.transaction(() => {
+      db.putSync(['ak', finished.jobId], finished);
+      db.putSync([0, finished.jobId], 'ak');
+      db.putSync([0, 'gone'], 'ak');
+    });
+  await writeStale();
+  const jobs = new Jobs(store, createLogger('silent'));
+  let runs = 0;
+  jobs.register('count', () => Promise.resolve(++runs));
+  t.equal(indexOf(store).length, 2, 'two stale entries');
+  t.equal(await jobs.resume(), 0, 'nothing to start');
+  t.same([indexOf(store), runs], [[], 0], 'both removed, nothing run');
+  t.equal(jobs.get('ak', finished.jobId).status, 'failed', 'the finished row is kept');
+  await writeStale();
+  t.equal(await jobs.resume({ full: true }), 0);
+  t.same([indexOf(store), runs], [[], 0], 'the full pass removes them too');
+});
+
+/** Resolves once `ready()` holds, checking after each turn of the event loop (no timers). */
+async function until(ready: () => boolean): Promise<void> {
+  while (!ready()) await new Promise<void>((resolve) => setImmediate(resolve));
+}
