@@ -29,7 +29,7 @@ export function handleClientFrame(target: FrameTarget, peer: Peer, message: Clie
   if (store === undefined) return;
   switch (message.kind) {
     case 'sync-step1':
-      // A SyncStep2, then (from a kept answer) the changes made since its state was encoded, in order.
+      // (From a kept answer) the changes made since its state was encoded, in order, then the SyncStep2.
       for (const frame of store.syncAnswer(message.stateVector)) if (!peer.send(frame)) return;
       return;
     case 'update':

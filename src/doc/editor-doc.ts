@@ -76,8 +76,8 @@ export class EditorDoc implements LogStream, JoinFrameHolder, UpdateStream {
   sessionId: string | null = null;
   private foldedSeq = 0;
   /**
-   * The late-join answer (src/doc/join-state.ts): the whole state as a SyncStep2 frame, then the Update frames of
-   * the changes made since it was encoded; undefined when none is kept.
+   * The late-join answer (src/doc/join-state.ts) in sending order: the Update frames of the changes made since the
+   * state was encoded, then the whole state as a SyncStep2 frame, last; undefined when none is kept.
    */
   private joinAnswer: Uint8Array[] | undefined;
   private joinBytes = 0;
@@ -172,9 +172,11 @@ export class EditorDoc implements LogStream, JoinFrameHolder, UpdateStream {
   }
 
   /**
-   * The frames answering a client's SyncStep1: a SyncStep2, then (from a kept answer) Update frames. A state vector
-   * that holds nothing of this doc (a new client) gets the whole state, encoded once and then sent from the kept
-   * frames, to which every later change is added as an Update frame until the tail is too long (keepsTail).
+   * The frames answering a client's SyncStep1, in sending order: (from a kept answer) Update frames, then a
+   * SyncStep2. A state vector that holds nothing of this doc (a new client) gets the whole state, encoded once and
+   * then sent from the kept frames, to which every later change is added as an Update frame until the tail is too
+   * long (keepsTail). The changes go before the state they follow: a provider counts itself synced at the SyncStep2,
+   * so by then it must hold every change. Yjs keeps them pending until the state arrives and applies them with it.
    */
   syncAnswer(stateVector: Uint8Array): readonly Uint8Array[] {
     const fresh = coversNothing(this.doc, stateVector);
@@ -201,7 +203,7 @@ export class EditorDoc implements LogStream, JoinFrameHolder, UpdateStream {
     const frame = writeSyncStep2(snapshot);
     const update = tail === undefined ? undefined : writeUpdate(tail);
     if (!this.joinFrames.admits(frame.length) || (update !== undefined && !keepsTail(frame.length, 2, update.length))) return;
-    this.joinAnswer = update === undefined ? [frame] : [frame, update];
+    this.joinAnswer = update === undefined ? [frame] : [update, frame];
     this.joinBytes = frame.length + (update?.length ?? 0);
     this.joinFrames.add(this, this.joinBytes);
   }
@@ -211,12 +213,13 @@ export class EditorDoc implements LogStream, JoinFrameHolder, UpdateStream {
     const answer = this.joinAnswer;
     if (answer === undefined) return;
     const frame = writeUpdate(update);
-    const base = answer[0]?.length ?? 0;
+    const base = answer.at(-1)?.length ?? 0;
     if (!keepsTail(base, answer.length, this.joinBytes - base + frame.length)) {
       this.dropJoinFrame();
       return;
     }
-    answer.push(frame);
+    // After the changes already kept, before the state (the last frame).
+    answer.splice(answer.length - 1, 0, frame);
     this.joinBytes += frame.length;
     this.joinFrames.add(this, this.joinBytes);
   }

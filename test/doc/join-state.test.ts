@@ -14,8 +14,9 @@ const KEY = { apiKey: 'key', organizationId: 'org', documentId: 'doc' };
 const EMPTY_SV = Y.encodeStateVector(new Y.Doc());
 
 /**
- * Applies an answer (a SyncStep2 frame, then Update frames) to a fresh doc or `base`, as a joining client does, and
- * returns the text it ends up with.
+ * Applies an answer (Update frames, then a SyncStep2 frame last) to a fresh doc or `base`, as a joining client does,
+ * and returns the text it holds once the SyncStep2 is applied: the moment a provider counts itself synced. Nothing
+ * may be left pending then.
  */
 function textOf(frames: readonly Uint8Array[], base?: Y.Doc): string {
   const doc = base ?? new Y.Doc();
@@ -23,9 +24,10 @@ function textOf(frames: readonly Uint8Array[], base?: Y.Doc): string {
     const decoder = decoding.createDecoder(frame);
     const type = decoding.readVarUint(decoder);
     const step = decoding.readVarUint(decoder);
-    if (type !== 0 || step !== (i === 0 ? 1 : 2)) throw new Error(`frame ${i} is sync ${type}/${step}`);
+    if (type !== 0 || step !== (i === frames.length - 1 ? 1 : 2)) throw new Error(`frame ${i} of ${frames.length} is sync ${type}/${step}`);
     Y.applyUpdate(doc, decoding.readVarUint8Array(decoder));
   });
+  if (doc.store.pendingStructs !== null || doc.store.pendingDs !== null) throw new Error('the joiner is left with pending changes');
   return doc.getText('content').toString();
 }
 
@@ -51,8 +53,8 @@ t.test('a new client gets the whole state; the frame is kept, later changes foll
   text.insert(0, 'new');
   text.delete(3, 2);
   const after = store.syncAnswer(EMPTY_SV);
-  t.equal(after.length, 3, 'the kept state, then one Update frame per change');
-  t.equal(after[0], state);
+  t.equal(after.length, 3, 'one Update frame per change, then the kept state');
+  t.equal(after[2], state, 'the state goes last: a provider is synced at the SyncStep2, when it has every change');
   t.equal(textOf(after), text.toString(), 'the joiner ends with the current text');
   t.ok(frames.bytes > (state?.length ?? 0), 'the tail counts in the budget');
 
@@ -181,10 +183,9 @@ t.test('through the actor: joiners of a loaded document get its state, then its 
     lease.actor.attach(peer);
     t.ok(lease.actor.receive(peer, { kind: 'sync-step1', stateVector: EMPTY_SV }));
     await lease.actor.run(() => undefined);
-    const step2 = peer.frames.findIndex((frame) => frame[0] === 0 && frame[1] === 1);
-    if (step2 === -1) throw new Error('no SyncStep2');
     lease.actor.detach(peer);
-    return textOf(peer.frames.slice(step2).filter((frame) => frame[0] === 0));
+    // The answer: every sync frame but the server's own SyncStep1 (0/0), sent at the attach.
+    return textOf(peer.frames.filter((frame) => frame[0] === 0 && frame[1] !== 0));
   };
   t.equal((await join('j1')).length, JOIN_FRAME_MIN_BYTES);
   t.equal(registry.joinFrames.count, 1, 'the frame is kept after the first join');
@@ -214,7 +215,7 @@ t.test('a store opened from disk answers its first joiner from the snapshot and 
   t.equal(store.doc.getText('content').toString(), text.toString(), 'the merged tail gives the same doc as the entries one by one');
   t.equal(frames.count, 1, 'the answer is kept from the load');
   const answer = store.syncAnswer(EMPTY_SV);
-  t.equal(answer.length, 2, 'the snapshot as SyncStep2, the merged tail as one Update');
+  t.equal(answer.length, 2, 'the merged tail as one Update, then the snapshot as SyncStep2');
   t.equal(textOf(answer), text.toString(), 'a joiner ends with the whole state');
   t.equal(store.logCount, updates.length, 'the log position is unchanged by the merge');
 

@@ -1,5 +1,6 @@
-// Tests stock y-websocket providers over /sync: 2 and 20 clients converge, late joiner, awareness lifecycle.
+// Tests stock y-websocket providers over /sync: 2 and 20 clients converge, late joiners (of a large document too), awareness lifecycle.
 import t from 'tap';
+import { JOIN_FRAME_MIN_BYTES } from '../../src/doc/join-state.js';
 import { startTestServer } from '../helpers/server.js';
 import { connect, editorOf, synced, userToken, whenDocs, type Client, type Room } from '../helpers/sync.js';
 
@@ -41,6 +42,38 @@ t.test('twenty providers converge, a late joiner receives the full state', async
   const late = connect(t, url, room, token);
   await synced(late);
   t.equal(late.text.toString(), final, 'the late joiner has everything after its first sync');
+});
+
+t.test('a joiner of a large document holds every change by the time its provider says synced', async (t) => {
+  // Large enough for a kept join answer (src/doc/join-state.ts): the changes after it reach later joiners as Update
+  // frames, which must all be applied when the provider fires 'sync' (the load generator counted them as live edits
+  // seconds old when they came after the SyncStep2).
+  const { api, url } = await startTestServer(t);
+  const token = await userToken(api, await api.createWorkspace(), [editorOf(room)]);
+  const writer = connect(t, url, room, token);
+  const watcher = connect(t, url, room, token);
+  await Promise.all([synced(writer), synced(watcher)]);
+  writer.text.insert(0, 'x'.repeat(2 * JOIN_FRAME_MIN_BYTES));
+  await whenDocs([watcher.doc], () => watcher.text.length === writer.text.length);
+  const first = connect(t, url, room, token);
+  await synced(first);
+  t.equal(first.text.length, 2 * JOIN_FRAME_MIN_BYTES, 'the first joiner has the state (and the server keeps the answer)');
+
+  for (let i = 0; i < 5; i++) writer.text.insert(i * 1000, `edit ${i} `);
+  writer.text.delete(10, 3);
+  await whenDocs([watcher.doc], () => watcher.text.toString() === writer.text.toString());
+  const late = connect(t, url, room, token);
+  const atSync = new Promise<string>((resolve) => {
+    // Read inside the handler: later frames of the same read are applied before a promise continuation runs.
+    const onSync = (state: boolean): void => {
+      if (state) resolve(late.text.toString());
+    };
+    late.provider.on('sync', onSync);
+  });
+  const text = await atSync;
+  t.equal(text.length, writer.text.length, 'every change is there at the sync');
+  t.equal(text, writer.text.toString(), 'the same text as the writer');
+  t.equal(late.doc.store.pendingStructs, null, 'nothing left pending');
 });
 
 t.test('awareness states propagate and are removed when a client disconnects', async (t) => {
