@@ -1,5 +1,6 @@
 // Owns one server's Prometheus registry: the process-wide instruments plus gauges read from its services at scrape time.
 import { collectDefaultMetrics, Counter, Gauge, Registry, type Metric } from 'prom-client';
+import { registerEventLoopDelay } from './event-loop.js';
 import { groupCommitSeconds, groupCommitSize, mailboxCounts, restRequests, restSeconds, syncCounts } from './instruments.js';
 
 /** What the scrape reads from the server (src/doc/registry.ts `stats()`). */
@@ -42,16 +43,25 @@ function mirroredCounter(registry: Registry, name: string, help: string, read: (
 }
 
 /** How often the event-loop delay histogram (nodejs_eventloop_lag_*) takes a sample (docs/observability.md). */
-const EVENT_LOOP_SAMPLE_MS = 1_000;
+export const EVENT_LOOP_SAMPLE_MS = 1_000;
+/**
+ * prom-client's own delay histogram, replaced by src/metrics/event-loop.ts: sampled this rarely (~24 days, the
+ * largest timer Node allows) so its timer costs no wake-ups.
+ */
+const PROM_CLIENT_SAMPLE_MS = 2_147_483_647;
 
-export function createMetricsRegistry(sources: MetricSources, options: { defaultMetrics?: boolean } = {}): Registry {
+export function createMetricsRegistry(sources: MetricSources, options: { defaultMetrics?: boolean; eventLoopSampleMs?: number } = {}): Registry {
   const registry = new Registry();
-  // prom-client samples event-loop delay with a 10 ms timer by default: 100 wake-ups a second that cost an idle server
-  // ~1% of a core (issue 18, bench/README.md). Each sample is how late that timer fired, so a stall is seen when the
-  // timer falls due during it: every stall of 1 s or more, a 100 ms one one time in ten, with its length as it was left
-  // when the timer fell due. A server stalling often still shows it in the histogram within a scrape or two; one stall
-  // shorter than a second may not. `nodejs_eventloop_lag_seconds` is measured at each scrape and needs no timer.
-  if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: EVENT_LOOP_SAMPLE_MS });
+  if (options.defaultMetrics ?? true) {
+    collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: PROM_CLIENT_SAMPLE_MS });
+    // prom-client samples event-loop delay with a 10 ms timer by default: 100 wake-ups a second that cost an idle
+    // server ~1% of a core (issue 18, bench/README.md), and exports each sample with the timer's interval in it. Plait
+    // samples every second and exports the lateness alone: every stall of 1 s or more shows, a 100 ms one one time in
+    // ten, with its length as it was left when the timer fell due. A server stalling often still shows it within a
+    // scrape or two; one stall shorter than a second may not. `nodejs_eventloop_lag_seconds` (prom-client's) is
+    // measured at each scrape and needs no timer.
+    registerEventLoopDelay(registry, options.eventLoopSampleMs ?? EVENT_LOOP_SAMPLE_MS);
+  }
   // Families of src/metrics/instruments.ts give the registry what a prom-client metric's get() gives.
   for (const family of [restRequests, restSeconds, groupCommitSize, groupCommitSeconds]) registry.registerMetric(family as unknown as Metric);
 

@@ -23,7 +23,7 @@ t.test('/metrics parses as Prometheus text and moves under REST and sync load', 
     'plait_mailbox_depth',
     'plait_mailbox_shed_total',
     'process_cpu_seconds_total',
-    // Event-loop delay: measured at the scrape, and the histogram sampled every EVENT_LOOP_SAMPLE_MS (docs/observability.md).
+    // Event-loop delay: prom-client's measured at the scrape, and Plait's figures from its 1 s sampler (docs/observability.md).
     'nodejs_eventloop_lag_seconds',
     'nodejs_eventloop_lag_max_seconds',
     'nodejs_eventloop_lag_p99_seconds',
