@@ -59,11 +59,20 @@ export const DB = {
   agentGroups: 'agent-groups',
   /** [apiKey, agentId] -> AgentStats (execution count, last run, tokens) */
   agentStats: 'agent-stats',
-  /** [apiKey, executionId] -> ExecutionRecord; [apiKey, '~time', startedAt, executionId] -> null (newest-first index) */
+  /**
+   * [apiKey, createdAt, executionId] -> ExecutionRecord (lists by time); [apiKey, '#', executionId] -> createdAt (the
+   * lookup by id); [0, executionId] -> [apiKey, createdAt] while running (recovery's index); src/agents/runs.ts
+   */
   agentExecutions: 'agent-executions',
-  /** [apiKey, agentId, decidedAt, annotationId] -> Decision (Memory: suggestion accept/reject per agent) */
+  /**
+   * [apiKey, agentId, decidedAt, annotationId] -> Decision (Memory: suggestion accept/reject per agent);
+   * [apiKey, '#decided', agentId, annotationId] -> boolean (the last verdict, so a repeat is recorded once)
+   */
   memoryDecisions: 'memory-decisions',
-  /** [apiKey, alertId] -> Alert; [apiKey, '~dedup', dedupKey] -> alertId */
+  /**
+   * [apiKey, createdAt, alertId] -> Alert (lists newest first); [apiKey, '#id', alertId] -> createdAt;
+   * [apiKey, '#dedup', dedupKey] -> alertId; [apiKey, '#drift', agentId] -> DriftState (src/agents/memory/memory.ts)
+   */
   memoryAlerts: 'memory-alerts',
   /** [apiKey] -> AlertConfig */
   memoryConfig: 'memory-config',
