@@ -22,7 +22,7 @@ import { workspaceOperations } from './http/routes/workspace.js';
 import { loadUwsChoice } from './http/uws.js';
 import { buildOpenApi, plaitVersion } from './http/openapi.js';
 import { mountMetrics, mountSite } from './http/site.js';
-import { createMetricsRegistry } from './metrics/registry.js';
+import { metricsScrape } from './metrics/scrape.js';
 import { folderDocumentsFrom } from './doc/annotations/listing.js';
 import type { TopicPublisher } from './doc/peer.js';
 import type { ClusterNode } from './cluster/node.js';
@@ -164,7 +164,7 @@ export async function startServer(config: Config, log: Logger, options: ServerOp
     openApi: () => buildOpenApi(operations, { title: 'Plait', version: plaitVersion() }),
     notReady: () => (stopping === undefined ? services.store.problem() : 'the server is stopping'),
   });
-  const metrics = createMetricsRegistry({ documents: () => services.documentActors.stats(), ...(cluster === undefined ? {} : { state: () => cluster.state.stats() }) });
+  const metrics = metricsScrape({ documents: () => services.documentActors.stats(), ...(cluster === undefined ? {} : { state: () => cluster.state.stats() }) });
   const metricsApp = config.metricsPort === undefined ? app : uws.App();
   mountMetrics(metricsApp, metrics, { corsOrigin: config.corsOrigin, log });
   // A key expired for want of owner verification opens no sync connection either (its user tokens outlive it).

@@ -61,6 +61,15 @@ t.test('the bundle builds, starts, serves REST and sync-side pages, delivers a s
   t.not(jose, undefined, 'jose is in the bundle');
   t.notOk(atStart.has(String(jose)), 'jose is not loaded at start');
   t.notOk([...atStart].some((file) => /from\s*"piscina"/.test(source(file))), 'piscina is not imported at start');
+  // Twelfth session: ajv loads at the first request, prom-client at the first scrape of /metrics.
+  for (const [name, marker] of [
+    ['ajv', 'strictSchema'],
+    ['prom-client', 'nodejs_gc_duration_seconds'],
+  ] as const) {
+    const chunk = chunkOf(marker);
+    t.not(chunk, undefined, `${name} is in the bundle`);
+    t.notOk(atStart.has(String(chunk)), `${name} is not loaded at start`);
+  }
 
   // Loopback allowed for outbound HTTP, so the bundle may deliver a webhook to the receiver below.
   const server = start(join(dir, 'main.js'), { DATA_DIR: join(root, 'data'), DEV_BOOTSTRAP: 'true', OUTBOUND_ALLOWED_NETWORKS: '127.0.0.0/8' });
@@ -71,7 +80,11 @@ t.test('the bundle builds, starts, serves REST and sync-side pages, delivers a s
   t.equal(health.status, 200, '/readyz answers');
   const openapi = (await (await fetch(`http://127.0.0.1:${port}/openapi.json`)).json()) as { info: { version: string } };
   t.match(openapi.info.version, /^\d+\.\d+\.\d+/, 'the version is read from package.json above the bundle');
-  // An operation with the dev key: its schema is compiled at this first request (src/http/validate.ts), in the bundle.
+  // The first scrape loads prom-client's chunk (src/metrics/scrape.ts), in the bundle.
+  const scrape = await fetch(`http://127.0.0.1:${port}/metrics`);
+  t.equal(scrape.status, 200, '/metrics answers');
+  t.match(await scrape.text(), /^nodejs_eventloop_lag_max_seconds \S+$/m, 'with the event-loop delay figures');
+  // An operation with the dev key: ajv is loaded and its schema compiled at this first request (src/http/validate.ts), in the bundle.
   const apiKey = /API key\s+(\S+)/.exec(server.output.stdout)?.[1] ?? '';
   const authToken = /^\s+auth token\s+(\S+)$/m.exec(server.output.stdout)?.[1] ?? '';
   const post = (data: unknown): Promise<Response> =>

@@ -10,7 +10,7 @@ import type { RequestGate } from './gate.js';
 import type { RateLimits } from './rate-limit.js';
 import type { ApiKeyIdentity, WorkspaceIdentity } from '../tenant/workspaces.js';
 import type { Operation, RequestContext } from './operation.js';
-import type { Validator } from './validate.js';
+import { validatorLoading, type Validator } from './validate.js';
 
 /** A REST request as forwarded to a document's owner in a cluster (src/cluster/ implements the transport). */
 export interface ForwardedRequest {
@@ -126,6 +126,15 @@ export class Exchange implements RequestContext {
  * forwarded again (if the lease moved meanwhile, it answers UNAVAILABLE). Never throws.
  */
 export async function serveStep(op: Operation, deps: RouteDeps, validate: Validator<unknown>, exchange: Exchange, incoming: Incoming): Promise<Answer | undefined> {
+  // ajv is loaded at the first request (src/http/validate.ts); every later one goes on without an await here.
+  const loading = validatorLoading();
+  if (loading !== undefined) {
+    try {
+      await loading;
+    } catch (error) {
+      return failed(exchange, toAppError(error), false);
+    }
+  }
   if (exchange.aborted) {
     exchange.finish();
     return undefined;

@@ -3,8 +3,8 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import type { HttpResponse, TemplatedApp } from 'uWebSockets.js';
-import type { Registry } from 'prom-client';
 import type { Logger } from '../log.js';
+import type { MetricsScrape } from '../metrics/scrape.js';
 
 export interface SiteDeps {
   readonly corsOrigin: string;
@@ -91,15 +91,15 @@ export function mountSite(app: TemplatedApp, deps: SiteDeps): void {
 }
 
 /** Mounts GET /metrics (Prometheus text format) on `app`: the main one, or the one listening on METRICS_PORT. */
-export function mountMetrics(app: TemplatedApp, registry: Registry, deps: Pick<SiteDeps, 'corsOrigin' | 'log'>): void {
+export function mountMetrics(app: TemplatedApp, metrics: MetricsScrape, deps: Pick<SiteDeps, 'corsOrigin' | 'log'>): void {
   app.get('/metrics', (res) => {
     let aborted = false;
     res.onAborted(() => {
       aborted = true;
     });
-    registry.metrics().then(
-      (text) => {
-        if (!aborted) write(res, '200 OK', registry.contentType, text, deps.corsOrigin);
+    metrics.scrape().then(
+      ({ contentType, text }) => {
+        if (!aborted) write(res, '200 OK', contentType, text, deps.corsOrigin);
       },
       (error: unknown) => {
         deps.log.error('metrics scrape failed', { error });

@@ -1,24 +1,40 @@
 // Owns request validation: one ajv instance, each schema compiled once at its first request, errors rendered as field-naming messages.
-import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
-import addFormatsModule from 'ajv-formats';
-import { invalidArgument } from '../errors.js';
+import type { Ajv, ErrorObject, ValidateFunction } from 'ajv';
+import type { FormatsPlugin } from 'ajv-formats';
+import { AppError, invalidArgument } from '../errors.js';
 import { utf8Bytes } from '../limits.js';
 
 let instance: Ajv | undefined;
+let loading: Promise<void> | undefined;
 
 /**
- * The one ajv, made at the first validation: its instance (meta-schemas, formats, keywords) is ~0.1 MB of heap that
- * a server which has not been sent a request yet does not need.
+ * Loads ajv and makes the one instance, at the first request: ajv's code (~130 KB with its formats and URI parser,
+ * evaluated at import) and its instance (meta-schemas, formats, keywords, ~0.1 MB of heap) are not needed by a server
+ * that has not been sent a request yet (bench/README.md, "Twelfth session"). Undefined once loaded, so a request
+ * awaits it only while it loads. The serve step (src/http/serve.ts) awaits it before anything else.
  */
+export function validatorLoading(): Promise<void> | undefined {
+  if (instance !== undefined) return undefined;
+  loading ??= Promise.all([import('ajv'), import('ajv-formats')]).then(([ajv, formats]) => {
+    // Both are CommonJS: `default` is module.exports, in Node and in the bundle alike (esbuild's chunk for a dynamic
+    // import of CommonJS exports only that), and it carries the class (`Ajv`) and the plugin (`default`) as properties.
+    instance ??= makeAjv(ajv.default.Ajv, formats.default.default);
+  }, (error: unknown) => {
+    // The requests waiting are answered INTERNAL (src/http/serve.ts); the next one tries again.
+    loading = undefined;
+    throw error;
+  });
+  return loading;
+}
+
 function validator(): Ajv {
-  instance ??= makeAjv();
+  if (instance === undefined) throw new AppError('INTERNAL', 'the request validator was used before validatorLoading() settled');
   return instance;
 }
 
-function makeAjv(): Ajv {
-  const ajv = new Ajv({ allErrors: false, strict: true, coerceTypes: false, useDefaults: false, allowUnionTypes: true });
-  // ajv-formats is CommonJS: under NodeNext the default import is module.exports, whose `default` is the plugin.
-  addFormatsModule.default(ajv, ['email', 'uri', 'date-time']);
+function makeAjv(AjvClass: typeof Ajv, addFormats: FormatsPlugin): Ajv {
+  const ajv = new AjvClass({ allErrors: false, strict: true, coerceTypes: false, useDefaults: false, allowUnionTypes: true });
+  addFormats(ajv, ['email', 'uri', 'date-time']);
 
   /** `maxBytes`: a string's UTF-8 length (ids become LMDB key parts, whose limit is in bytes). */
   ajv.addKeyword({
@@ -64,7 +80,8 @@ export function compileValidator<T>(schema: object): Validator<T> {
 }
 
 /** Compiles `schema` with the request validator's ajv (its keywords and formats) and throws what ajv rejects. */
-export function checkSchema(schema: object): void {
+export async function checkSchema(schema: object): Promise<void> {
+  await validatorLoading();
   validator().compile(schema);
 }
 

@@ -1,9 +1,11 @@
-// Owns the event-loop delay figures (nodejs_eventloop_lag_{min,max,mean,stddev,p50,p90,p99}_seconds): how late a timer fired, per scrape.
-import { Gauge, type Registry } from 'prom-client';
+// Owns the event-loop delay sampler behind nodejs_eventloop_lag_{min,…,p99}_seconds: how late a timer ran, per scrape window.
+
+/** How often the sampler's timer runs (docs/observability.md). */
+export const EVENT_LOOP_SAMPLE_MS = 1_000;
 
 /** The figures, seconds, with their prom-client names (the names dashboards for Node services already use). */
-const FIGURES = ['min', 'max', 'mean', 'stddev', 'p50', 'p90', 'p99'] as const;
-type Figure = (typeof FIGURES)[number];
+export const FIGURES = ['min', 'max', 'mean', 'stddev', 'p50', 'p90', 'p99'] as const;
+export type Figure = (typeof FIGURES)[number];
 
 /** Samples kept for a scrape (the oldest dropped past it): ten minutes at one a second, for a server nobody scrapes. */
 const MAX_SAMPLES = 600;
@@ -65,38 +67,4 @@ export class EventLoopDelay {
   stop(): void {
     clearInterval(this.timer);
   }
-}
-
-const HELP: Record<Figure, string> = {
-  min: 'The minimum event loop delay since the last scrape (how late a timer fired).',
-  max: 'The maximum event loop delay since the last scrape (how late a timer fired).',
-  mean: 'The mean event loop delay since the last scrape (how late a timer fired).',
-  stddev: 'The standard deviation of the event loop delay since the last scrape.',
-  p50: 'The 50th percentile of the event loop delay since the last scrape (how late a timer fired).',
-  p90: 'The 90th percentile of the event loop delay since the last scrape (how late a timer fired).',
-  p99: 'The 99th percentile of the event loop delay since the last scrape (how late a timer fired).',
-};
-
-/**
- * Registers the seven gauges in `registry` in place of prom-client's own of the same names (removed first). The
- * figures are taken once per scrape, when `min` is collected: a scrape collects the metrics in registration order,
- * so the other six then read the same window.
- */
-export function registerEventLoopDelay(registry: Registry, intervalMs: number): EventLoopDelay {
-  const delay = new EventLoopDelay(intervalMs);
-  let taken: Record<Figure, number> = { min: 0, max: 0, mean: 0, stddev: 0, p50: 0, p90: 0, p99: 0 };
-  for (const figure of FIGURES) {
-    const name = `nodejs_eventloop_lag_${figure}_seconds`;
-    registry.removeSingleMetric(name);
-    new Gauge({
-      name,
-      help: HELP[figure],
-      registers: [registry],
-      collect() {
-        if (figure === 'min') taken = delay.take();
-        this.set(taken[figure]);
-      },
-    });
-  }
-  return delay;
 }

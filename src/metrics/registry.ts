@@ -1,6 +1,6 @@
 // Owns one server's Prometheus registry: the process-wide instruments plus gauges read from its services at scrape time.
 import { collectDefaultMetrics, Counter, Gauge, Registry, type Metric } from 'prom-client';
-import { registerEventLoopDelay } from './event-loop.js';
+import { EVENT_LOOP_SAMPLE_MS, EventLoopDelay, FIGURES, type Figure } from './event-loop.js';
 import { groupCommitSeconds, groupCommitSize, mailboxCounts, restRequests, restSeconds, syncCounts } from './instruments.js';
 
 /** What the scrape reads from the server (src/doc/registry.ts `stats()`). */
@@ -42,15 +42,17 @@ function mirroredCounter(registry: Registry, name: string, help: string, read: (
   });
 }
 
-/** How often the event-loop delay histogram (nodejs_eventloop_lag_*) takes a sample (docs/observability.md). */
-export const EVENT_LOOP_SAMPLE_MS = 1_000;
 /**
  * prom-client's own delay histogram, replaced by src/metrics/event-loop.ts: sampled this rarely (~24 days, the
  * largest timer Node allows) so its timer costs no wake-ups.
  */
 const PROM_CLIENT_SAMPLE_MS = 2_147_483_647;
 
-export function createMetricsRegistry(sources: MetricSources, options: { defaultMetrics?: boolean; eventLoopSampleMs?: number } = {}): Registry {
+/**
+ * `eventLoop`: the delay sampler, started before the registry is made (src/metrics/scrape.ts makes the registry at the
+ * first scrape), so the first scrape already has its samples.
+ */
+export function createMetricsRegistry(sources: MetricSources, options: { defaultMetrics?: boolean; eventLoop?: EventLoopDelay } = {}): Registry {
   const registry = new Registry();
   if (options.defaultMetrics ?? true) {
     collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: PROM_CLIENT_SAMPLE_MS });
@@ -60,7 +62,7 @@ export function createMetricsRegistry(sources: MetricSources, options: { default
     // ten, with its length as it was left when the timer fell due. A server stalling often still shows it within a
     // scrape or two; one stall shorter than a second may not. `nodejs_eventloop_lag_seconds` (prom-client's) is
     // measured at each scrape and needs no timer.
-    registerEventLoopDelay(registry, options.eventLoopSampleMs ?? EVENT_LOOP_SAMPLE_MS);
+    registerEventLoopDelay(registry, options.eventLoop ?? new EventLoopDelay(EVENT_LOOP_SAMPLE_MS));
   }
   // Families of src/metrics/instruments.ts give the registry what a prom-client metric's get() gives.
   for (const family of [restRequests, restSeconds, groupCommitSize, groupCommitSeconds]) registry.registerMetric(family as unknown as Metric);
@@ -111,4 +113,36 @@ export function createMetricsRegistry(sources: MetricSources, options: { default
   mirroredCounter(registry, 'plait_sync_connections_closed_total', 'Sync connections closed', () => syncCounts.closed);
   mirroredCounter(registry, 'plait_mailbox_shed_total', 'Messages refused because a document mailbox was full', () => mailboxCounts.shed);
   return registry;
+}
+
+const HELP: Record<Figure, string> = {
+  min: 'The minimum event loop delay since the last scrape (how late a timer fired).',
+  max: 'The maximum event loop delay since the last scrape (how late a timer fired).',
+  mean: 'The mean event loop delay since the last scrape (how late a timer fired).',
+  stddev: 'The standard deviation of the event loop delay since the last scrape.',
+  p50: 'The 50th percentile of the event loop delay since the last scrape (how late a timer fired).',
+  p90: 'The 90th percentile of the event loop delay since the last scrape (how late a timer fired).',
+  p99: 'The 99th percentile of the event loop delay since the last scrape (how late a timer fired).',
+};
+
+/**
+ * Registers the seven gauges of `delay` in `registry` in place of prom-client's own of the same names (removed first).
+ * The figures are taken once per scrape, when `min` is collected: a scrape collects the metrics in registration
+ * order, so the other six then read the same window.
+ */
+export function registerEventLoopDelay(registry: Registry, delay: EventLoopDelay): void {
+  let taken: Record<Figure, number> = { min: 0, max: 0, mean: 0, stddev: 0, p50: 0, p90: 0, p99: 0 };
+  for (const figure of FIGURES) {
+    const name = `nodejs_eventloop_lag_${figure}_seconds`;
+    registry.removeSingleMetric(name);
+    new Gauge({
+      name,
+      help: HELP[figure],
+      registers: [registry],
+      collect() {
+        if (figure === 'min') taken = delay.take();
+        this.set(taken[figure]);
+      },
+    });
+  }
 }

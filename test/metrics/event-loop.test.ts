@@ -1,7 +1,8 @@
 // Tests the event-loop delay figures: the timer's interval is taken off (prom-client's read ~1 s on an idle server), a stall shows, windows reset.
 import t from 'tap';
-import { EventLoopDelay, registerEventLoopDelay } from '../../src/metrics/event-loop.js';
-import { createMetricsRegistry } from '../../src/metrics/registry.js';
+import { EventLoopDelay } from '../../src/metrics/event-loop.js';
+import { createMetricsRegistry, registerEventLoopDelay } from '../../src/metrics/registry.js';
+import { metricsScrape } from '../../src/metrics/scrape.js';
 
 const INTERVAL_MS = 20;
 
@@ -43,8 +44,12 @@ t.test('a stall shows as the time the timer was late', async (t) => {
   t.ok(figures.max < 1, 'and not more than the stall and the machine add');
 });
 
+const NO_DOCUMENTS = { documents: () => ({ loaded: 0, connections: 0, mailboxDepth: 0, mailboxMax: 0 }) };
+
 t.test('the registry exports the seven figures under prom-client\'s names, one window per scrape', async (t) => {
-  const registry = createMetricsRegistry({ documents: () => ({ loaded: 0, connections: 0, mailboxDepth: 0, mailboxMax: 0 }) }, { eventLoopSampleMs: INTERVAL_MS });
+  const delay = new EventLoopDelay(INTERVAL_MS);
+  t.teardown(() => delay.stop());
+  const registry = createMetricsRegistry(NO_DOCUMENTS, { eventLoop: delay });
   const names = ['min', 'max', 'mean', 'stddev', 'p50', 'p90', 'p99'].map((figure) => `nodejs_eventloop_lag_${figure}_seconds`);
   for (const name of names) t.ok(registry.getSingleMetric(name), `${name} is registered`);
   t.ok(registry.getSingleMetric('nodejs_eventloop_lag_seconds'), 'prom-client\'s scrape-time lag stays');
@@ -56,7 +61,20 @@ t.test('the registry exports the seven figures under prom-client\'s names, one w
   t.ok(read('nodejs_eventloop_lag_max_seconds') >= 0.08, `the stall is in max (${read('nodejs_eventloop_lag_max_seconds')})`);
   t.ok(read('nodejs_eventloop_lag_min_seconds') <= read('nodejs_eventloop_lag_p99_seconds'), 'one window for all seven');
   t.equal(text.match(/^nodejs_eventloop_lag_max_seconds /gm)?.length, 1, 'each name once');
+  t.equal(delay.samples, 0, 'the scrape took the window');
 
-  const other = registerEventLoopDelay(createMetricsRegistry({ documents: () => ({ loaded: 0, connections: 0, mailboxDepth: 0, mailboxMax: 0 }) }, { defaultMetrics: false }), INTERVAL_MS);
-  other.stop();
+  const bare = createMetricsRegistry(NO_DOCUMENTS, { defaultMetrics: false });
+  t.notOk(bare.getSingleMetric('nodejs_eventloop_lag_max_seconds'), 'without default metrics, no delay gauges');
+  registerEventLoopDelay(bare, delay);
+  t.ok(bare.getSingleMetric('nodejs_eventloop_lag_max_seconds'), 'registered on their own');
+});
+
+t.test('the scrape makes the registry once, at the first call', async (t) => {
+  const scrape = metricsScrape(NO_DOCUMENTS);
+  const first = await scrape.scrape();
+  t.match(first.contentType, /^text\/plain; version=0\.0\.4/);
+  t.match(first.text, /^nodejs_eventloop_lag_max_seconds /m);
+  t.match(first.text, /^plait_documents_loaded 0$/m);
+  const second = await scrape.scrape();
+  t.equal(second.text.match(/^# TYPE plait_documents_loaded /gm)?.length, 1, 'the same registry: each family once');
 });
