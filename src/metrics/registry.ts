@@ -43,8 +43,8 @@ function mirroredCounter(registry: Registry, name: string, help: string, read: (
 }
 
 /**
- * prom-client's own delay histogram, replaced by src/metrics/event-loop.ts: sampled this rarely (~24 days, the
- * largest timer Node allows) so its timer costs no wake-ups.
+ * prom-client's own delay histogram, replaced by src/metrics/event-loop.ts: sampled this rarely (~24 days) so its
+ * timer costs no wake-ups.
  */
 const PROM_CLIENT_SAMPLE_MS = 2_147_483_647;
 

@@ -20,7 +20,13 @@ export function metricsScrape(sources: MetricSources): MetricsScrape {
   let registry: Promise<Registry> | undefined;
   return {
     async scrape() {
-      registry ??= import('./registry.js').then((module) => module.createMetricsRegistry(sources, { eventLoop }));
+      registry ??= import('./registry.js')
+        .then((module) => module.createMetricsRegistry(sources, { eventLoop }))
+        .catch((error: unknown) => {
+          // This scrape fails (logged by the route); the next one tries again.
+          registry = undefined;
+          throw error;
+        });
       const made = await registry;
       return { contentType: made.contentType, text: await made.metrics() };
     },
