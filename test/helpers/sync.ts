@@ -4,6 +4,7 @@ import WebSocket from 'ws';
 import { WebsocketProvider } from 'y-websocket';
 import * as Y from 'yjs';
 import type { ApiClient, Credentials } from './api.js';
+import { startTestServer } from './server.js';
 
 export interface Room {
   readonly organizationId: string;
@@ -66,6 +67,16 @@ export function connect(t: Test, httpUrl: string, room: Room, token: string, par
       return doc.getText('content');
     },
   };
+}
+
+/** A test server, an editor token for `room` in a new workspace, and two stock providers on it, both synced. */
+export async function twoEditors(t: Test, room: Room): Promise<{ api: ApiClient; url: string; token: string; a: Client; b: Client }> {
+  const { api, url } = await startTestServer(t);
+  const token = await userToken(api, await api.createWorkspace(), [editorOf(room)]);
+  const a = connect(t, url, room, token);
+  const b = connect(t, url, room, token);
+  await Promise.all([synced(a), synced(b)]);
+  return { api, url, token, a, b };
 }
 
 /** Resolves once the provider has completed its first sync with the server. */

@@ -1,6 +1,6 @@
 // Tests background jobs: run only by the worker role's holder, postponed (not failed) when a resource is unavailable, resumed later from the unfinished-jobs index.
 import type { Database, Key } from 'lmdb';
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { unavailable } from '../../src/errors.js';
 import { createLogger } from '../../src/log.js';
 import type { Store } from '../../src/store/env.js';
@@ -101,6 +101,19 @@ t.test('unfinished jobs are in the index, finished ones are not; no [apiKey] ran
   t.equal(await jobs.resume(), 0, 'finished jobs are never read again by a scan');
 });
 
+/** Opens the store in `dir` again: an index-only scan finds the job `jobId` of 'ak', which runs once and leaves the index. */
+async function resumesFromIndex(t: Test, dir: string, jobId: string, entryThere: string): Promise<void> {
+  const store = openStore(dir);
+  t.teardown(() => store.close());
+  const jobs = new Jobs(store, createLogger('silent'));
+  let runs = 0;
+  jobs.register('count', () => Promise.resolve(++runs));
+  t.same(indexOf(store), [[jobId, 'ak']], entryThere);
+  t.equal(await jobs.resume(), 1, 'an index-only scan finds it');
+  await jobs.idle();
+  t.same([runs, jobs.get('ak', jobId).status, indexOf(store)], [1, 'completed', []]);
+}
+
 t.test('a job left unfinished resumes from the index after a restart', async (t) => {
   const dir = t.testdir();
   const first = openStore(dir);
@@ -110,15 +123,7 @@ t.test('a job left unfinished resumes from the index after a restart', async (t)
   await before.stop();
   await first.close();
 
-  const store = openStore(dir);
-  t.teardown(() => store.close());
-  const jobs = new Jobs(store, createLogger('silent'));
-  let runs = 0;
-  jobs.register('count', () => Promise.resolve(++runs));
-  t.same(indexOf(store), [[job.jobId, 'ak']], 'the entry survived the restart');
-  t.equal(await jobs.resume(), 1, 'an index-only scan finds it');
-  await jobs.idle();
-  t.same([runs, jobs.get('ak', job.jobId).status, indexOf(store)], [1, 'completed', []]);
+  await resumesFromIndex(t, dir, job.jobId, 'the entry survived the restart');
 });
 
 t.test('a pending row without an index entry (an older data directory) is resumed by the full pass and indexed', async (t) => {
@@ -139,14 +144,7 @@ t.test('a pending row without an index entry (an older data directory) is resume
   await jobs.stop();
   await old.close();
 
-  const store = openStore(dir);
-  t.teardown(() => store.close());
-  const after = new Jobs(store, createLogger('silent'));
-  let runs = 0;
-  after.register('count', () => Promise.resolve(++runs));
-  t.equal(await after.resume(), 1, 'after the upgrade an index-only scan finds it');
-  await after.idle();
-  t.same([runs, after.get('ak', row.jobId).status, indexOf(store)], [1, 'completed', []]);
+  await resumesFromIndex(t, dir, row.jobId, 'after the upgrade the entry is there');
 });
 
 t.test('an entry whose row is gone or finished is removed by the next scan, index-only or full', async (t) => {

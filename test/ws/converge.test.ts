@@ -2,7 +2,7 @@
 import t from 'tap';
 import { JOIN_FRAME_MIN_BYTES } from '../../src/doc/join-state.js';
 import { startTestServer } from '../helpers/server.js';
-import { connect, editorOf, synced, userToken, whenDocs, type Client, type Room } from '../helpers/sync.js';
+import { connect, editorOf, synced, twoEditors, userToken, whenDocs, type Client, type Room } from '../helpers/sync.js';
 
 const room: Room = { organizationId: 'org-1', documentId: 'doc-1', editorId: 'editor-1' };
 
@@ -10,11 +10,7 @@ const sameText = (clients: readonly Client[], length: number) => (): boolean =>
   clients.every((c) => c.text.length === length && c.text.toString() === clients[0]?.text.toString());
 
 t.test('two y-websocket providers editing one text store concurrently converge', async (t) => {
-  const { api, url } = await startTestServer(t);
-  const token = await userToken(api, await api.createWorkspace(), [editorOf(room)]);
-  const a = connect(t, url, room, token);
-  const b = connect(t, url, room, token);
-  await Promise.all([synced(a), synced(b)]);
+  const { a, b } = await twoEditors(t, room);
   // Both edit before either has seen the other's change: a real concurrent edit.
   a.text.insert(0, 'hello ');
   b.text.insert(0, 'world ');
@@ -48,11 +44,7 @@ t.test('a joiner of a large document holds every change by the time its provider
   // Large enough for a kept join answer (src/doc/join-state.ts): the changes after it reach later joiners as Update
   // frames, which must all be applied when the provider fires 'sync' (the load generator counted them as live edits
   // seconds old when they came after the SyncStep2).
-  const { api, url } = await startTestServer(t);
-  const token = await userToken(api, await api.createWorkspace(), [editorOf(room)]);
-  const writer = connect(t, url, room, token);
-  const watcher = connect(t, url, room, token);
-  await Promise.all([synced(writer), synced(watcher)]);
+  const { url, token, a: writer, b: watcher } = await twoEditors(t, room);
   writer.text.insert(0, 'x'.repeat(2 * JOIN_FRAME_MIN_BYTES));
   await whenDocs([watcher.doc], () => watcher.text.length === writer.text.length);
   const first = connect(t, url, room, token);
@@ -77,11 +69,7 @@ t.test('a joiner of a large document holds every change by the time its provider
 });
 
 t.test('awareness states propagate and are removed when a client disconnects', async (t) => {
-  const { api, url } = await startTestServer(t);
-  const token = await userToken(api, await api.createWorkspace(), [editorOf(room)]);
-  const a = connect(t, url, room, token);
-  const b = connect(t, url, room, token);
-  await Promise.all([synced(a), synced(b)]);
+  const { url, token, a, b } = await twoEditors(t, room);
   const seen = (client: Client, clientId: number, present: boolean): Promise<void> =>
     new Promise((resolve) => {
       const check = (): void => {

@@ -4,8 +4,7 @@ import t from 'tap';
 import * as Y from 'yjs';
 import { CLOSE } from '../../src/errors.js';
 import { readClientMessage, writeUpdate } from '../../src/sync/protocol.js';
-import { startTestServer } from '../helpers/server.js';
-import { connect, editorOf, rawSocket, roomName, syncBase, synced, userToken, whenDocs, type Room } from '../helpers/sync.js';
+import { connect, rawSocket, roomName, syncBase, synced, twoEditors, whenDocs, type Room } from '../helpers/sync.js';
 
 const room: Room = { organizationId: 'org-g', documentId: 'doc-g', editorId: 'main' };
 
@@ -27,11 +26,7 @@ function garbageFrames(): Uint8Array[] {
 }
 
 t.test('garbage frames close only the connection that sent them; the others keep editing', async (t) => {
-  const { api, url } = await startTestServer(t);
-  const token = await userToken(api, await api.createWorkspace(), [editorOf(room)]);
-  const a = connect(t, url, room, token);
-  const b = connect(t, url, room, token);
-  await Promise.all([synced(a), synced(b)]);
+  const { url, token, a, b } = await twoEditors(t, room);
   a.text.insert(0, 'before');
   await whenDocs([b.doc], () => b.text.toString() === 'before');
 
