@@ -223,6 +223,7 @@ export async function startServer(config: Config, log: Logger, options: ServerOp
     // connections are answered UNAVAILABLE from now on.
     uws.us_listen_socket_close(listenSocket);
     if (metricsSocket !== undefined) uws.us_listen_socket_close(metricsSocket);
+    metrics.stop();
     // Requests in flight finish against an open store (their replies promise a commit); sync upgrades get 503 from now on.
     if (!(await deps.gate.close(config.stopDrainMs))) {
       log.warn('stopping with requests still in flight', { requests: deps.gate.size, waitedMs: config.stopDrainMs });

@@ -63,7 +63,7 @@ export class EventLoopDelay {
     };
   }
 
-  /** Stops the timer (tests; a server's sampler lives as long as its process). */
+  /** Stops the timer (the server's stop). */
   stop(): void {
     clearInterval(this.timer);
   }

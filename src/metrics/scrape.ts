@@ -6,6 +6,8 @@ import type { MetricSources } from './registry.js';
 export interface MetricsScrape {
   /** The exposition text and its content type, as of now. */
   scrape(): Promise<{ readonly contentType: string; readonly text: string }>;
+  /** Stops the event-loop sampler (the server's stop; several servers may share a process, as in tests). */
+  stop(): void;
 }
 
 /**
@@ -30,5 +32,6 @@ export function metricsScrape(sources: MetricSources): MetricsScrape {
       const made = await registry;
       return { contentType: made.contentType, text: await made.metrics() };
     },
+    stop: () => eventLoop.stop(),
   };
 }

@@ -71,6 +71,7 @@ t.test('the registry exports the seven figures under prom-client\'s names, one w
 
 t.test('the scrape makes the registry once, at the first call', async (t) => {
   const scrape = metricsScrape(NO_DOCUMENTS);
+  t.teardown(() => scrape.stop());
   const first = await scrape.scrape();
   t.match(first.contentType, /^text\/plain; version=0\.0\.4/);
   t.match(first.text, /^nodejs_eventloop_lag_max_seconds /m);
