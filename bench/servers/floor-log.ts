@@ -1,15 +1,18 @@
 // Owns the floor's durable log variant: each room's updates appended to Plait's own UpdateLog (group commit, compaction) in LMDB.
 import * as Y from 'yjs';
+import { loadConfig } from '../../src/config.js';
 import { createLogger } from '../../src/log.js';
 import { Store } from '../../src/store/env.js';
 import { UpdateLog, type LogStream } from '../../src/store/update-log.js';
 import type { StoreMeta } from '../../src/store/snapshots.js';
 
 /**
- * Plait's defaults (src/config.ts: GROUP_COMMIT_MS, COMPACT_AFTER_UPDATES, COMPACT_AFTER_BYTES), so the floor pays
- * for durability exactly what Plait pays: the question it answers is how much of Plait's gap to the floor is the log.
+ * Plait's defaults, read from its config table (GROUP_COMMIT_MS, COMPACT_AFTER_UPDATES, COMPACT_AFTER_BYTES; an empty
+ * environment, so the host's own variables do not change them), so the floor pays for durability exactly what Plait
+ * pays: the question it answers is how much of Plait's gap to the floor is the log.
  */
-const OPTIONS = { groupCommitMs: 100, compactAfterUpdates: 1000, compactAfterBytes: 4 * 1024 * 1024 } as const;
+const { groupCommitMs, compactAfterUpdates, compactAfterBytes } = loadConfig({}, []);
+const OPTIONS = { groupCommitMs, compactAfterUpdates, compactAfterBytes } as const;
 
 /** One room's place in the log: the LogStream Plait's EditorDoc is, reduced to what the log reads. */
 class RoomStream implements LogStream {

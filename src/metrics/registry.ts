@@ -1,6 +1,6 @@
 // Owns one server's Prometheus registry: the process-wide instruments plus gauges read from its services at scrape time.
 import { collectDefaultMetrics, Counter, Gauge, Registry, type Metric } from 'prom-client';
-import { EVENT_LOOP_SAMPLE_MS, EventLoopDelay, FIGURES, type Figure } from './event-loop.js';
+import { FIGURES, type EventLoopDelay, type Figure } from './event-loop.js';
 import { groupCommitSeconds, groupCommitSize, mailboxCounts, restRequests, restSeconds, syncCounts } from './instruments.js';
 
 /** What the scrape reads from the server (src/doc/registry.ts `stats()`). */
@@ -50,11 +50,11 @@ const PROM_CLIENT_SAMPLE_MS = 2_147_483_647;
 
 /**
  * `eventLoop`: the delay sampler, started before the registry is made (src/metrics/scrape.ts makes the registry at the
- * first scrape), so the first scrape already has its samples.
+ * first scrape), so the first scrape already has its samples; undefined: none of the process's default metrics.
  */
-export function createMetricsRegistry(sources: MetricSources, options: { defaultMetrics?: boolean; eventLoop?: EventLoopDelay } = {}): Registry {
+export function createMetricsRegistry(sources: MetricSources, eventLoop: EventLoopDelay | undefined): Registry {
   const registry = new Registry();
-  if (options.defaultMetrics ?? true) {
+  if (eventLoop !== undefined) {
     collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: PROM_CLIENT_SAMPLE_MS });
     // prom-client samples event-loop delay with a 10 ms timer by default: 100 wake-ups a second that cost an idle
     // server ~1% of a core (issue 18, bench/README.md), and exports each sample with the timer's interval in it. Plait
@@ -62,7 +62,7 @@ export function createMetricsRegistry(sources: MetricSources, options: { default
     // ten, with its length as it was left when the timer fell due. A server stalling often still shows it within a
     // scrape or two; one stall shorter than a second may not. `nodejs_eventloop_lag_seconds` (prom-client's) is
     // measured at each scrape and needs no timer.
-    registerEventLoopDelay(registry, options.eventLoop ?? new EventLoopDelay(EVENT_LOOP_SAMPLE_MS));
+    registerEventLoopDelay(registry, eventLoop);
   }
   // Families of src/metrics/instruments.ts give the registry what a prom-client metric's get() gives.
   for (const family of [restRequests, restSeconds, groupCommitSize, groupCommitSeconds]) registry.registerMetric(family as unknown as Metric);

@@ -23,7 +23,7 @@ export function metricsScrape(sources: MetricSources): MetricsScrape {
   return {
     async scrape() {
       registry ??= import('./registry.js')
-        .then((module) => module.createMetricsRegistry(sources, { eventLoop }))
+        .then((module) => module.createMetricsRegistry(sources, eventLoop))
         .catch((error: unknown) => {
           // This scrape fails (logged by the route); the next one tries again.
           registry = undefined;

@@ -49,7 +49,7 @@ const NO_DOCUMENTS = { documents: () => ({ loaded: 0, connections: 0, mailboxDep
 t.test('the registry exports the seven figures under prom-client\'s names, one window per scrape', async (t) => {
   const delay = new EventLoopDelay(INTERVAL_MS);
   t.teardown(() => delay.stop());
-  const registry = createMetricsRegistry(NO_DOCUMENTS, { eventLoop: delay });
+  const registry = createMetricsRegistry(NO_DOCUMENTS, delay);
   const names = ['min', 'max', 'mean', 'stddev', 'p50', 'p90', 'p99'].map((figure) => `nodejs_eventloop_lag_${figure}_seconds`);
   for (const name of names) t.ok(registry.getSingleMetric(name), `${name} is registered`);
   t.ok(registry.getSingleMetric('nodejs_eventloop_lag_seconds'), 'prom-client\'s scrape-time lag stays');
@@ -63,7 +63,7 @@ t.test('the registry exports the seven figures under prom-client\'s names, one w
   t.equal(text.match(/^nodejs_eventloop_lag_max_seconds /gm)?.length, 1, 'each name once');
   t.equal(delay.samples, 0, 'the scrape took the window');
 
-  const bare = createMetricsRegistry(NO_DOCUMENTS, { defaultMetrics: false });
+  const bare = createMetricsRegistry(NO_DOCUMENTS, undefined);
   t.notOk(bare.getSingleMetric('nodejs_eventloop_lag_max_seconds'), 'without default metrics, no delay gauges');
   registerEventLoopDelay(bare, delay);
   t.ok(bare.getSingleMetric('nodejs_eventloop_lag_max_seconds'), 'registered on their own');
