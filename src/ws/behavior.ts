@@ -64,6 +64,11 @@ interface Session {
   /** Held from the upgrade until the socket closes, so the actor cannot unload under a connection. */
   readonly lease: ConnectionLease;
   readonly claims: UserClaims;
+  /**
+   * Set by open(). uWS hands open() and the later handlers a shallow copy of the object given to upgrade(), so the
+   * upgrade's own object learns of the open only through a member both share.
+   */
+  readonly opened: { value: boolean };
   deadline: Deadline;
   peer?: SocketPeer;
   cancelTimer?: () => void;
@@ -240,6 +245,7 @@ export function syncBehavior(deps: SyncDeps): WebSocketBehavior<Session> {
       hint: { ...(target.type === undefined ? {} : { type: target.type }), ...(target.contentKey === undefined ? {} : { contentKey: target.contentKey }) },
       lease,
       claims,
+      opened: { value: false },
       deadline: deadlineOf(claims, access.expiresAt),
     };
   }
@@ -320,7 +326,7 @@ export function syncBehavior(deps: SyncDeps): WebSocketBehavior<Session> {
           // goes out uncorked, a send per header piece, with a warning on stderr (docs/protocol.md, Known issues).
           res.upgrade(session, request.secKey, answerProtocol(request.secProtocol), request.secExtensions, context);
           // uWS runs open() inside upgrade(); if it did not, no socket will ever release the lease.
-          if (session.peer === undefined) session.lease.release();
+          if (!session.opened.value) session.lease.release();
         },
         (error: unknown) => {
           const appError = toAppError(error);
@@ -333,6 +339,7 @@ export function syncBehavior(deps: SyncDeps): WebSocketBehavior<Session> {
 
     open: (ws) => {
       const session = ws.getUserData();
+      session.opened.value = true;
       const peer = new SocketPeer(ws, session, config.wsMaxBackpressureBytes);
       session.peer = peer;
       syncCounts.opened++;

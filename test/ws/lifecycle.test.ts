@@ -132,6 +132,25 @@ t.test('deleting a document closes its sockets with 4404', async (t) => {
   t.equal(await providerClosed, 4404, 'a y-websocket provider sees 4404 too');
 });
 
+t.test('an open socket holds a lease on its document until it closes', async (t) => {
+  const { server, api, url } = await startTestServer(t);
+  const credentials = await api.createWorkspace();
+  const token = await userToken(api, credentials, [editorOf(room)]);
+  const key = { apiKey: credentials.apiKey, ...room };
+  const leases = (): number | undefined => server.services.documentActors.peek(key)?.leases;
+  const first = await rawSocket(socketUrl(url, token));
+  const second = await rawSocket(socketUrl(url, token));
+  // uWS gives open() a copy of the upgrade's user data: the edge once took that for "open() never ran" and gave
+  // every lease back right after the upgrade, leaving open documents held by their connection count alone.
+  t.equal(leases(), 2, 'one lease per open socket');
+  first.socket.close();
+  await first.ended;
+  t.equal(leases(), 1, 'a closed socket gives its lease back, once');
+  second.socket.close();
+  await second.ended;
+  t.equal(leases(), 0, 'no lease is left when every socket closed');
+});
+
 t.test("one sender's frames read in one turn reach another socket as one merged frame", async (t) => {
   const { api, url } = await startTestServer(t);
   const token = await userToken(api, await api.createWorkspace(), [editorOf(room)]);
