@@ -65,11 +65,8 @@ export function toAppError(error: unknown): AppError {
   return new AppError('INTERNAL', 'internal error', { cause: error });
 }
 
-/** WebSocket close codes the sync endpoint uses, named in one place (docs/protocol.md lists them). */
+/** WebSocket close codes the sync endpoint sends (uWS itself closes with 1009); docs/protocol.md has a row for each, checked by a test. */
 export const CLOSE = {
-  NORMAL: 1000,
-  GOING_AWAY: 1001,
-  MESSAGE_TOO_BIG: 1009,
   INTERNAL: 1011,
   SERVICE_RESTART: 1012,
   MALFORMED_FRAME: 4400,

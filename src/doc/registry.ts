@@ -135,6 +135,15 @@ export class DocumentActors {
     return entry?.unloading === undefined ? entry?.actor : undefined;
   }
 
+  /**
+   * Whether acquire(key) can finish without waiting on I/O: this process owns the document and it is neither being
+   * unloaded nor re-keyed (a load itself runs in the microtasks of the caller). The sync edge asks before an upgrade.
+   */
+  leasableNow(key: DocumentKey): boolean {
+    const id = documentKeyString(key);
+    return this.ownership.owns(key) && !this.holds.has(id) && this.entries.get(id)?.unloading === undefined;
+  }
+
   /** Loads the actor if needed (concurrent first callers share one load) and leases it. */
   async acquire(key: DocumentKey): Promise<Lease> {
     const id = documentKeyString(key);

@@ -18,6 +18,7 @@ import type { Directory } from '../tenant/directory.js';
 import type { Workspaces } from '../tenant/workspaces.js';
 import { syncCounts } from '../metrics/instruments.js';
 import { readClientMessage, writeReadOnly } from '../sync/protocol.js';
+import { DeferredLease } from './deferred-lease.js';
 import { answerProtocol, parseSyncTarget } from './target.js';
 
 export interface SyncDeps {
@@ -225,10 +226,14 @@ export function syncBehavior(deps: SyncDeps): WebSocketBehavior<Session> {
     let access = deps.access.documentAccess(claims, key, now);
     if (access.role === null && deps.providerAccess !== undefined) access = await deps.providerAccess(claims.userId, key);
     if (access.role === null) throw permissionDenied(`user ${claims.userId} has no access to document ${target.documentId}`);
-    const lease: ConnectionLease = await deps.documentActors.acquire(key).catch((error: unknown) => {
+    const leasableNow = deps.documentActors.leasableNow(key);
+    const leasing = deps.documentActors.acquire(key).catch((error: unknown) => {
       if (error instanceof NotOwnerError && deps.relay !== undefined) return deps.relay.connect(key, error.owner);
       throw error;
     });
+    // A lease that needs I/O (a cluster claim, a relay, an unload in progress) is waited for behind the upgrade, so
+    // the 101 still goes out in uWS's cork (src/ws/deferred-lease.ts); its socket is closed if the lease fails.
+    const lease: ConnectionLease = leasableNow ? await leasing : new DeferredLease(leasing, log);
     if (lease.actor.connectionCount >= config.maxConnectionsPerDocument) {
       lease.release();
       throw resourceExhausted(`the document has reached its limit of ${config.maxConnectionsPerDocument} connections`, 5);
@@ -321,9 +326,11 @@ export function syncBehavior(deps: SyncDeps): WebSocketBehavior<Session> {
           // Not inside res.cork: in this uWS build (20.30) cork() runs its HTTP connection-close check after the
           // handler on what is by then a WebSocket whenever the upgrade reallocated the socket in place, and closes it
           // right after open without a close frame (1006 on both ends; fixed upstream in uWebSockets #1929, 2026).
-          // Single-process, admit() waits on no I/O: this runs in the upgrade callback's microtask drain, still corked
-          // by uWS (101 and open frames in one send). After real I/O (cluster, catch-up, an access provider) the 101
-          // goes out uncorked, a send per header piece, with a warning on stderr (docs/protocol.md, Known issues).
+          // admit() waits on no I/O for a token checked by node:crypto and a document this process can lease now
+          // (else a DeferredLease waits behind the upgrade): this runs in the upgrade callback's microtask drain, still
+          // corked by uWS (101 and open frames in one send). After real I/O (a cluster catch-up for an unknown API key,
+          // an access provider) the 101 goes out uncorked, a send per header piece, with a warning on stderr
+          // (docs/protocol.md, Known issues).
           res.upgrade(session, request.secKey, answerProtocol(request.secProtocol), request.secExtensions, context);
           // uWS runs open() inside upgrade(); if it did not, no socket will ever release the lease.
           if (!session.opened.value) session.lease.release();
