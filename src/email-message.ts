@@ -1,4 +1,4 @@
-// Owns the shape of an outgoing email and of whatever sends one, shared by the core (account mail) and the adapters.
+// Owns the shape of an outgoing email and of whatever sends one, shared by the delivery channels (core) and the transports (adapters).
 
 export interface EmailMessage {
   readonly to: string[];

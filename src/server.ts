@@ -66,9 +66,12 @@ export interface RunningServer {
 /** Every REST operation, area by area (one file per spec area under src/http/routes). */
 export function allOperations(services: Services): Operation[] {
   return [
-    ...workspaceOperations(services.workspaces, services.secrets, services.domains, (workspace) => {
-      services.ownerEmails.created(workspace.id);
-      services.accountMail.sendVerification({ id: workspace.id, ownerEmail: workspace.owner.email, ownerName: workspace.owner.name, workspaceName: workspace.name });
+    ...workspaceOperations(services.workspaces, services.secrets, services.domains, {
+      within: (tx, workspace) => services.accountMail.verificationIn(tx, { id: workspace.id, ownerEmail: workspace.ownerEmail, workspaceName: workspace.name }),
+      committed: (workspace) => {
+        services.ownerEmails.created(workspace.id);
+        services.accountMail.wake();
+      },
     }),
     ...workspaceEmailOperations({ ...services, consoleOrigins: () => [...services.config.consoleOrigins, new URL(publicUrl(services.config)).origin] }),
     ...domainOperations(services.domains),
@@ -228,7 +231,6 @@ export async function startServer(config: Config, log: Logger, options: ServerOp
     if (!(await deps.gate.close(config.stopDrainMs))) {
       log.warn('stopping with requests still in flight', { requests: deps.gate.size, waitedMs: config.stopDrainMs });
     }
-    await services.accountMail.stop(5000);
     // Dispatching and sending stop (attempts in flight settle, recorded); jobs in flight finish against open documents
     // and store (one cut short by a crash resumes on the next holder). Only then does the worker role move on.
     await background.stop();

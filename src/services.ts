@@ -4,7 +4,7 @@ import { systemClock, type Clock } from './clock.js';
 import { UserTokens } from './auth/user-tokens.js';
 import type { Config } from './config.js';
 import type { Logger } from './log.js';
-import { createServerEmailTransport, parseSender, type EmailTransport } from './delivery/outbound/email.js';
+import { parseSender, type EmailTransport } from './delivery/outbound/email.js';
 import { AccountMail } from './tenant/account-mail.js';
 import { OwnerEmails } from './tenant/owner-email.js';
 import { Store } from './store/env.js';
@@ -182,19 +182,8 @@ export async function openServices(config: Config, log: Logger, publisher: Topic
     loginLinkTtlMs: config.loginLinkTtlMs,
     now,
   });
-  const sender = parseSender(config.emailFrom);
-  const accountMail = new AccountMail({
-    transport: options.emailTransport ?? createServerEmailTransport({ smtpUrl: config.smtpUrl, log: log.child({ component: 'email' }) }),
-    from: sender.address,
-    ...(sender.name === undefined ? {} : { fromName: sender.name }),
-    publicUrl: () => publicUrl(config),
-    ownerEmails,
-    workspaces,
-    log: log.child({ component: 'account-mail' }),
-    verificationLinkTtlMs: config.verificationLinkTtlMs,
-    loginLinkTtlMs: config.loginLinkTtlMs,
-  });
   const agents = await openAgents({ store, secrets, config, collab, log, processId: workerRole.processId, ...(options.agentVersions === undefined ? {} : { versions: options.agentVersions }) });
+  const sender = parseSender(config.emailFrom);
   const delivery = new Delivery({
     config,
     store,
@@ -208,9 +197,22 @@ export async function openServices(config: Config, log: Logger, publisher: Topic
     // (bench/README.md, "Fixed costs, sixth session"). A cluster node keeps the short ones (docs/delivery.md).
     dispatcherPollMs: options.dispatcherPollMs ?? (workerRole.wakesFollowRows ? WORK_SCAN_MS : DEFAULT_POLL_MS),
     runnerIdleMs: workerRole.wakesFollowRows ? WORK_SCAN_MS : DEFAULT_MAX_IDLE_MS,
-    // Workspace emails go through their own transport from SMTP_URL; `options.emailTransport` is for account emails.
+    // Account emails go out through the server's transport (SMTP_URL), or `options.emailTransport` (tests); workspace
+    // emails through the server's or the workspace's own (SendGrid).
+    account: {
+      from: sender.address,
+      ...(sender.name === undefined ? {} : { fromName: sender.name }),
+      publicUrl: () => publicUrl(config),
+      ownerEmails,
+      workspaces,
+      log: log.child({ component: 'account-mail' }),
+      verificationLinkTtlMs: config.verificationLinkTtlMs,
+      loginLinkTtlMs: config.loginLinkTtlMs,
+      ...(options.emailTransport === undefined ? {} : { transport: options.emailTransport }),
+    },
     ...(options.clock === undefined ? {} : { clock: options.clock }),
   });
+  const accountMail = new AccountMail(store, delivery.account);
   for (const source of deliveryUserData(store)) userData.addSource(source);
   // Last: the actors are drained by then, so the events of their last writes are in the outbox to be dropped.
   directory.addDataOwner(delivery.documentData);

@@ -4,7 +4,8 @@ import type { WriteTx } from '../store/env.js';
 import type { Store } from '../store/env.js';
 import { DB } from '../store/keys.js';
 
-export type ChannelName = 'email' | 'webhook' | 'advancedWebhook' | 'notification';
+/** `account`: the server's own emails to workspace owners (src/delivery/channels/account-email.ts), about no API key. */
+export type ChannelName = 'email' | 'webhook' | 'advancedWebhook' | 'notification' | 'account';
 
 /** `pending`: waits for `due`; `delivered` and `failed` are final (`failed` keeps `lastError`); `cancelled`: its target went away. */
 export type JobState = 'pending' | 'delivered' | 'failed' | 'cancelled';

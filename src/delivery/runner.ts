@@ -129,6 +129,17 @@ export class DeliveryRunner {
     }
   }
 
+  /**
+   * Resolves once nothing is due at the clock's time and no attempt is in flight (tests of a started runner: the
+   * attempts its own timer began are awaited too, which `drain` would skip as busy).
+   */
+  async idle(): Promise<void> {
+    for (;;) {
+      await Promise.allSettled([...this.inFlight.values()]);
+      if ((await this.runDue()) === 0 && this.inFlight.size === 0) return;
+    }
+  }
+
   private schedule(delayMs: number): void {
     if (!this.running) return;
     const delay = Math.max(0, Math.min(delayMs, this.maxIdleMs));

@@ -6,6 +6,7 @@ import type { Logger } from '../log.js';
 import type { Store } from '../store/env.js';
 import { DeliveryConfigStore } from '../tenant/delivery-config-store.js';
 import { ActivityStore } from './activity-store.js';
+import { AccountEmailChannel, type AccountEmailDeps } from './channels/account-email.js';
 import { ActivityChannel } from './channels/activity.js';
 import { AdvancedWebhookChannel } from './channels/advanced-webhook.js';
 import { BasicWebhookChannel } from './channels/basic-webhook.js';
@@ -36,6 +37,8 @@ export interface DeliveryOptions {
   readonly dispatcherPollMs?: number;
   /** Longest sleep of an idle runner between looks at the queue (`RunnerOptions.maxIdleMs`). */
   readonly runnerIdleMs?: number;
+  /** The account emails' sender and links; their transport is the server's (SMTP_URL) unless a test hands in one. */
+  readonly account: Omit<AccountEmailDeps, 'queue' | 'clock' | 'transport'> & { readonly transport?: EmailTransport };
 }
 
 export class Delivery {
@@ -48,6 +51,8 @@ export class Delivery {
   readonly activities: ActivityStore;
   readonly http: OutboundHttp;
   readonly advanced: AdvancedWebhookChannel;
+  /** The account emails (owner verification, sign-in link): the queue AccountMail (src/tenant) writes to. */
+  readonly account: AccountEmailChannel;
   readonly dispatcher: Dispatcher;
   readonly runner: DeliveryRunner;
   /** What the room holds about a document or organization, removed with it (a DocumentDataOwner; services.ts registers it). */
@@ -78,10 +83,12 @@ export class Delivery {
     this.advanced = new AdvancedWebhookChannel({ configs: this.configs, queue: this.queue, endpoints: this.endpoints, http: this.http, clock: this.clock });
     const notification = new NotificationChannel({ configs: this.configs, queue: this.queue, notifications: this.notifications });
     const activity = new ActivityChannel({ configs: this.configs, activities: this.activities });
+    const accountTransport = options.account.transport ?? options.emailTransport ?? (this.serverEmail as ClosableEmailTransport);
+    this.account = new AccountEmailChannel({ ...options.account, transport: accountTransport, queue: this.queue, clock: this.clock });
     const deliveryLog = log.child({ component: 'delivery' });
     this.dispatcher = new Dispatcher({ store, outbox: options.outbox, queue: this.queue, planners: [activity, notification, email, webhook, this.advanced], clock: this.clock, log: deliveryLog, planning: (body) => this.configs.memoized(body), ...(options.mayRun === undefined ? {} : { mayRun: options.mayRun }), ...(options.dispatcherPollMs === undefined ? {} : { pollMs: options.dispatcherPollMs }) });
     this.documentData = new DeliveryDocumentData({ store, outbox: options.outbox, queue: this.queue, endpoints: this.endpoints, now: () => this.clock.now() });
-    this.runner = new DeliveryRunner({ queue: this.queue, channels: { email, webhook, advancedWebhook: this.advanced, notification }, clock: this.clock, log: deliveryLog, ...(options.mayRun === undefined ? {} : { mayRun: options.mayRun }), ...(options.runnerIdleMs === undefined ? {} : { maxIdleMs: options.runnerIdleMs }) });
+    this.runner = new DeliveryRunner({ queue: this.queue, channels: { email, webhook, advancedWebhook: this.advanced, notification, account: this.account }, clock: this.clock, log: deliveryLog, ...(options.mayRun === undefined ? {} : { mayRun: options.mayRun }), ...(options.runnerIdleMs === undefined ? {} : { maxIdleMs: options.runnerIdleMs }) });
   }
 
   start(): void {

@@ -42,6 +42,7 @@ export function activityTemplate(type: EventType): string {
   return HEADLINES[type].replace(/\{(\w+)\}/g, '{{$1}}');
 }
 
+/** Text made safe for HTML content and attribute values (emails here and in the account-email channel, and the email link pages). */
 export function escapeHtml(text: string): string {
   return text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c] ?? c);
 }

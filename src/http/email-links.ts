@@ -2,7 +2,7 @@
 import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
 import { toAppError } from '../errors.js';
 import type { Logger } from '../log.js';
-import { escapeHtml } from '../tenant/account-mail.js';
+import { escapeHtml } from '../delivery/templates.js';
 import type { LinkPurpose, OwnerEmails } from '../tenant/owner-email.js';
 import type { Workspaces } from '../tenant/workspaces.js';
 import { readBody } from './body.js';

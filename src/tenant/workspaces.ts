@@ -2,7 +2,7 @@
 import type { Database, Key } from 'lmdb';
 import { AppError, alreadyExists, notFound, permissionDenied } from '../errors.js';
 import { randomId, randomToken, secretEquals, type Secrets } from '../auth/secrets.js';
-import type { Store } from '../store/env.js';
+import type { Store, WriteTx } from '../store/env.js';
 import { DB } from '../store/keys.js';
 import { defaultApiKeyConfig, type ApiKeyConfig } from './api-key-config.js';
 
@@ -64,6 +64,13 @@ export interface AuthTokenView {
   domains: string[];
 }
 
+/** What a creation's `within` learns of the new workspace. */
+export interface NewWorkspace {
+  readonly id: string;
+  readonly ownerEmail: string;
+  readonly name: string;
+}
+
 export interface CreateWorkspaceInput {
   ownerEmail: string;
   name?: string;
@@ -100,7 +107,11 @@ export class Workspaces {
     return this.workspaces.getKeysCount({ limit: 1 }) === 0;
   }
 
-  async create(input: CreateWorkspaceInput): Promise<WorkspaceView> {
+  /**
+   * Creates the workspace with its first API key. `within` writes what else the creation causes (the owner's
+   * verification email) in the same transaction, so both are committed or neither is.
+   */
+  async create(input: CreateWorkspaceInput, within?: (tx: WriteTx, workspace: NewWorkspace) => void): Promise<WorkspaceView> {
     const email = input.ownerEmail.trim().toLowerCase();
     const ownerName = input.name ?? input.ownerEmail;
     const workspaceToken = randomId(32);
@@ -121,11 +132,12 @@ export class Workspaces {
     const keyName = `${localPart.charAt(0).toUpperCase()}${localPart.slice(1)} Test API Key`;
     const record = this.newApiKey(workspace, { type: 'testing', apiKeyName: keyName, createAuthToken: true }, now);
     workspace.apiKeys.push(record.apiKey);
-    await this.store.transaction(() => {
+    await this.store.transaction((tx) => {
       if (this.byEmail.get(email) !== undefined) throw alreadyExists('a workspace already exists for this email address');
       this.workspaces.put(workspace.id, workspace);
       this.byEmail.put(email, workspace.id);
       this.writeApiKey(record);
+      within?.(tx, { id: workspace.id, ownerEmail: workspace.ownerEmail, name: workspace.name });
     });
     return this.view(workspace);
   }

@@ -115,7 +115,7 @@ t.test('a forged or garbled token is refused like a used one; the page escapes w
   const { url } = await start(t);
   const page = await (await fetch(`${url}/email/verify?token=${encodeURIComponent('"><script>alert(1)</script>')}`)).text();
   t.notMatch(page, '<script>', 'no markup from the query reaches the page');
-  t.match(page, 'value="&#34;&#62;&#60;script&#62;');
+  t.match(page, 'value="&quot;&gt;&lt;script&gt;', 'what it echoes is escaped (one escaper for emails and pages, src/delivery/templates.ts)');
   const foreign = await fetch(`${url}/email/sign-in`, { method: 'POST', body: new URLSearchParams({ token: 'x' }), headers: { origin: 'https://evil.example' } });
   t.equal(foreign.status, 403, 'a form posted from another site is refused');
   for (const token of ['', 'x'.repeat(43), 'a'.repeat(5000)]) {
@@ -150,7 +150,7 @@ t.test('send-login-link: known and unknown addresses get the same answer; only t
     [...known.headers.keys()].filter((name) => name !== 'x-request-id' && name !== 'date'),
     'same headers',
   );
-  await server.services.accountMail.idle();
+  await server.services.delivery.runner.idle();
   t.equal(sink.mails.length, 2, 'one sign-in mail, to the owner; none to the stranger');
   t.same(sink.mails[1]?.envelopeTo, ['owner-login@example.com']);
   t.equal(sink.mails[1]?.parsed.subject, 'Your Plait sign-in link');
@@ -190,7 +190,7 @@ t.test('send-login-link answers before any email work is done (the reply cannot 
   t.equal(reply.status, 200, 'answered while the mail transport is still blocked');
   t.same(sent, [], 'nothing was sent yet');
   release();
-  await server.services.accountMail.idle();
+  await server.services.delivery.runner.idle();
   t.same(sent, ['held@example.com', 'held@example.com'], 'verification and sign-in mails went out after the reply');
   t.equal(sink.mails.length, 2);
 });
@@ -212,7 +212,7 @@ t.test('send-login-link refuses bad continue URLs and disposable addresses; Crea
     t.equal(reply.body.error?.status, 'INVALID_ARGUMENT');
     t.match(reply.body.error?.message, message);
   }
-  await server.services.accountMail.idle();
+  await server.services.delivery.runner.idle();
   t.equal(sink.mails.length, 0, 'no mail for refused requests');
   const ownConsole = await api.post('/v2/workspace/email/send-login-link', { email: 'a@example.com', continueUrl: 'https://plait.example.com/console' });
   t.equal(ownConsole.status, 200, "this server's own console (PUBLIC_URL) is an allowed continue URL");

@@ -35,11 +35,12 @@ export function workspaceEmailOperations(deps: WorkspaceEmailDeps): Operation[] 
       auth: 'public',
       schema: sendLoginLinkSchema,
       targetEmail: { limiter: 'emailSend', of: (input) => input.email },
-      handle: (input) => {
+      handle: async (input) => {
         const continueUrl = checkContinueUrl(input.continueUrl, deps.consoleOrigins());
         refuseDisposable(input.email, 'data.email');
-        // Nothing here depends on whether the address owns a workspace: that is looked up after the reply.
-        deps.accountMail.requestLoginLink(input.email.trim(), continueUrl);
+        // Committed before the answer, the same write for every address: whether it owns a workspace is looked up
+        // when the email is sent.
+        await deps.accountMail.requestLoginLink(input.email.trim(), continueUrl);
         return ok('If this address owns a workspace, a sign-in link has been sent to it', null);
       },
     }),

@@ -4,7 +4,8 @@ import { invalidArgument } from '../../errors.js';
 import { applyApiKeyConfigUpdate, viewApiKeyConfig, type ApiKeyConfigUpdate } from '../../tenant/api-key-config.js';
 import { normalizeDomain, type Domains } from '../../tenant/domains.js';
 import { refuseDisposable } from '../../tenant/email-rules.js';
-import type { ApiKeyType, CreateWorkspaceInput, WorkspaceView, Workspaces } from '../../tenant/workspaces.js';
+import type { WriteTx } from '../../store/env.js';
+import type { ApiKeyType, CreateWorkspaceInput, NewWorkspace, WorkspaceView, Workspaces } from '../../tenant/workspaces.js';
 import { ok, operation, type Operation } from '../operation.js';
 import { emptyData } from '../schemas/common.js';
 import {
@@ -16,12 +17,18 @@ import {
   updateApiKeyConfigSchema,
 } from '../schemas/workspace.js';
 
-/** `created` starts the owner-email verification of a new workspace (its email goes out after the reply). */
+/** What a new workspace causes besides itself: written in its transaction (`within`), then told once committed. */
+export interface WorkspaceCreation {
+  within?(tx: WriteTx, workspace: NewWorkspace): void;
+  committed?(workspace: WorkspaceView): void;
+}
+
+/** `creation` starts the owner-email verification of a new workspace (its email is recorded with it, sent after the reply). */
 export function workspaceOperations(
   workspaces: Workspaces,
   secrets: Secrets,
   domains: Domains,
-  created: (workspace: WorkspaceView) => void = () => {},
+  creation: WorkspaceCreation = {},
 ): Operation[] {
   return [
     operation<CreateWorkspaceInput, 'public'>({
@@ -31,8 +38,8 @@ export function workspaceOperations(
       targetEmail: { limiter: 'emailSend', of: (input) => input.ownerEmail },
       handle: async (input) => {
         refuseDisposable(input.ownerEmail, 'data.ownerEmail');
-        const workspace = await workspaces.create(input);
-        created(workspace);
+        const workspace = await workspaces.create(input, creation.within?.bind(creation));
+        creation.committed?.(workspace);
         return ok('Workspace created successfully', workspace);
       },
     }),
