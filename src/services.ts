@@ -67,7 +67,7 @@ export interface Services {
   readonly permissionProvider: PermissionProvider;
   /** Owner email verification, one-time email links, key expiry while unverified. */
   readonly ownerEmails: OwnerEmails;
-  /** Verification and sign-in emails, sent after the reply. */
+  /** Verification and sign-in emails: requests committed as delivery jobs, sent after the reply. */
   readonly accountMail: AccountMail;
   /** Agent definitions, groups, runs and Memory (src/agents/). */
   readonly agents: AgentServices;
