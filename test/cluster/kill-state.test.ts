@@ -1,6 +1,7 @@
 // Tests SIGKILL of an owner with no sync clients to resend anything: every acknowledged REST write is read on another node, and the killed node rebuilds its dirty cache at restart.
 import t from 'tap';
 import { ApiClient } from '../helpers/api.js';
+import { nodeEnv } from '../helpers/cluster.js';
 import { natsOrSkip, startNats } from '../helpers/nats.js';
 import { startServerProcess, type ServerProcess } from '../helpers/process.js';
 
@@ -9,15 +10,7 @@ t.test('SIGKILL the owner right after acknowledged REST writes: another node has
   if (bin === undefined) return;
   const nats = await startNats(t, bin);
   const root = t.testdir();
-  const env = (nodeId: string): Record<string, string> => ({
-    DATA_DIR: `${root}/${nodeId}`,
-    NATS_URL: nats.url,
-    SECRET_KEY: 'e'.repeat(64),
-    NODE_ID: nodeId,
-    CLUSTER_LEASE_MS: '2000',
-    DEV_BOOTSTRAP: 'false',
-    LOG_LEVEL: 'info',
-  });
+  const env = (nodeId: string): Record<string, string> => nodeEnv(root, nats.url, nodeId);
   const k1 = await startServerProcess(t, env('w1'));
   const k2 = await startServerProcess(t, env('w2'));
   const url = (node: ServerProcess): string => `http://127.0.0.1:${node.port}`;

@@ -1,6 +1,7 @@
 // Tests SIGKILL of a document's owner in a three-process cluster: another node takes it within the lease time, nothing acknowledged is lost.
 import t from 'tap';
 import { ApiClient } from '../helpers/api.js';
+import { nodeEnv } from '../helpers/cluster.js';
 import { natsOrSkip, startNats } from '../helpers/nats.js';
 import { startServerProcess, type ServerProcess } from '../helpers/process.js';
 import { connect, editorOf, synced, userToken, whenDocs, type Client, type Room } from '../helpers/sync.js';
@@ -20,17 +21,8 @@ t.test('SIGKILL the owner mid-edit: the relayed clients reconnect, another node 
   const bin = natsOrSkip(t);
   if (bin === undefined) return;
   const nats = await startNats(t, bin);
-  const env = (nodeId: string): Record<string, string> => ({
-    // Each node its own DATA_DIR: durable state lives in JetStream, LMDB is each node's cache.
-    DATA_DIR: `${dataDir}/${nodeId}`,
-    NATS_URL: nats.url,
-    SECRET_KEY: 'd'.repeat(64),
-    NODE_ID: nodeId,
-    CLUSTER_LEASE_MS: '2000',
-    DEV_BOOTSTRAP: 'false',
-    LOG_LEVEL: 'info',
-  });
   const dataDir = t.testdir();
+  const env = (nodeId: string): Record<string, string> => nodeEnv(dataDir, nats.url, nodeId);
   const nodes: ServerProcess[] = [];
   for (const id of ['k1', 'k2', 'k3']) nodes.push(await startServerProcess(t, env(id)));
   const [k1, k2, k3] = nodes;

@@ -1,6 +1,7 @@
 // Tests that cluster nodes answer sync upgrades inside uWS's cork: claiming a document and relaying to its owner leave no cork warning on stderr.
 import t from 'tap';
 import { ApiClient } from '../helpers/api.js';
+import { nodeEnv } from '../helpers/cluster.js';
 import { natsOrSkip, startNats } from '../helpers/nats.js';
 import { startServerProcess, type ServerProcess } from '../helpers/process.js';
 import { connect, editorOf, synced, userToken, whenDocs, type Room } from '../helpers/sync.js';
@@ -12,15 +13,8 @@ t.test('two nodes: the upgrade that claims a document and the one relayed to its
   if (bin === undefined) return;
   const nats = await startNats(t, bin);
   const dataDir = t.testdir();
-  const env = (nodeId: string): Record<string, string> => ({
-    DATA_DIR: `${dataDir}/${nodeId}`,
-    NATS_URL: nats.url,
-    SECRET_KEY: 'e'.repeat(64),
-    NODE_ID: nodeId,
-    DEV_BOOTSTRAP: 'false',
-  });
-  const c1 = await startServerProcess(t, env('c1'));
-  const c2 = await startServerProcess(t, env('c2'));
+  const c1 = await startServerProcess(t, nodeEnv(dataDir, nats.url, 'c1'));
+  const c2 = await startServerProcess(t, nodeEnv(dataDir, nats.url, 'c2'));
   const url = (node: ServerProcess): string => `http://127.0.0.1:${node.port}`;
   const api = new ApiClient(url(c1));
   const credentials = await api.createWorkspace();

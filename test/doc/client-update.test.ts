@@ -9,6 +9,7 @@ import { createLogger } from '../../src/log.js';
 import { Store } from '../../src/store/env.js';
 import { readClientMessage, writeSyncStep2, writeUpdate } from '../../src/sync/protocol.js';
 import { FakeHub, FakePeer } from '../helpers/fake-peer.js';
+import { appendedTexts } from '../helpers/yjs.js';
 
 const key = { apiKey: 'key', organizationId: 'org', documentId: 'doc' };
 
@@ -46,17 +47,6 @@ function textOf(updates: readonly Uint8Array[]): string {
   return doc.getText('content').toString();
 }
 
-/** Each edit of `doc` as its own update. */
-function edits(doc: Y.Doc, ...texts: string[]): Uint8Array[] {
-  const updates: Uint8Array[] = [];
-  const capture = (update: Uint8Array): void => {
-    updates.push(update);
-  };
-  doc.on('update', capture);
-  for (const text of texts) doc.getText('content').insert(doc.getText('content').length, text);
-  doc.off('update', capture);
-  return updates;
-}
 
 const updateOf = (frame: Uint8Array): Uint8Array => {
   const message = readClientMessage(frame);
@@ -68,7 +58,7 @@ t.test("a lone update goes out as the very frame the client sent, and its bytes 
   const { actor, registry, hub } = await open(t, t.testdir());
   const [writer, reader] = ['w', 'r'].map((id) => new FakePeer(id, 'u1', 'main', hub)) as [FakePeer, FakePeer];
   await join(actor, writer, reader);
-  const [update] = edits(new Y.Doc(), 'hello') as [Uint8Array];
+  const [update] = appendedTexts(new Y.Doc(), 'hello') as [Uint8Array];
   const frame = writeUpdate(update);
   actor.receive(writer, readClientMessage(frame));
   await endOfTurn();
@@ -85,7 +75,7 @@ t.test('two updates of one sender in one turn are merged into one new frame', as
   const { actor, hub } = await open(t, t.testdir());
   const [writer, reader] = ['w', 'r'].map((id) => new FakePeer(id, 'u1', 'main', hub)) as [FakePeer, FakePeer];
   await join(actor, writer, reader);
-  const frames = edits(new Y.Doc(), 'a', 'b').map(writeUpdate);
+  const frames = appendedTexts(new Y.Doc(), 'a', 'b').map(writeUpdate);
   for (const frame of frames) actor.receive(writer, readClientMessage(frame));
   await endOfTurn();
   t.equal(reader.frames.length, 1, 'one frame');
@@ -97,7 +87,7 @@ t.test('an update that changes nothing is neither logged nor passed on, nor stam
   const { actor, registry, hub } = await open(t, t.testdir());
   const [writer, reader] = ['w', 'r'].map((id) => new FakePeer(id, 'u1', 'main', hub)) as [FakePeer, FakePeer];
   await join(actor, writer, reader);
-  const frame = writeUpdate(edits(new Y.Doc(), 'once')[0] as Uint8Array);
+  const frame = writeUpdate(appendedTexts(new Y.Doc(), 'once')[0] as Uint8Array);
   actor.receive(writer, readClientMessage(frame));
   await endOfTurn();
   const before = await logged(registry);
@@ -115,7 +105,7 @@ t.test('an update waiting for one it depends on is logged and passed on; all con
   const { actor, registry, hub } = await open(t, dir);
   const [writer, reader] = ['w', 'r'].map((id) => new FakePeer(id, 'u1', 'main', hub)) as [FakePeer, FakePeer];
   await join(actor, writer, reader);
-  const [first, second] = edits(new Y.Doc(), 'a', 'b') as [Uint8Array, Uint8Array];
+  const [first, second] = appendedTexts(new Y.Doc(), 'a', 'b') as [Uint8Array, Uint8Array];
   actor.receive(writer, readClientMessage(writeUpdate(second)));
   await endOfTurn();
   t.equal(reader.frames.length, 1, 'the out-of-order update is passed on (the reader holds it pending too)');
@@ -133,11 +123,11 @@ t.test("a SyncStep2 passes on only what was new to the server, not the client's 
   const [writer, joiner, reader] = ['w', 'j', 'r'].map((id) => new FakePeer(id, 'u1', 'main', hub)) as [FakePeer, FakePeer, FakePeer];
   await join(actor, writer, joiner, reader);
   const shared = new Y.Doc();
-  const [known] = edits(shared, 'x'.repeat(2000)) as [Uint8Array];
+  const [known] = appendedTexts(shared, 'x'.repeat(2000)) as [Uint8Array];
   actor.receive(writer, readClientMessage(writeUpdate(known)));
   await endOfTurn();
   reader.frames.length = 0;
-  edits(shared, 'new');
+  appendedTexts(shared, 'new');
   const whole = Y.encodeStateAsUpdate(shared);
   actor.receive(joiner, readClientMessage(writeSyncStep2(whole)));
   await endOfTurn();
@@ -154,7 +144,7 @@ t.test("a viewer's update is refused once and applied nowhere", async (t) => {
   const [viewer, reader] = ['v', 'r'].map((id) => new FakePeer(id, 'u1', 'main', hub)) as [FakePeer, FakePeer];
   viewer.readOnly = true;
   await join(actor, viewer, reader);
-  for (const text of ['no', 'nope']) actor.receive(viewer, readClientMessage(writeUpdate(edits(new Y.Doc(), text)[0] as Uint8Array)));
+  for (const text of ['no', 'nope']) actor.receive(viewer, readClientMessage(writeUpdate(appendedTexts(new Y.Doc(), text)[0] as Uint8Array)));
   await endOfTurn();
   t.equal(viewer.frames.length, 1, 'told once');
   t.equal(readClientMessage(viewer.frames[0] as Uint8Array).kind, 'auth');
@@ -186,14 +176,14 @@ t.test('socket buffers are checked once a quarter of the backpressure limit (at 
   const source = new Y.Doc();
   let published = 0;
   while (published + 1100 < 16 * 1024) {
-    const frame = writeUpdate(edits(source, 'y'.repeat(1000))[0] as Uint8Array);
+    const frame = writeUpdate(appendedTexts(source, 'y'.repeat(1000))[0] as Uint8Array);
     published += frame.length;
     lease.actor.receive(writer, readClientMessage(frame));
     await endOfTurn();
   }
   t.equal(checks, 0, `no check after ${published} bytes`);
   for (let i = 0; i < 3; i++) {
-    lease.actor.receive(writer, readClientMessage(writeUpdate(edits(source, 'y'.repeat(1000))[0] as Uint8Array)));
+    lease.actor.receive(writer, readClientMessage(writeUpdate(appendedTexts(source, 'y'.repeat(1000))[0] as Uint8Array)));
     await endOfTurn();
   }
   t.equal(checks, 2, 'every connection checked once the interval is crossed');

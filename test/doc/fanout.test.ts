@@ -11,6 +11,7 @@ import { createLogger } from '../../src/log.js';
 import { Store } from '../../src/store/env.js';
 import { readClientMessage, writeExtension } from '../../src/sync/protocol.js';
 import { FakeHub, FakePeer } from '../helpers/fake-peer.js';
+import { appendedText } from '../helpers/yjs.js';
 
 const key = { apiKey: 'key', organizationId: 'org', documentId: 'doc' };
 
@@ -43,17 +44,6 @@ const updatesIn = (peer: FakePeer): Uint8Array[] =>
     return message.kind === 'update' ? [message.update] : [];
   });
 
-function edit(doc: Y.Doc, text: string): Uint8Array {
-  let update: Uint8Array | undefined;
-  const capture = (bytes: Uint8Array): void => {
-    update = bytes;
-  };
-  doc.on('update', capture);
-  doc.getText('content').insert(doc.getText('content').length, text);
-  doc.off('update', capture);
-  if (update === undefined) throw new Error('the edit produced no update');
-  return update;
-}
 
 t.test("one sender's updates of one turn reach the others as one merged frame, never the sender", async (t) => {
   const hub = new FakeHub();
@@ -62,7 +52,7 @@ t.test("one sender's updates of one turn reach the others as one merged frame, n
   viewer.readOnly = true;
   await join(actor, writer, reader, viewer);
   const source = new Y.Doc();
-  for (const text of ['a', 'b', 'c']) actor.receive(writer, { kind: 'update', update: edit(source, text) });
+  for (const text of ['a', 'b', 'c']) actor.receive(writer, { kind: 'update', update: appendedText(source, text) });
   await actor.run(() => undefined);
   t.same(updatesIn(reader), [], 'nothing before the end of the turn');
   await endOfTurn();
@@ -83,8 +73,8 @@ t.test('two senders in one turn: each hears the other, a third hears both, all c
   const docA = docs.get(a) as Y.Doc;
   const docB = docs.get(b) as Y.Doc;
   for (let i = 0; i < 5; i++) {
-    actor.receive(a, { kind: 'update', update: edit(docA, `A${i}`) });
-    actor.receive(b, { kind: 'update', update: edit(docB, `B${i}`) });
+    actor.receive(a, { kind: 'update', update: appendedText(docA, `A${i}`) });
+    actor.receive(b, { kind: 'update', update: appendedText(docB, `B${i}`) });
   }
   await actor.run(() => undefined);
   await endOfTurn();
@@ -178,7 +168,7 @@ t.test('a connection is in one topic (two with ext=1); awareness and broadcasts 
   // An update reaches only its own store's connections.
   a.frames.length = 0;
   other.frames.length = 0;
-  actor.receive(a, { kind: 'update', update: edit(new Y.Doc(), 'x') });
+  actor.receive(a, { kind: 'update', update: appendedText(new Y.Doc(), 'x') });
   await endOfTurn();
   t.equal(updatesIn(b).length, 1, 'the same store hears it');
   t.same(updatesIn(other), [], 'another store does not');

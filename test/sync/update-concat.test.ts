@@ -4,6 +4,7 @@ import fc from 'fast-check';
 import * as Y from 'yjs';
 import { updateShape } from '../../src/sync/update-check.js';
 import { concatUpdates } from '../../src/sync/update-concat.js';
+import { updatesOf } from '../helpers/yjs.js';
 
 /** One local edit of a random kind, on every kind of content Yjs writes into an update. */
 type Edit = (doc: Y.Doc) => void;
@@ -38,17 +39,6 @@ const edit: fc.Arbitrary<Edit> = fc.oneof(
   fc.constant<Edit>((doc) => doc.getMap('map').set('nested', new Y.Map())),
 );
 
-/** Each edit's update, as a provider sends it. */
-function updatesOf(doc: Y.Doc, edits: readonly Edit[]): Uint8Array[] {
-  const updates: Uint8Array[] = [];
-  const capture = (update: Uint8Array): void => {
-    updates.push(update);
-  };
-  doc.on('update', capture);
-  for (const run of edits) run(doc);
-  doc.off('update', capture);
-  return updates;
-}
 
 function state(doc: Y.Doc): string {
   const vector = [...Y.decodeStateVector(Y.encodeStateVector(doc))].sort((a, b) => a[0] - b[0]);

@@ -12,6 +12,7 @@ import { Store } from '../../src/store/env.js';
 import { readClientMessage, writeUpdate } from '../../src/sync/protocol.js';
 import { DEFERRED_FRAMES_MAX, DeferredLease } from '../../src/ws/deferred-lease.js';
 import { FakeHub, FakePeer } from '../helpers/fake-peer.js';
+import { appendedText } from '../helpers/yjs.js';
 
 const key = { apiKey: 'key', organizationId: 'org', documentId: 'doc' };
 const silent = createLogger('silent');
@@ -38,17 +39,9 @@ function pending(): { promise: Promise<ConnectionLease>; arrive(lease: Connectio
   return { promise, arrive, fail };
 }
 
-/** An update frame inserting `text` at the end of `doc`'s text, as a client would send it. */
+/** An update frame appending `text` to `doc`'s text, as a client sends it. */
 function editFrame(doc: Y.Doc, text: string): { message: ReturnType<typeof readClientMessage>; bytes: Uint8Array } {
-  let update: Uint8Array | undefined;
-  const capture = (bytes: Uint8Array): void => {
-    update = bytes;
-  };
-  doc.on('update', capture);
-  doc.getText('content').insert(doc.getText('content').length, text);
-  doc.off('update', capture);
-  if (update === undefined) throw new Error('the edit produced no update');
-  const bytes = writeUpdate(update);
+  const bytes = writeUpdate(appendedText(doc, text));
   return { message: readClientMessage(bytes), bytes };
 }
 
