@@ -1,11 +1,10 @@
 // Owns the /sync/* WebSocket endpoint: upgrade (auth, access, lease), open/attach, message copy+validate, close/detach.
 import { randomUUID } from 'node:crypto';
-import type { HttpRequest, HttpResponse, WebSocket, WebSocketBehavior, us_socket_context_t } from 'uWebSockets.js';
+import type { HttpRequest, HttpResponse, WebSocketBehavior, us_socket_context_t } from 'uWebSockets.js';
 import type { UserClaims, UserTokens } from '../auth/user-tokens.js';
 import type { Clock } from '../clock.js';
 import type { Config } from '../config.js';
 import type { RootHint } from '../doc/actor.js';
-import type { Peer } from '../doc/peer.js';
 import type { DocumentKey } from '../document-key.js';
 import type { DocumentActors } from '../doc/registry.js';
 import { NotOwnerError } from '../doc/ownership.js';
@@ -19,6 +18,7 @@ import type { Workspaces } from '../tenant/workspaces.js';
 import { syncCounts } from '../metrics/instruments.js';
 import { readClientMessage, writeReadOnly } from '../sync/protocol.js';
 import { DeferredLease } from './deferred-lease.js';
+import { SocketPeer } from './socket-peer.js';
 import { answerProtocol, parseSyncTarget } from './target.js';
 
 export interface SyncDeps {
@@ -73,70 +73,6 @@ interface Session {
   deadline: Deadline;
   peer?: SocketPeer;
   cancelTimer?: () => void;
-}
-
-/** uWS send(): 2 = dropped because the socket is past maxBackpressure. */
-const SEND_DROPPED = 2;
-
-class SocketPeer implements Peer {
-  closed = false;
-  readonly sessionId: string;
-  readonly userId: string;
-  readonly name: string | undefined;
-  readonly email: string | undefined;
-  readonly editorId: string;
-  /** Read by the actor at every update, so a downgrade applies to frames already queued. */
-  readOnly: boolean;
-  readonly extensions: boolean;
-
-  constructor(private readonly ws: WebSocket<Session>, session: Session, private readonly maxBuffered: number) {
-    this.sessionId = session.sessionId;
-    this.userId = session.userId;
-    this.name = session.name;
-    this.email = session.email;
-    this.editorId = session.editorId;
-    this.readOnly = session.readOnly;
-    this.extensions = session.extensions;
-  }
-
-  send(bytes: Uint8Array): boolean {
-    if (this.closed) return false;
-    let status = 0;
-    // Sends happen from the actor, outside any uWS callback: cork so each frame is one write.
-    this.ws.cork(() => {
-      status = this.ws.send(bytes, true);
-    });
-    syncCounts.framesSent++;
-    if (this.closed) return false;
-    // A dropped Yjs frame would leave a gap in the client's document: end it so it reconnects and resyncs.
-    if (status === SEND_DROPPED) this.close(CLOSE.BACKPRESSURE, 'backpressure limit reached; reconnect to resync');
-    else this.checkBackpressure();
-    return !this.closed;
-  }
-
-  checkBackpressure(): void {
-    if (!this.closed && this.ws.getBufferedAmount() > this.maxBuffered) this.close(CLOSE.BACKPRESSURE, 'backpressure limit reached; reconnect to resync');
-  }
-
-  subscribe(topic: string): void {
-    if (!this.closed) this.ws.subscribe(topic);
-  }
-
-  publish(topic: string, bytes: Uint8Array): boolean {
-    // A closed socket would throw; the caller then publishes through another member.
-    if (this.closed) return false;
-    // uWS excludes this socket and keeps each socket's order; the caller then checks every subscriber's buffer
-    // (checkBackpressure), since uWS itself would only drop frames silently or cut the socket without a close frame.
-    this.ws.cork(() => this.ws.publish(topic, bytes, true));
-    syncCounts.framesPublished++;
-    return true;
-  }
-
-  close(code: number, reason: string): void {
-    if (this.closed) return;
-    this.closed = true;
-    this.ws.end(code, reason);
-  }
 }
 
 interface CopiedUpgrade {
