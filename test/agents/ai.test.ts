@@ -1,6 +1,6 @@
 // Tests the ai strategies through the real openai and @anthropic-ai/sdk clients against fake model servers on loopback.
 import t from 'tap';
-import { dataOf, expectError } from '../helpers/directory.js';
+import { dataOf } from '../helpers/directory.js';
 import { fakeMessages, fakeOpenAi } from '../helpers/fake-llm.js';
 import { annotations, directoryFixtureWith, runToEnd } from './run-env.js';
 import { pageServer } from '../helpers/pages.js';

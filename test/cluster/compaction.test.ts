@@ -8,7 +8,6 @@ import { ClaimTable } from '../../src/cluster/fence.js';
 import { leaseKey, ROLE_BUCKET } from '../../src/cluster/leases.js';
 import { nodeLivenessKey } from '../../src/cluster/worker-lease.js';
 import { BLOB_BUCKET, STATE_STREAM } from '../../src/cluster/state-message.js';
-import { Store } from '../../src/store/env.js';
 import { DB } from '../../src/store/keys.js';
 import type { ReplicatedOp } from '../../src/store/replication.js';
 import { natsOrSkip, startNats } from '../helpers/nats.js';

@@ -4,7 +4,7 @@ import t from 'tap';
 import * as Y from 'yjs';
 import { EditorDoc } from '../../src/doc/editor-doc.js';
 import { createLogger } from '../../src/log.js';
-import { Store, type WriteTx } from '../../src/store/env.js';
+import { Store } from '../../src/store/env.js';
 import { Snapshots } from '../../src/store/snapshots.js';
 import { encodeLogRow } from '../../src/store/log-rows.js';
 import { COMPACT_COUNT_CAP, COMPACT_SIZE_SHARE, UpdateLog, compactionDue, type DurabilityOptions } from '../../src/store/update-log.js';
