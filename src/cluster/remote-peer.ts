@@ -1,7 +1,7 @@
 // Owns the owner's side of a relayed connection: a connection on another node, attached to a local actor as a Peer.
 import { headers, type MsgHdrs, type NatsConnection } from 'nats';
 import type { RootHint } from '../doc/actor.js';
-import type { Peer, TopicPublisher } from '../doc/peer.js';
+import type { Peer, PeerInfo, TopicPublisher } from '../doc/peer.js';
 import type { Lease } from '../doc/registry.js';
 import type { DocumentKey } from '../document-key.js';
 import { CLOSE } from '../errors.js';
@@ -20,15 +20,7 @@ export interface AttachRequest {
   readonly key: DocumentKey;
   readonly from: string;
   readonly hint: RootHint;
-  readonly peer: {
-    readonly sessionId: string;
-    readonly userId: string;
-    readonly name?: string | undefined;
-    readonly email?: string | undefined;
-    readonly editorId: string;
-    readonly readOnly: boolean;
-    readonly extensions: boolean;
-  };
+  readonly peer: PeerInfo;
 }
 
 export function hdrs(fields: Record<string, string>): MsgHdrs {

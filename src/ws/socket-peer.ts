@@ -1,11 +1,8 @@
 // Owns a Peer over one uWS sync socket: corked sends and publishes, the backpressure close, an idempotent end.
 import type { WebSocket } from 'uWebSockets.js';
-import type { Peer } from '../doc/peer.js';
+import type { Peer, PeerInfo } from '../doc/peer.js';
 import { CLOSE } from '../errors.js';
 import { syncCounts } from '../metrics/instruments.js';
-
-/** Who is on the socket, copied from its session when it opens. */
-export type PeerIdentity = Pick<Peer, 'sessionId' | 'userId' | 'name' | 'email' | 'editorId' | 'readOnly' | 'extensions'>;
 
 /** uWS send(): 2 = dropped because the socket is past maxBackpressure. */
 const SEND_DROPPED = 2;
@@ -21,7 +18,8 @@ export class SocketPeer implements Peer {
   readOnly: boolean;
   readonly extensions: boolean;
 
-  constructor(private readonly ws: WebSocket<unknown>, identity: PeerIdentity, private readonly maxBuffered: number) {
+  /** `identity`: who is on the socket, copied from its session when it opens. */
+  constructor(private readonly ws: WebSocket<unknown>, identity: PeerInfo, private readonly maxBuffered: number) {
     this.sessionId = identity.sessionId;
     this.userId = identity.userId;
     this.name = identity.name;
