@@ -1,9 +1,9 @@
 // Owns the REST benchmark: autocannon against Update Presence and Add Comment Annotations, and the uWS hello-world ceiling.
 import autocannon from 'autocannon';
-import { finish, flags, main, num, profileDir, reportProfiles } from './lib/cli.js';
+import { finish, flags, main, num, profileDir, reportProfiles, servers } from './lib/cli.js';
 import { plaitCredentials } from './lib/clients.js';
 import { commitFloor } from './lib/commit-floor.js';
-import { launchServer, type ServerHandle, type ServerKind } from './lib/launch.js';
+import { launchServer, protocolOf, type ServerHandle, type ServerKind } from './lib/launch.js';
 import { emit, isMain, progress, type Figure } from './lib/report.js';
 
 const USAGE = `node --import=tsx bench/rest.ts [flags]
@@ -15,7 +15,8 @@ const USAGE = `node --import=tsx bench/rest.ts [flags]
   --ops LIST          which operations: presence,comments (default both)
   --floor-batches N   with comments: the commit floor below HTTP, N batches per variant, 0 to skip (default 200)
   --floor-batch B     changes per batch of the commit floor (default 24)
-  --profile           write and summarize a V8 CPU profile of the Plait server`;
+  --profile           write and summarize a V8 CPU profile of the Plait server
+  --server LIST       Plait builds to run, in turn: plait, plait-base (BENCH_BASE_DIST), plait-nopersist (default plait)`;
 
 interface Load {
   readonly connections: number;
@@ -91,6 +92,7 @@ async function hammer(server: ServerHandle, bench: string, path: string, headers
   const ok = result['2xx'];
   const failed = result.non2xx + result.errors + result.timeouts;
   const cpuMicros = after.cpuMicros - before.cpuMicros;
+  const diskBytes = after.diskWriteBytes - before.diskWriteBytes;
   const detail = {
     load,
     ok,
@@ -103,7 +105,8 @@ async function hammer(server: ServerHandle, bench: string, path: string, headers
   };
   progress(
     `${bench} on ${server.kind}: ${Math.round(ok / result.duration)} req/s ok, p50 ${result.latency.p50} ms p99 ${result.latency.p99} ms, ` +
-      `${failed} failed, server ${detail.serverCores.toFixed(2)} cores, client ${detail.clientCores.toFixed(2)} cores`,
+      `${failed} failed, server ${detail.serverCores.toFixed(2)} cores, client ${detail.clientCores.toFixed(2)} cores, ` +
+      `disk ${(diskBytes / 1024 / Math.max(1, ok)).toFixed(2)} KB written per request`,
   );
   const kind: ServerKind = server.kind;
   return [
@@ -112,6 +115,7 @@ async function hammer(server: ServerHandle, bench: string, path: string, headers
     { bench, metric: 'latency p99', unit: 'ms', server: kind, value: result.latency.p99, better: 'lower' },
     { bench, metric: 'server CPU / request', unit: 'µs', server: kind, value: cpuMicros / Math.max(1, ok), better: 'lower' },
     { bench, metric: 'failed requests', unit: 'count', server: kind, value: failed, better: 'lower' },
+    ...(Number.isNaN(diskBytes) ? [] : [{ bench, metric: 'disk written / request', unit: 'KB', server: kind, value: diskBytes / 1024 / Math.max(1, ok), better: 'lower' as const }]),
   ];
 }
 
@@ -127,6 +131,7 @@ export async function runRest(
   cpuProfileDir?: string,
   only: ReadonlySet<string> = new Set(OPS),
   floor: FloorLoad = { batches: 200, batch: 24 },
+  plaitKinds: readonly ServerKind[] = ['plait'],
 ): Promise<Figure[]> {
   const figures: Figure[] = [];
   const ops = operations(spread, only);
@@ -140,20 +145,22 @@ export async function runRest(
   } finally {
     await hello.stop();
   }
-  const plait = await launchServer('plait', cpuProfileDir === undefined ? {} : { cpuProfileDir });
-  try {
-    const { organizationId, headers } = await plaitCredentials(plait.port);
-    for (const op of ops) {
-      const body = bodies(op, organizationId);
-      // one checked request first: a benchmark of error replies would be worthless
-      const probe = await fetch(`http://127.0.0.1:${plait.port}${op.path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: body[0] ?? '' });
-      if (probe.status !== 200) throw new Error(`${op.path} answered ${probe.status}: ${await probe.text()}`);
-      figures.push(...(await hammer(plait, op.bench, op.path, headers, body, load)));
+  for (const kind of plaitKinds) {
+    const plait = await launchServer(kind, cpuProfileDir === undefined ? {} : { cpuProfileDir });
+    try {
+      const { organizationId, headers } = await plaitCredentials(plait.port);
+      for (const op of ops) {
+        const body = bodies(op, organizationId);
+        // one checked request first: a benchmark of error replies would be worthless
+        const probe = await fetch(`http://127.0.0.1:${plait.port}${op.path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: body[0] ?? '' });
+        if (probe.status !== 200) throw new Error(`${op.path} answered ${probe.status}: ${await probe.text()}`);
+        figures.push(...(await hammer(plait, op.bench, op.path, headers, body, load)));
+      }
+      // let requests autocannon abandoned at its deadline finish before the server stops
+      await new Promise((resolve) => setTimeout(resolve, 500));
+    } finally {
+      await plait.stop();
     }
-    // let requests autocannon abandoned at its deadline finish before the server stops
-    await new Promise((resolve) => setTimeout(resolve, 500));
-  } finally {
-    await plait.stop();
   }
   // After the server run (which built dist/ and has stopped, so the two do not share the cores).
   if (only.has('comments') && floor.batches > 0) {
@@ -185,7 +192,10 @@ if (isMain(import.meta.url)) {
     const prof = profileDir(values);
     const only = new Set(typeof values['ops'] === 'string' ? values['ops'].split(',') : OPS);
     const floor: FloorLoad = { batches: num(values, 'floor-batches', 200, 0, 100_000), batch: num(values, 'floor-batch', 24, 1, 10_000) };
-    const figures = await runRest(load, num(values, 'spread-docs', 100, 1, 100_000), prof, only, floor);
+    const kinds = servers(values, ['plait']);
+    const notPlait = kinds.find((kind) => protocolOf(kind) !== 'plait');
+    if (notPlait !== undefined) throw new Error(`--server ${notPlait}: REST runs only Plait builds (plait, plait-base, plait-nopersist)`);
+    const figures = await runRest(load, num(values, 'spread-docs', 100, 1, 100_000), prof, only, floor, kinds);
     for (const figure of figures) emit(figure);
     reportProfiles(prof);
     finish(figures);

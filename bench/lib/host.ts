@@ -31,6 +31,23 @@ export interface ProcessStats {
   readonly rssAnon: number;
   /** Resident file-backed and shared pages (RssFile + RssShmem): mapped files such as LMDB's data file. */
   readonly rssFile: number;
+  /**
+   * Bytes this process has caused to be written to storage since its start (`write_bytes` of /proc/self/io: pages it
+   * dirtied in the page cache, LMDB's commits included); NaN off Linux.
+   */
+  readonly diskWriteBytes: number;
+}
+
+/** `write_bytes` of /proc/self/io; NaN where /proc is absent. */
+function diskWriteBytes(): number {
+  let io: string;
+  try {
+    io = readFileSync('/proc/self/io', 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return Number.NaN;
+    throw error;
+  }
+  return Number(/^write_bytes:\s+(\d+)/m.exec(io)?.[1] ?? Number.NaN);
 }
 
 /** RssAnon, RssFile and RssShmem of /proc/self/status in bytes; undefined off Linux. */
@@ -87,6 +104,7 @@ export function processStats(): ProcessStats {
     external: memory.external,
     rssAnon: parts?.anon ?? memory.rss,
     rssFile: parts?.file ?? 0,
+    diskWriteBytes: diskWriteBytes(),
   };
 }
 

@@ -3,7 +3,7 @@ import { execFileSync, fork, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { buildSync } from 'esbuild';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve as resolvePath } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { HostMessage, HostRequest, ProcessStats } from './host.js';
 
@@ -68,7 +68,8 @@ function hostEnv(kind: ServerKind, dataDir: string, extra: Readonly<Record<strin
     if (kind === 'plait-base') {
       const base = process.env['BENCH_BASE_DIST'];
       if (base === undefined) throw new Error('server kind plait-base needs BENCH_BASE_DIST (a copy of dist/ inside the checkout, so node_modules resolves)');
-      env['PLAIT_BENCH_DIST'] = base;
+      // Absolute: the host makes a file URL of it, where a relative path would read as a host name.
+      env['PLAIT_BENCH_DIST'] = resolvePath(base);
     }
   }
   if (kind === 'y-websocket-leveldb') env['YPERSISTENCE'] = dataDir;
