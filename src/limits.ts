@@ -22,9 +22,34 @@ export function utf8Bytes(value: string): number {
 
 /**
  * The path of the first place where `value` nests deeper than `maxDepth` (arrays and objects count one level
- * each), or undefined. Iterative: a hostile 100k-deep body must not overflow the stack here.
+ * each), or undefined. Iterative: a hostile 100k-deep body must not overflow the stack here. Every REST body passes
+ * through it, so the walk allocates nothing per value; the path is built only for a body that is too deep.
  */
 export function tooDeep(value: unknown, maxDepth: number, root = 'data'): string | undefined {
+  const values: unknown[] = [value];
+  const depths: number[] = [0];
+  while (values.length > 0) {
+    const current = values.pop();
+    const depth = depths.pop() as number;
+    if (typeof current !== 'object' || current === null) continue;
+    if (depth >= maxDepth) return deepPath(value, maxDepth, root);
+    if (Array.isArray(current)) {
+      for (let i = 0; i < current.length; i++) {
+        values.push(current[i]);
+        depths.push(depth + 1);
+      }
+    } else {
+      for (const key in current) {
+        values.push((current as Record<string, unknown>)[key]);
+        depths.push(depth + 1);
+      }
+    }
+  }
+  return undefined;
+}
+
+/** The same walk in the same order, naming each place: only for a value known to be too deep. */
+function deepPath(value: unknown, maxDepth: number, root: string): string {
   const stack: Array<{ value: unknown; depth: number; path: string }> = [{ value, depth: 0, path: root }];
   while (stack.length > 0) {
     const next = stack.pop() as { value: unknown; depth: number; path: string };
@@ -34,8 +59,8 @@ export function tooDeep(value: unknown, maxDepth: number, root = 'data'): string
     if (Array.isArray(current)) {
       for (let i = 0; i < current.length; i++) stack.push({ value: current[i], depth: next.depth + 1, path: `${next.path}[${i}]` });
     } else {
-      for (const [key, child] of Object.entries(current)) stack.push({ value: child, depth: next.depth + 1, path: `${next.path}.${key}` });
+      for (const key in current) stack.push({ value: (current as Record<string, unknown>)[key], depth: next.depth + 1, path: `${next.path}.${key}` });
     }
   }
-  return undefined;
+  throw new Error('deepPath: the value is not nested too deep');
 }
