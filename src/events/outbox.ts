@@ -26,7 +26,16 @@ interface OutboxShared {
   lastAppended: OutboxKey | undefined;
   /** By `leaseKey` of the event's key. */
   readonly leases: Map<string | number, Lease>;
+  /** The rows this process appended lately, by `leaseKey` (see `Outbox.claim`); at most RECENT_ROWS, oldest first. */
+  readonly recent: Map<string | number, StoredEvent>;
 }
+
+/**
+ * How many appended rows `recent` keeps for the claim. A dispatcher in this process claims them within a round or two
+ * (it is woken by their commit, and claims up to 100 a round); on a cluster node that does not dispatch, nothing acks
+ * them here, so the bound is what such a node holds: a few hundred KB.
+ */
+const RECENT_ROWS = 256;
 
 /**
  * A row's key: the bare seq on one process; `[seq, node]` in a cluster, where every node appends from its own cache of
@@ -104,7 +113,7 @@ export class Outbox {
     this.node = options.node;
     this.db = store.records<StoredEvent>(DB.outbox);
     let shared = sharedByDb.get(this.db);
-    if (shared === undefined) sharedByDb.set(this.db, (shared = { lastAppended: undefined, leases: new Map() }));
+    if (shared === undefined) sharedByDb.set(this.db, (shared = { lastAppended: undefined, leases: new Map(), recent: new Map() }));
     this.shared = shared;
   }
 
@@ -142,7 +151,21 @@ export class Outbox {
     const key = keyOf(row);
     this.db.putSync(key as Key, row);
     this.shared.lastAppended = key;
+    const recent = this.shared.recent;
+    // A seq appended again (its first transaction failed) takes the newer row; set() alone would keep the old place.
+    recent.delete(leaseKey(key));
+    recent.set(leaseKey(key), row);
+    if (recent.size > RECENT_ROWS) recent.delete(recent.keys().next().value as string | number);
     return seq;
+  }
+
+  /**
+   * The appending transaction failed: its rows are not in the database, and the seqs may be appended again. Only a
+   * claim reads `recent`, and only for keys the database holds, so a row forgotten late (its seq already appended
+   * again) costs a read from the database, never a wrong event.
+   */
+  forget(seqs: readonly number[]): void {
+    for (const seq of seqs) this.shared.recent.delete(leaseKey(this.node === undefined ? seq : [seq, this.node]));
   }
 
   /**
@@ -191,7 +214,9 @@ export class Outbox {
       const id = leaseKey(key as OutboxKey);
       const lease = leases.get(id);
       if (options.reclaim !== true && lease !== undefined && lease.claimedUntil > options.now) continue;
-      const value = this.db.get(key);
+      // A row this process appended is taken as it was written instead of decoded again (most of a claim's cost).
+      // The keys come from the database, so a row in `recent` whose transaction failed is never taken (see `forget`).
+      const value = this.shared.recent.get(id) ?? this.db.get(key);
       if (value === undefined) continue;
       const held: Lease = { claimedUntil: options.now + options.leaseMs, attempts: (lease?.attempts ?? value.attempts) + 1 };
       leases.set(id, held);
@@ -211,6 +236,7 @@ export class Outbox {
       if (seqOfKey(key) === undefined || !match(value)) continue;
       this.db.removeSync(key);
       this.shared.leases.delete(leaseKey(key as OutboxKey));
+      this.shared.recent.delete(leaseKey(key as OutboxKey));
       removed++;
     }
     return removed;
@@ -228,11 +254,12 @@ export class Outbox {
 
   /** `ack` inside the caller's transaction (the dispatcher acks in the transaction that planned the events). */
   ackIn(_tx: WriteTx, refs: ReadonlyArray<OutboxRef | number>): void {
-    const leases = this.shared.leases;
+    const { leases, recent } = this.shared;
     for (const ref of refs) {
       const key = keyOf(ref);
       this.db.removeSync(key as Key);
       leases.delete(leaseKey(key));
+      recent.delete(leaseKey(key));
     }
   }
 }

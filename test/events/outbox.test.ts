@@ -171,3 +171,40 @@ t.test('in a cluster, two nodes appending the same seq write two rows, and the w
   await a.ack(claimed);
   t.same(a.read().map((e) => [e.seq, e.node]), [[2, 'a']], 'acking removes exactly the two claimed rows');
 });
+
+t.test('a claim takes rows this process appended as written, and never a row whose transaction failed', async (t) => {
+  const store = Store.open(t.testdir());
+  t.teardown(() => store.close());
+  const outbox = new Outbox(store);
+  const claimAll = (now: number): Promise<Array<{ seq: number; type: string; id: string; documentId: string }>> =>
+    outbox.claim({ limit: 1000, leaseMs: 1, now }).then((events) => events.map((e) => ({ seq: e.seq, type: e.type, id: e.id, documentId: e.documentId })));
+
+  // An append whose transaction fails: its row stays in memory until forgotten, but the database does not hold it.
+  let failedSeq = 0;
+  await t.rejects(
+    store.transaction((tx) => {
+      failedSeq = outbox.append(tx, draft('comment.add', 'failed'), 1);
+      throw new Error('refused');
+    }),
+  );
+  t.same(await claimAll(10), [], 'a row of a failed transaction is not claimed');
+
+  // The same seq appended again, before the failure was told (forget comes late): the claim takes the new row.
+  await store.transaction((tx) => t.equal(outbox.append(tx, draft('comment.update', 'second'), 2), failedSeq, 'the seq is taken again'));
+  const fromMemory = await claimAll(20);
+  t.same(fromMemory.map((e) => [e.seq, e.type, e.documentId]), [[failedSeq, 'comment.update', 'second']]);
+  outbox.forget([failedSeq]);
+  const fromDisk = await claimAll(30);
+  t.same(fromDisk, fromMemory, 'read back from the database after forget: the same event');
+  t.equal(fromDisk[0]?.id, fromMemory[0]?.id);
+
+  // Another Outbox over another store handle reads the rows from disk: the same events as this process's memory.
+  for (let i = 0; i < 300; i++) await store.transaction((tx) => outbox.append(tx, draft('comment.add', `d${i}`), 40 + i));
+  const here = await claimAll(1000);
+  t.equal(here.length, 301, 'more rows than the process keeps in memory are all claimed');
+  const other = Store.open(store.path);
+  t.teardown(() => other.close());
+  const there = await new Outbox(other).claim({ limit: 1000, leaseMs: 1, now: 1000 });
+  t.same(here, there.map((e) => ({ seq: e.seq, type: e.type, id: e.id, documentId: e.documentId })));
+  t.same((await outbox.claim({ limit: 1, leaseMs: 1, now: 2000 }))[0]?.data, there[0]?.data, 'the payload reads the same');
+});
