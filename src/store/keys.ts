@@ -32,7 +32,10 @@ export const DB = {
    * nextSeq) of one editor doc. Named 'doc-stores' on disk: renaming a named database would need a migration.
    */
   editorDocMeta: 'doc-stores',
-  /** [apiKey, organizationId, documentId, annotationId] -> AnnotationRecord */
+  /**
+   * [apiKey, organizationId, documentId, annotationNumber] -> AnnotationRecord (new threads append to the document's
+   * range); rows of schema 1 and 2 under [apiKey, organizationId, documentId, annotationId] until their next change
+   */
   annotations: 'annotations',
   /** [apiKey, organizationId, documentId, userId] -> PresenceRecord */
   presence: 'presence',
@@ -105,8 +108,13 @@ export const KEY_END = new Uint8Array([0xff]);
 /**
  * Bumped when a stored shape changes incompatibly; checked at start. 2: msgpack records are written as plain maps
  * (docs/storage.md, "Encoding"), which builds stamped 1 read back as `Map`s, so they must refuse such a directory.
+ * 3: comment threads are keyed by annotation number; a build stamped 2 would write a changed thread under its id
+ * beside the numbered row, so it must refuse such a directory.
  */
-export const SCHEMA_VERSION = 2;
+export const SCHEMA_VERSION = 3;
 
-/** Older stamps this build reads as they are (and re-stamps): version 1's inline records still decode. */
-export const READABLE_SCHEMA_VERSIONS: readonly number[] = [1];
+/**
+ * Older stamps this build reads as they are (and re-stamps): version 1's inline records still decode, and threads
+ * keyed by annotation id (1 and 2) are read and move to their number with their next change.
+ */
+export const READABLE_SCHEMA_VERSIONS: readonly number[] = [1, 2];

@@ -7,7 +7,7 @@ import type { WriteTx } from '../../src/store/env.js';
 import type { EventDraft, EventPayload } from '../../src/events/types.js';
 import { isCommentPayload } from '../../src/doc/annotations/events.js';
 import { Store } from '../../src/store/env.js';
-import { DB } from '../../src/store/keys.js';
+import { DB, KEY_END } from '../../src/store/keys.js';
 
 const ref = { apiKey: 'k1', organizationId: 'org', documentId: 'doc' };
 const resolved: Status = { id: 'RESOLVED', name: 'Resolved', type: 'terminal', color: '#0f0', lightColor: '#efe', svg: '<svg/>' };
@@ -17,6 +17,10 @@ const thread = (annotationId: string, extra: Partial<AnnotationInput> = {}): Ann
   commentData: [{ commentText: 'first', from: { userId: 'alice' } }],
   ...extra,
 });
+
+/** The annotation ids of the document's stored rows, in key order. */
+const storedIds = (store: Store): string[] =>
+  Array.from(store.records<{ annotationId: string }>(DB.annotations).getRange({ start: [ref.apiKey, ref.organizationId, ref.documentId], end: [ref.apiKey, ref.organizationId, ref.documentId, KEY_END] }), ({ value }) => value.annotationId);
 
 function open(t: Test, outboxFor: (store: Store) => Outbox = (store) => new Outbox(store)) {
   const store = Store.open(t.testdir());
@@ -121,10 +125,8 @@ t.test('when the commit fails, neither the change nor its event lands, in LMDB o
   outbox.failing = false;
   await state.add([thread('a1')]);
   outbox.failing = true;
-  const stored = store.records(DB.annotations);
-
   await t.rejects(state.add([thread('a2')]), { message: 'disk said no' });
-  t.equal(stored.get([ref.apiKey, ref.organizationId, ref.documentId, 'a2']), undefined, 'new thread not stored');
+  t.same(storedIds(store), ['a1'], 'new thread not stored');
   t.equal(state.find('a2'), undefined, 'new thread not in memory');
 
   await t.rejects(state.addComments('a1', [{ commentText: 'lost', from: { userId: 'bob' } }]));
@@ -144,10 +146,20 @@ t.test('when the commit fails, neither the change nor its event lands, in LMDB o
   ]);
 });
 
-t.test('a write that fails mid-batch (key too large for LMDB) leaves the earlier items of the batch unwritten too', async (t) => {
-  const { store, state, outbox } = open(t);
-  await t.rejects(state.add([thread('fine'), thread('x'.repeat(3000))]));
-  t.equal(store.records(DB.annotations).get([ref.apiKey, ref.organizationId, ref.documentId, 'fine']), undefined);
+/** An outbox whose second append fails after the first thread's row and event are written. */
+class SecondAppendFails extends Outbox {
+  private appends = 0;
+  override append(tx: WriteTx, draft: EventDraft, now: number) {
+    const seq = super.append(tx, draft, now);
+    if (++this.appends === 2) throw new Error('second append refused');
+    return seq;
+  }
+}
+
+t.test('a write that fails mid-batch leaves the earlier items of the batch unwritten too', async (t) => {
+  const { store, state, outbox } = open(t, (s) => new SecondAppendFails(s));
+  await t.rejects(state.add([thread('fine'), thread('second')]), { message: 'second append refused' });
+  t.same(storedIds(store), [], 'the first thread was written before the failure, and taken back with it');
   t.equal(state.size, 0);
   t.same(outbox.read(), []);
 });
@@ -187,4 +199,53 @@ t.test('changes made without waiting for commits: one that fails takes the later
   outbox.failFor = undefined;
   await state.add([thread('a4')]);
   t.equal(state.find('a4')?.annotationNumber, 2, 'the annotation number taken by the failed adds is given back');
+});
+
+t.test('rows are keyed by annotation number; a schema-2 row under its id moves with its next change', async (t) => {
+  const { store, state } = open(t);
+  await state.add([thread('new-1'), thread('new-2')]);
+  const db = store.records<{ annotationId: string; annotationNumber: number }>(DB.annotations);
+  const prefix = [ref.apiKey, ref.organizationId, ref.documentId];
+  const keys = (): unknown[] => Array.from(db.getKeys({ start: prefix, end: [...prefix, KEY_END] }), (key) => (key as unknown[])[3]);
+  t.same(keys(), [1, 2], 'new threads are stored under their numbers');
+
+  // Two rows as schema 2 wrote them (keyed by the annotation id), taken from fresh threads of another document.
+  const other = AnnotationState.load({ store, outbox: new Outbox(store), now: () => 5_000 }, { ...ref, documentId: 'scratch' });
+  await other.add([thread('old-a'), thread('old-b')]);
+  for (const id of ['old-a', 'old-b']) {
+    const record = other.find(id);
+    if (record === undefined) throw new Error(`no ${id}`);
+    await db.put([...prefix, id], { ...record, annotationNumber: record.annotationNumber + 10 });
+  }
+  const reloaded = AnnotationState.load({ store, outbox: new Outbox(store), now: () => 6_000 }, ref);
+  t.same([...reloaded.all()].map((r) => r.annotationId).sort(), ['new-1', 'new-2', 'old-a', 'old-b'], 'both forms load');
+
+  await reloaded.addComments('old-a', [{ commentText: 'moves it', from: { userId: 'bob' } }]);
+  t.same(keys(), [1, 2, 11, 'old-b'], 'the changed thread left its old key for its number');
+  await reloaded.remove({ annotationIds: ['old-b'] });
+  t.same(keys(), [1, 2, 11], 'a deleted old row is removed under its old key');
+  await reloaded.add([thread('after')]);
+  t.same(keys(), [1, 2, 11, 13], 'a new thread takes the next number after the highest, old rows included');
+  const again = AnnotationState.load({ store, outbox: new Outbox(store), now: () => 7_000 }, ref);
+  t.same(again.find('old-a')?.comments.map((c) => c.commentText), ['first', 'moves it']);
+  t.equal(again.find('old-b'), undefined);
+});
+
+t.test('a failed change of a schema-2 row leaves it under its old key, and the next change still moves it', async (t) => {
+  const failing: { outbox?: FailingOutbox } = {};
+  const { store } = open(t, (s) => (failing.outbox = new FailingOutbox(s)));
+  const outbox = failing.outbox as FailingOutbox;
+  outbox.failing = false;
+  const db = store.records<unknown>(DB.annotations);
+  const prefix = [ref.apiKey, ref.organizationId, ref.documentId];
+  const seed = AnnotationState.load({ store, outbox, now: () => 1 }, { ...ref, documentId: 'seed' });
+  await seed.add([thread('old')]);
+  await db.put([...prefix, 'old'], seed.find('old'));
+  const state = AnnotationState.load({ store, outbox, now: () => 2 }, ref);
+  outbox.failing = true;
+  await t.rejects(state.addComments('old', [{ commentText: 'lost', from: { userId: 'bob' } }]), { message: 'disk said no' });
+  t.same(Array.from(db.getKeys({ start: prefix, end: [...prefix, KEY_END] }), (key) => (key as unknown[])[3]), ['old']);
+  outbox.failing = false;
+  await state.addComments('old', [{ commentText: 'kept', from: { userId: 'bob' } }]);
+  t.same(Array.from(db.getKeys({ start: prefix, end: [...prefix, KEY_END] }), (key) => (key as unknown[])[3]), [1]);
 });

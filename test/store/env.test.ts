@@ -17,7 +17,17 @@ t.test('a data directory with another schema version is refused with a message s
   await store.records<number>(DB.meta).put('schemaVersion', SCHEMA_VERSION + 1);
   await store.close();
   t.throws(() => Store.open(dir), StoreError);
-  t.throws(() => Store.open(dir), { message: /schema version 3, this server reads version 2/ });
+  t.throws(() => Store.open(dir), { message: new RegExp(`schema version ${SCHEMA_VERSION + 1}, this server reads version ${SCHEMA_VERSION}`) });
+});
+
+t.test('a version-2 directory (threads keyed by annotation id) opens and is re-stamped', async (t) => {
+  const dir = t.testdir();
+  const old = Store.open(dir);
+  await old.records<number>(DB.meta).put('schemaVersion', 2);
+  await old.close();
+  const store = Store.open(dir);
+  t.teardown(() => store.close());
+  t.equal(store.records<number>(DB.meta).get('schemaVersion'), SCHEMA_VERSION, 're-stamped: a build that reads only version 2 now refuses it');
 });
 
 t.test('a version-1 directory (msgpackr inline records) opens, reads as it was written, and is re-stamped', async (t) => {

@@ -66,6 +66,8 @@ export class AnnotationState {
     /** The threads by id; made by the first change when the document had none. */
     private stored: Map<string, AnnotationRecord> | undefined,
     private nextNumber: number,
+    /** Threads whose row is still under the annotation id (see `load`); undefined: none. */
+    private readonly legacy: Set<string> | undefined,
   ) {
     this.db = deps.store.records<AnnotationRecord>(DB.annotations);
     this.writes = deps.writes ?? new DocumentWrites(deps.store);
@@ -75,17 +77,25 @@ export class AnnotationState {
     return this.stored ?? NO_RECORDS;
   }
 
-  /** Reads every thread of the document (one range scan). */
+  /**
+   * Reads every thread of the document (one range scan). A thread's row is keyed by its annotation number, which
+   * grows with each new thread, so new threads append to the end of the document's range: a random annotation id as
+   * the key put each new thread on a random B-tree page, and a commit wrote one page per thread (bench/README.md,
+   * "Fourteenth session"). Rows written before (schema 2) are keyed by the annotation id; they are read as they are
+   * and move to their number with their thread's next change.
+   */
   static load(deps: AnnotationDeps, ref: DocumentKey): AnnotationState {
     const db = deps.store.records<AnnotationRecord>(DB.annotations);
     const prefix = [ref.apiKey, ref.organizationId, ref.documentId];
     let records: Map<string, AnnotationRecord> | undefined;
+    let legacy: Set<string> | undefined;
     let nextNumber = 1;
-    for (const { value } of db.getRange({ start: prefix, end: [...prefix, KEY_END] })) {
+    for (const { key, value } of db.getRange({ start: prefix, end: [...prefix, KEY_END] })) {
       (records ??= new Map()).set(value.annotationId, value);
+      if (typeof (key as Key[])[3] === 'string') (legacy ??= new Set()).add(value.annotationId);
       nextNumber = Math.max(nextNumber, value.annotationNumber + 1);
     }
-    return new AnnotationState(ref, deps, records, nextNumber);
+    return new AnnotationState(ref, deps, records, nextNumber, legacy);
   }
 
   /** Ids of the organization's documents that have at least one thread, from the stored keys (skip-scan). */
@@ -275,7 +285,7 @@ export class AnnotationState {
     const owner = this.deps;
     // Called on `deps`, not detached from it: a deps object may implement `published` as a method.
     const published = (live: readonly LiveAnnotationChange[]): void => owner.published?.(live);
-    const deps = { ref: this.ref, db: this.db, outbox: owner.outbox, records: (this.stored ??= new Map()), published };
+    const deps = { ref: this.ref, db: this.db, outbox: owner.outbox, records: (this.stored ??= new Map()), published, legacy: this.legacy };
     const committed = await this.writes.submit(new ThreadChanges(deps, changes, now, (record) => this.view(record), restore));
     return committed.live;
   }

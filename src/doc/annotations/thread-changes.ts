@@ -25,6 +25,8 @@ export interface ThreadChangeDeps {
   /** The document's threads in memory. */
   readonly records: Map<string, AnnotationRecord>;
   readonly published: ((live: readonly LiveAnnotationChange[]) => void) | undefined;
+  /** Ids of the threads whose row is still under the annotation id (schema 2, docs/storage.md); undefined: none. */
+  readonly legacy: Set<string> | undefined;
 }
 
 /**
@@ -35,6 +37,8 @@ export class ThreadChanges implements DocumentChange {
   readonly live: LiveAnnotationChange[];
   /** The threads as events carry them (after the change; the last state for a delete). */
   private readonly views: AnnotationView[];
+  /** The outbox seqs `write` appended, for `undo` to tell the outbox they did not land. */
+  private readonly appended: number[] = [];
 
   constructor(
     private readonly deps: ThreadChangeDeps,
@@ -60,16 +64,19 @@ export class ThreadChanges implements DocumentChange {
     const { ref, db, outbox } = this.deps;
     this.changes.forEach((change, i) => {
       const view = this.views[i] as AnnotationView;
-      const key = [ref.apiKey, ref.organizationId, ref.documentId, view.annotationId];
-      if (change.after === undefined) db.removeSync(key);
-      else db.putSync(key, change.after);
       // The view was built from this record (see the constructor), which lets the draft reuse its comment views.
       const thread = (change.after ?? change.before) as AnnotationRecord;
-      for (const raised of change.events) outbox.append(tx, eventDraft(ref, view, raised, thread), this.now);
+      const key = [ref.apiKey, ref.organizationId, ref.documentId, thread.annotationNumber];
+      if (change.after === undefined) db.removeSync(key);
+      else db.putSync(key, change.after);
+      // A thread still under its schema-2 key moves to the numbered one with its first change.
+      if (this.deps.legacy?.has(view.annotationId) === true) db.removeSync([ref.apiKey, ref.organizationId, ref.documentId, view.annotationId]);
+      for (const raised of change.events) this.appended.push(outbox.append(tx, eventDraft(ref, view, raised, thread), this.now));
     });
   }
 
   undo(): void {
+    this.deps.outbox.forget(this.appended);
     this.changes.forEach((change, i) => {
       const id = (this.views[i] as AnnotationView).annotationId;
       if (change.before === undefined) this.deps.records.delete(id);
@@ -79,6 +86,8 @@ export class ThreadChanges implements DocumentChange {
   }
 
   committed(): void {
+    const legacy = this.deps.legacy;
+    if (legacy !== undefined) for (const view of this.views) legacy.delete(view.annotationId);
     this.deps.published?.(this.live);
     // The events are visible now: wake the dispatcher (in a cluster, on whichever node runs it).
     if (this.changes.some((change) => change.events.length > 0)) this.deps.outbox.committed();
