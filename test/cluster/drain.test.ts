@@ -81,7 +81,17 @@ t.test('SIGTERM the owner mid-edit: clients reconnect elsewhere, acknowledged wr
   const main = (await read('main')) as string[];
   t.ok(['[a1]', '[b1]', '[a2]', '[b2]', '[a3]'].every((part) => main[0]?.includes(part)), 'and the sync edits are in the store the new owner serves');
 
-  // The worker role moved on with the stop: a comment now is delivered by the new worker.
+  // The worker role moved on with the stop: a comment now is delivered by the new worker. The role is taken at the
+  // next node's scan after the release, so its log line may come after everything above.
+  await new Promise<void>((resolve) => {
+    const check = (): void => {
+      if (![d2, d3].some(holds)) return;
+      for (const node of [d2, d3]) node.child.stdout.off('data', check);
+      resolve();
+    };
+    for (const node of [d2, d3]) node.child.stdout.on('data', check);
+    check();
+  });
   t.equal([d2, d3].filter(holds).length, 1, 'another node took the worker role');
   await api.call(credentials, '/v2/commentannotations/add', { organizationId: 'org', documentId: 'after-drain', commentAnnotations: [{ annotationId: 'after', commentData: [{ commentText: 'still delivered', from: { userId: 'alice' } }] }] });
   const [delivered] = await receiver.waitFor(1);
