@@ -46,13 +46,14 @@ export async function commitFloor(options: CommitFloorOptions): Promise<Figure[]
   const input = { commentData: [{ commentText: 'x', from: { userId: 'u1' } }] };
   let n = 0;
 
-  const thread = (): { key: string[]; write: (tx: WriteTx) => void } => {
+  const thread = (): { key: Array<string | number>; write: (tx: WriteTx) => void } => {
     const id = `t${++n}`;
     const built = buildAnnotation(input, id, n, Date.now());
     if (!built.ok) throw new Error(built.message);
     const record = built.value;
     const view = annotationView(ref, record);
-    const key = [ref.apiKey, ref.organizationId, ref.documentId, id];
+    // Keyed by the annotation number, as src/doc/annotations/thread-changes.ts writes a thread.
+    const key = [ref.apiKey, ref.organizationId, ref.documentId, record.annotationNumber];
     return {
       key,
       write: (tx) => {
