@@ -82,9 +82,22 @@ interface Credentials {
   readonly authToken: string;
 }
 
-async function post(base: string, path: string, data: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: { result?: { data?: unknown } } }> {
+async function post(base: string, path: string, data: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: { result?: { data?: unknown; nextPageToken?: string } } }> {
   const response = await fetch(`${base}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify({ data }) });
-  return { status: response.status, body: (await response.json()) as { result?: { data?: unknown } } };
+  return { status: response.status, body: (await response.json()) as { result?: { data?: unknown; nextPageToken?: string } } };
+}
+
+/** Every thread id of the document, page after page (Get Comment Annotations answers 1000 at a time). */
+async function threadIds(base: string, headers: Record<string, string>): Promise<Set<string>> {
+  const ids = new Set<string>();
+  let pageToken: string | undefined;
+  do {
+    const page = await post(base, '/v2/commentannotations/get', { ...DOC, ...(pageToken === undefined ? {} : { pageToken }) }, headers);
+    if (page.status !== 200) throw new Error(`commentannotations/get answered ${page.status}`);
+    for (const row of (page.body.result?.data ?? []) as Array<{ annotationId: string }>) ids.add(row.annotationId);
+    pageToken = page.body.result?.nextPageToken;
+  } while (pageToken !== undefined);
+  return ids;
 }
 
 async function workspace(base: string): Promise<Credentials & { token: string }> {
@@ -140,8 +153,7 @@ export async function runCrashLoop(options: CrashLoopOptions): Promise<CrashLoop
     const stores = await post(base, '/v2/crdt/get', DOC, headers);
     const found = new Map(((stores.body.result?.data ?? []) as Array<{ id: string; data: unknown }>).map((record) => [record.id, record.data]));
     for (const [editorId, data] of ackedStores) if (found.get(editorId) !== data) lostRest.push(editorId);
-    const threads = await post(base, '/v2/commentannotations/get', DOC, headers);
-    const present = new Set(((threads.body.result?.data ?? []) as Array<{ annotationId: string }>).map((row) => row.annotationId));
+    const present = await threadIds(base, headers);
     for (const id of ackedThreads) if (!present.has(id)) lostComments.push(id);
     const checkDoc = new Y.Doc();
     const checker = provider(base, checkDoc, credentials.token);
