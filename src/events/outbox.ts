@@ -1,6 +1,6 @@
 // Owns DB.outbox: appending domain events inside the caller's transaction, and the read/claim/ack API a dispatcher uses.
-import { randomUUID } from 'node:crypto';
 import type { Database, Key } from 'lmdb';
+import { timeOrderedHex } from '../ids.js';
 import type { Store, WriteTx } from '../store/env.js';
 import { DB } from '../store/keys.js';
 import { V1_ACTION, type EventDraft, type EventPayload, type OutboxEvent } from './types.js';
@@ -142,7 +142,7 @@ export class Outbox {
       payload: JSON.stringify(draft.data),
       seq,
       ...(this.node === undefined ? {} : { node: this.node }),
-      id: `evt_${randomUUID().replaceAll('-', '')}`,
+      id: `evt_${timeOrderedHex(now)}`,
       actionType: V1_ACTION[draft.type],
       source: 'comment',
       createdAt: now,

@@ -1,6 +1,7 @@
 // Owns one document's comment annotations in memory: load from LMDB, and every change committed with its events.
 import type { Database, Key } from 'lmdb';
 import { dict } from '../../dict.js';
+import { randomBase62 } from '../../ids.js';
 import { invalidArgument, notFound } from '../../errors.js';
 import type { Outbox } from '../../events/outbox.js';
 import type { Store } from '../../store/env.js';
@@ -297,20 +298,5 @@ const first = (record: AnnotationRecord): { targetComment?: CommentRecord } => {
   return comment === undefined ? {} : { targetComment: comment };
 };
 
-const ID_ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
-
-/** Random bytes drawn 20 at a time: one getRandomValues per 204 ids instead of one per id (it was a top frame). */
-const pool = new Uint8Array(4080);
-let poolAt = pool.length;
-
 /** 20 characters of [A-Za-z0-9] (about 119 bits), like the ids upstream generates. */
-function randomAnnotationId(): string {
-  if (poolAt + 20 > pool.length) {
-    crypto.getRandomValues(pool);
-    poolAt = 0;
-  }
-  let id = '';
-  for (let i = poolAt; i < poolAt + 20; i++) id += ID_ALPHABET[(pool[i] as number) % 62];
-  poolAt += 20;
-  return id;
-}
+const randomAnnotationId = (): string => randomBase62(20);
