@@ -174,8 +174,26 @@ export class DocumentActors {
   }
 
   /** Runs `use` with a leased actor and releases it afterwards (also the `DocumentActorLoader` port of src/doc/peer.ts). */
-  async use<T>(key: DocumentKey, use: (actor: DocumentActor) => Promise<T> | T): Promise<T> {
-    const lease = await this.acquire(key);
+  use<T>(key: DocumentKey, use: (actor: DocumentActor) => Promise<T> | T): Promise<T> {
+    // Every REST operation on a document comes here: a loaded document is leased without acquire's awaits.
+    const lease = this.leaseNow(key);
+    if (lease !== undefined) return this.within(lease, use);
+    return this.acquire(key).then((acquired) => this.within(acquired, use));
+  }
+
+  /** A lease taken at once, when this process owns the document and it is loaded and neither held nor unloading. */
+  private leaseNow(key: DocumentKey): Lease | undefined {
+    if (this.closing || !this.ownership.owns(key)) return undefined;
+    const id = documentKeyString(key);
+    if (this.holds.has(id)) return undefined;
+    const entry = this.entries.get(id);
+    if (entry === undefined || entry.actor === undefined || entry.loading !== undefined || entry.unloading !== undefined) return undefined;
+    if (entry.timer !== undefined) clearTimeout(entry.timer);
+    entry.timer = undefined;
+    return new ActorLease(entry.actor);
+  }
+
+  private async within<T>(lease: Lease, use: (actor: DocumentActor) => Promise<T> | T): Promise<T> {
     try {
       return await use(lease.actor);
     } finally {
