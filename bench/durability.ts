@@ -25,6 +25,7 @@ export async function runDurability(kinds: readonly ServerKind[], base: Omit<Fan
       { bench, metric: 'updates/s (max)', unit: 'upd/s', server, value: result.throughputPhase?.updatesPerSec ?? Number.NaN, better: 'higher', detail },
       { bench, metric: 'server CPU / update at max', unit: 'µs', server, value: (result.throughputPhase?.serverCpuMicrosPerDelivery ?? Number.NaN) * base.readers, better: 'lower' },
       { bench, metric: 'latency p99 at fixed rate', unit: 'ms', server, value: result.latency.p99, better: 'lower' },
+      { bench, metric: 'disk written / update at max', unit: 'KB', server, value: (result.throughputPhase?.serverDiskBytesPerUpdate ?? Number.NaN) / 1024, better: 'lower' },
     );
   }
   return figures;

@@ -51,6 +51,8 @@ export interface PhaseFigures {
   readonly serverSystemShare: number;
   /** The share of server CPU spent on the main thread (coarse: 10 ms ticks); the rest is other threads. */
   readonly serverMainThreadShare: number;
+  /** Bytes the server caused to be written to storage over the phase, per update (NaN off Linux). */
+  readonly serverDiskBytesPerUpdate: number;
   readonly clientCores: number;
   /** Deliveries still missing when the phase's drain wait ended. */
   readonly missing: number;
@@ -186,6 +188,7 @@ function phase(before: ProcessStats, after: ProcessStats, clientBefore: NodeJS.C
     serverCores: cpu / 1e6 / seconds,
     serverSystemShare: (after.systemMicros - before.systemMicros) / Math.max(1, cpu),
     serverMainThreadShare: (after.mainThreadMicros - before.mainThreadMicros) / Math.max(1, cpu),
+    serverDiskBytesPerUpdate: (after.diskWriteBytes - before.diskWriteBytes) / Math.max(1, updates),
     clientCores: (client.user + client.system) / 1e6 / seconds,
     missing,
   };
@@ -279,7 +282,8 @@ export async function runFanout(options: FanoutOptions, progress: (line: string)
       throughputPhase = phase(tBefore, await server.stats(), tClient, updates, deliveries, performance.now() - tStart, missing);
       progress(
         `${options.server}: throughput ${Math.round(throughputPhase.updatesPerSec)} updates/s (${Math.round(throughputPhase.deliveriesPerSec)} deliveries/s), ` +
-          `${throughputPhase.serverCpuMicrosPerDelivery.toFixed(2)} µs CPU/delivery, server ${throughputPhase.serverCores.toFixed(2)} cores (${Math.round(throughputPhase.serverSystemShare * 100)}% sys, ${Math.round(throughputPhase.serverMainThreadShare * 100)}% main thread), client ${throughputPhase.clientCores.toFixed(2)} cores`,
+          `${throughputPhase.serverCpuMicrosPerDelivery.toFixed(2)} µs CPU/delivery, server ${throughputPhase.serverCores.toFixed(2)} cores (${Math.round(throughputPhase.serverSystemShare * 100)}% sys, ${Math.round(throughputPhase.serverMainThreadShare * 100)}% main thread), client ${throughputPhase.clientCores.toFixed(2)} cores, ` +
+          `disk ${(throughputPhase.serverDiskBytesPerUpdate / 1024).toFixed(2)} KB written per update`,
       );
     }
     const end = await server.stats();
