@@ -111,7 +111,9 @@ function singleRecord(event: OutboxEvent, recipients: readonly Recipient[]): Not
   const users = Object.fromEntries(recipients.map((r) => [r.userId, true as const]));
   const data = commentData(event);
   return {
-    id: notificationId(event.id),
+    // From the event id as activity ids are: unique, the same on a replan, and time first (src/ids.ts), so a user's
+    // notifications are written in time order instead of at a hash's random place in the organization's range.
+    id: `ntf_${event.id.replace(/^evt_/, '')}`,
     notificationSource: 'comment',
     notificationSourceData: { commentAnnotation: data.commentAnnotation, ...(data.targetComment === undefined ? {} : { targetComment: data.targetComment }), eventType: event.type },
     actionUser: data.actionUser ?? null,
