@@ -2,7 +2,7 @@
 import { randomFillSync } from 'node:crypto';
 
 /**
- * Random bytes drawn 4 KiB at a time (one getRandomValues per ~200 ids instead of one per id: it was a top frame of a
+ * Random bytes drawn 4 KiB at a time (one randomFillSync per ~200 ids instead of one per id: it was a top frame of a
  * REST comment). Each byte is handed out once.
  */
 const pool = Buffer.alloc(4096);

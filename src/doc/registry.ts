@@ -174,11 +174,14 @@ export class DocumentActors {
   }
 
   /** Runs `use` with a leased actor and releases it afterwards (also the `DocumentActorLoader` port of src/doc/peer.ts). */
-  use<T>(key: DocumentKey, use: (actor: DocumentActor) => Promise<T> | T): Promise<T> {
+  async use<T>(key: DocumentKey, use: (actor: DocumentActor) => Promise<T> | T): Promise<T> {
     // Every REST operation on a document comes here: a loaded document is leased without acquire's awaits.
-    const lease = this.leaseNow(key);
-    if (lease !== undefined) return this.within(lease, use);
-    return this.acquire(key).then((acquired) => this.within(acquired, use));
+    const lease = this.leaseNow(key) ?? (await this.acquire(key));
+    try {
+      return await use(lease.actor);
+    } finally {
+      lease.release();
+    }
   }
 
   /** A lease taken at once, when this process owns the document and it is loaded and neither held nor unloading. */
@@ -191,14 +194,6 @@ export class DocumentActors {
     if (entry.timer !== undefined) clearTimeout(entry.timer);
     entry.timer = undefined;
     return new ActorLease(entry.actor);
-  }
-
-  private async within<T>(lease: Lease, use: (actor: DocumentActor) => Promise<T> | T): Promise<T> {
-    try {
-      return await use(lease.actor);
-    } finally {
-      lease.release();
-    }
   }
 
   private load(id: string, key: DocumentKey): Entry {
