@@ -208,3 +208,20 @@ t.test('a claim takes rows this process appended as written, and never a row who
   t.same(here, there.map((e) => ({ seq: e.seq, type: e.type, id: e.id, documentId: e.documentId })));
   t.same((await outbox.claim({ limit: 1, leaseMs: 1, now: 2000 }))[0]?.data, there[0]?.data, 'the payload reads the same');
 });
+
+t.test('an append whose key is not the last in the database is written all the same (MDB_APPEND refuses it)', async (t) => {
+  const store = Store.open(t.testdir());
+  t.teardown(() => store.close());
+  const outbox = new Outbox(store);
+  await store.transaction((tx) => outbox.append(tx, draft('comment.add', 'first'), 1));
+  // A row past the next seq, as nothing in one process writes: the next append cannot go at the end.
+  const foreign = (await new Outbox(store).read())[0];
+  await store.records<unknown>(DB.outbox).put(50, { ...foreign, seq: 50 });
+  const seq = await store.transaction((tx) => outbox.append(tx, draft('comment.update', 'second'), 2));
+  t.equal(seq, 2, 'the seq follows the last this process appended');
+  t.same(outbox.read().map((e) => [e.seq, e.documentId]), [
+    [1, 'first'],
+    [2, 'second'],
+    [50, 'first'],
+  ]);
+});
