@@ -2,7 +2,7 @@
 import t from 'tap';
 import { WORK_SCAN_MS } from '../../src/background-work.js';
 import type { Planner } from '../../src/delivery/channel.js';
-import { Dispatcher } from '../../src/delivery/dispatcher.js';
+import { Dispatcher, ROUND_GAP_MS } from '../../src/delivery/dispatcher.js';
 import { DeliveryQueue } from '../../src/delivery/queue.js';
 import { Outbox } from '../../src/events/outbox.js';
 import type { EventDraft } from '../../src/events/types.js';
@@ -137,4 +137,48 @@ t.test('the runner is woken after a round that wrote jobs, not after one that wr
   t.equal(await dispatcher.pump(), 2);
   t.equal(wakes, 1, 'a job enqueued: the runner is woken once, after the commit');
   t.equal(queue.pending().length, 1);
+});
+
+t.test('rounds woken one after another start ROUND_GAP_MS apart, and every event is planned once', async (t) => {
+  const alive = setInterval(() => undefined, 60_000);
+  t.teardown(() => clearInterval(alive));
+  const store = Store.open(t.testdir());
+  t.teardown(() => store.close());
+  const outbox = new Outbox(store);
+  const roundStarts: number[] = [];
+  const planned: string[] = [];
+  let allPlanned: () => void = () => undefined;
+  const done = new Promise<void>((resolve) => (allPlanned = resolve));
+  const COMMITS = 6;
+  const dispatcher: Dispatcher = new Dispatcher({
+    store,
+    outbox,
+    queue: new DeliveryQueue(store),
+    planners: [{ name: 'recorder', plan: (_tx, event) => void planned.push(event.documentId) } satisfies Planner],
+    // The round's planning is wrapped once per round: the time each round started planning.
+    planning: (body) => {
+      roundStarts.push(performance.now());
+      const result = body();
+      if (planned.length === COMMITS) allPlanned();
+      return result;
+    },
+    clock: { now: () => Date.now() },
+    log: createLogger('warn', {}, () => undefined),
+    pollMs: HOUR,
+  });
+  dispatcher.start();
+  // One commit after another, each waking the dispatcher as a REST write's commit does.
+  for (let i = 0; i < COMMITS; i++) {
+    await store.transaction((tx) => outbox.append(tx, draft(`d${i}`), Date.now()));
+    dispatcher.wake();
+  }
+  await done;
+  await dispatcher.stop();
+  t.same([...planned].sort(), Array.from({ length: COMMITS }, (_, i) => `d${i}`).sort(), 'each event planned once');
+  t.ok(roundStarts.length <= COMMITS, `${roundStarts.length} rounds for ${COMMITS} commits`);
+  // Timers may fire up to a millisecond early (libuv rounds its clock): the gap is checked with that slack.
+  for (let i = 1; i < roundStarts.length; i++) {
+    const gap = (roundStarts[i] as number) - (roundStarts[i - 1] as number);
+    t.ok(gap >= ROUND_GAP_MS - 1.5, `round ${i} started ${gap.toFixed(1)} ms after the one before (gap ${ROUND_GAP_MS} ms)`);
+  }
 });
