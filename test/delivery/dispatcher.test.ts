@@ -1,5 +1,5 @@
 // Tests the outbox dispatcher's loop: woken by commits (a long poll is only the backstop), one loop, quiet after a stop.
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { WORK_SCAN_MS } from '../../src/background-work.js';
 import type { Planner } from '../../src/delivery/channel.js';
 import { Dispatcher, ROUND_GAP_MS } from '../../src/delivery/dispatcher.js';
@@ -21,13 +21,20 @@ function draft(documentId: string): EventDraft {
   return { type: 'comment.add', apiKey: 'key', organizationId: 'org', documentId, data: { metadata } };
 }
 
-t.test('a wake-up during a round is kept: an event committed while the dispatcher plans is dispatched at once, not at the next poll', async (t) => {
-  // The dispatcher's timers are unref'd (they must not hold a stopping server up): keep this process alive meanwhile.
+/**
+ * A store and its outbox for a dispatcher left to run on its own. The dispatcher's timers are unref'd (they must not
+ * hold a stopping server up), so this process is kept alive until the test ends.
+ */
+function openAlive(t: Test): { store: Store; outbox: Outbox } {
   const alive = setInterval(() => undefined, 60_000);
   t.teardown(() => clearInterval(alive));
   const store = Store.open(t.testdir());
   t.teardown(() => store.close());
-  const outbox = new Outbox(store);
+  return { store, outbox: new Outbox(store) };
+}
+
+t.test('a wake-up during a round is kept: an event committed while the dispatcher plans is dispatched at once, not at the next poll', async (t) => {
+  const { store, outbox } = openAlive(t);
   const planned: string[] = [];
   let secondPlanned: () => void = () => undefined;
   const second = new Promise<void>((resolve) => (secondPlanned = resolve));
@@ -140,11 +147,7 @@ t.test('the runner is woken after a round that wrote jobs, not after one that wr
 });
 
 t.test('rounds woken one after another start ROUND_GAP_MS apart, and every event is planned once', async (t) => {
-  const alive = setInterval(() => undefined, 60_000);
-  t.teardown(() => clearInterval(alive));
-  const store = Store.open(t.testdir());
-  t.teardown(() => store.close());
-  const outbox = new Outbox(store);
+  const { store, outbox } = openAlive(t);
   const roundStarts: number[] = [];
   const planned: string[] = [];
   let allPlanned: () => void = () => undefined;
