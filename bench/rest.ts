@@ -31,6 +31,8 @@ interface Operation {
   /** Requests rotate over this many distinct bodies (1 = the same request every time). */
   readonly variants: number;
   readonly body: (organizationId: string, variant: number) => unknown;
+  /** A request made once before the operation is measured (and checked); it stays in effect for the operations after. */
+  readonly setup?: { readonly path: string; readonly body: unknown };
 }
 
 const OPS = ['presence', 'comments'] as const;
@@ -51,16 +53,21 @@ function operations(spread: number, only: ReadonlySet<string>): Operation[] {
     // the status alternates, so (nearly) every request is a change written to LMDB before its reply
     { bench: 'REST Update Presence, status changes', path: '/v2/presence/update', variants: 2, body: presence(1, ['online', 'away']) },
   ];
+  const comment = (organizationId: string): unknown => ({
+    organizationId,
+    documentId: 'rest-doc-0',
+    commentAnnotations: [{ commentData: [{ commentText: 'x', from: { userId: 'u1' } }] }],
+  });
   const commentOps: Operation[] = [
+    // A workspace with no delivery channel configured: the thread is written, its event is not (docs/delivery.md).
+    { bench: 'REST Add Comment Annotations', path: '/v1/commentannotations/add', variants: 1, body: comment },
+    // Last, since the config stays: every comment's event is written, and the dispatcher writes its activity row.
     {
-      bench: 'REST Add Comment Annotations',
+      bench: 'REST Add Comment Annotations, activity log on',
       path: '/v1/commentannotations/add',
       variants: 1,
-      body: (organizationId) => ({
-        organizationId,
-        documentId: 'rest-doc-0',
-        commentAnnotations: [{ commentData: [{ commentText: 'x', from: { userId: 'u1' } }] }],
-      }),
+      body: comment,
+      setup: { path: '/v2/workspace/activityconfig/update', body: { activityServiceConfig: { isEnabled: true } } },
     },
   ];
   return [...(only.has('presence') ? presenceOps : []), ...(only.has('comments') ? commentOps : [])];
@@ -150,6 +157,10 @@ export async function runRest(
     try {
       const { organizationId, headers } = await plaitCredentials(plait.port);
       for (const op of ops) {
+        if (op.setup !== undefined) {
+          const done = await fetch(`http://127.0.0.1:${plait.port}${op.setup.path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify({ data: op.setup.body }) });
+          if (done.status !== 200) throw new Error(`${op.setup.path} answered ${done.status}: ${await done.text()}`);
+        }
         const body = bodies(op, organizationId);
         // one checked request first: a benchmark of error replies would be worthless
         const probe = await fetch(`http://127.0.0.1:${plait.port}${op.path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: body[0] ?? '' });

@@ -216,7 +216,7 @@ export async function openServices(config: Config, log: Logger, publisher: Topic
   for (const source of deliveryUserData(store)) userData.addSource(source);
   // Last: the actors are drained by then, so the events of their last writes are in the outbox to be dropped.
   directory.addDataOwner(delivery.documentData);
-  if (options.replication !== undefined) invalidateOnReplicatedChange(store, { workspaces, userTokens, domains, permissionProvider, ownerEmails }, log);
+  if (options.replication !== undefined) invalidateOnReplicatedChange(store, { workspaces, userTokens, domains, permissionProvider, ownerEmails, deliveryConfigs: delivery.configs }, log);
   return { config, log, clock, store, secrets, workspaces, userTokens, directory, outbox, collab, documentActors, domains, liveStates, recordings, jobs, migrations, userData, permissionProvider, ownerEmails, accountMail, agents, delivery, workerRole };
 }
 

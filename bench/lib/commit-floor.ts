@@ -23,6 +23,8 @@ export interface CommitFloorOptions {
 /**
  * What a committed comment costs below HTTP, in the bench process, on the real Store, group commit and Outbox:
  * - one put: one record per change through `Store.transactionGrouped` (`single`), as a presence status change;
+ * - thread alone: the change Add Comment Annotations commits in a workspace with no delivery channel configured (its
+ *   event is not written, docs/delivery.md "Which events are written"), in the change's own child transaction;
  * - thread + event: the change Add Comment Annotations commits: the thread (built and viewed as the server does) and
  *   its outbox event, in the change's own child transaction;
  * - + dispatch: the same, and the events claimed and acked 100 at a time in one transaction, as the delivery
@@ -46,7 +48,7 @@ export async function commitFloor(options: CommitFloorOptions): Promise<Figure[]
   const input = { commentData: [{ commentText: 'x', from: { userId: 'u1' } }] };
   let n = 0;
 
-  const thread = (): { key: Array<string | number>; write: (tx: WriteTx) => void } => {
+  const thread = (withEvent: boolean): { key: Array<string | number>; write: (tx: WriteTx) => void } => {
     const id = `t${++n}`;
     const built = buildAnnotation(input, id, n, Date.now());
     if (!built.ok) throw new Error(built.message);
@@ -58,13 +60,13 @@ export async function commitFloor(options: CommitFloorOptions): Promise<Figure[]
       key,
       write: (tx) => {
         threads.putSync(key, record);
-        outbox.append(tx, eventDraft(ref, view, { type: 'comment_annotation.add', actionUser: record.from, ...(record.comments[0] === undefined ? {} : { targetComment: record.comments[0] }) }), Date.now());
+        if (withEvent) outbox.append(tx, eventDraft(ref, view, { type: 'comment_annotation.add', actionUser: record.from, ...(record.comments[0] === undefined ? {} : { targetComment: record.comments[0] }) }), Date.now());
       },
     };
   };
 
   /** One batch: `batch` changes submitted in one turn, awaited together (each settles when its transaction committed). */
-  const runBatch = (variant: 'put' | 'thread' | 'dispatch'): Promise<unknown> => {
+  const runBatch = (variant: 'put' | 'alone' | 'thread' | 'dispatch'): Promise<unknown> => {
     const settled: Array<Promise<void>> = [];
     for (let i = 0; i < options.batch; i++) {
       settled.push(
@@ -75,7 +77,7 @@ export async function commitFloor(options: CommitFloorOptions): Promise<Figure[]
             const record = { userId: 'u1', status: 'online', at: Date.now() };
             store.transactionGrouped({ single: true, write: () => void threads.putSync(key, record), settle });
           } else {
-            const change = thread();
+            const change = thread(variant !== 'alone');
             store.transactionGrouped({ write: change.write, settle });
           }
         }),
@@ -98,6 +100,7 @@ export async function commitFloor(options: CommitFloorOptions): Promise<Figure[]
   try {
     for (const [variant, bench] of [
       ['put', 'REST commit floor: one put'],
+      ['alone', 'REST commit floor: thread alone'],
       ['thread', 'REST commit floor: thread + event'],
       ['dispatch', 'REST commit floor: thread + event + dispatch'],
     ] as const) {

@@ -1,10 +1,16 @@
 // Owns the seam between the dispatcher and the channels: what planning an event may do, and the retry schedules.
 import type { WriteTx } from '../store/env.js';
-import type { OutboxEvent } from '../events/types.js';
+import type { EventType, OutboxEvent } from '../events/types.js';
 
 /** Planning runs inside the transaction that also acks nothing: it must be synchronous and idempotent per event. */
 export interface Planner {
   readonly name: string;
+  /**
+   * Whether the channel would act on an event of `type` under `apiKey` as configured now (enabled, the trigger on),
+   * before any per-recipient choice. What no planner wants is not written to the outbox (src/delivery/audience.ts);
+   * `plan` checks again, since a config may have changed since the event committed.
+   */
+  wants(apiKey: string, type: EventType): boolean;
   plan(tx: WriteTx, event: OutboxEvent, now: number): void;
 }
 

@@ -6,6 +6,7 @@ import type { Logger } from '../log.js';
 import type { Store } from '../store/env.js';
 import { DeliveryConfigStore } from '../tenant/delivery-config-store.js';
 import { ActivityStore } from './activity-store.js';
+import { DeliveryAudience } from './audience.js';
 import { AccountEmailChannel, type AccountEmailDeps } from './channels/account-email.js';
 import { ActivityChannel } from './channels/activity.js';
 import { AdvancedWebhookChannel } from './channels/advanced-webhook.js';
@@ -86,7 +87,10 @@ export class Delivery {
     const accountTransport = options.account.transport ?? options.emailTransport ?? (this.serverEmail as ClosableEmailTransport);
     this.account = new AccountEmailChannel({ ...options.account, transport: accountTransport, queue: this.queue, clock: this.clock });
     const deliveryLog = log.child({ component: 'delivery' });
-    this.dispatcher = new Dispatcher({ store, outbox: options.outbox, queue: this.queue, planners: [activity, notification, email, webhook, this.advanced], clock: this.clock, log: deliveryLog, planning: (body) => this.configs.memoized(body), ...(options.mayRun === undefined ? {} : { mayRun: options.mayRun }), ...(options.dispatcherPollMs === undefined ? {} : { pollMs: options.dispatcherPollMs }) });
+    const planners = [activity, notification, email, webhook, this.advanced];
+    // Events no channel would act on are not written to the outbox (src/delivery/audience.ts).
+    options.outbox.setAudience(new DeliveryAudience(this.configs, planners));
+    this.dispatcher = new Dispatcher({ store, outbox: options.outbox, queue: this.queue, planners, clock: this.clock, log: deliveryLog, planning: (body) => this.configs.memoized(body), ...(options.mayRun === undefined ? {} : { mayRun: options.mayRun }), ...(options.dispatcherPollMs === undefined ? {} : { pollMs: options.dispatcherPollMs }) });
     this.documentData = new DeliveryDocumentData({ store, outbox: options.outbox, queue: this.queue, endpoints: this.endpoints, now: () => this.clock.now() });
     this.runner = new DeliveryRunner({ queue: this.queue, channels: { email, webhook, advancedWebhook: this.advanced, notification, account: this.account }, clock: this.clock, log: deliveryLog, ...(options.mayRun === undefined ? {} : { mayRun: options.mayRun }), ...(options.runnerIdleMs === undefined ? {} : { maxIdleMs: options.runnerIdleMs }) });
   }

@@ -3,7 +3,7 @@ import type { Database, Key } from 'lmdb';
 import { timeOrderedHex } from '../ids.js';
 import type { Store, WriteTx } from '../store/env.js';
 import { DB } from '../store/keys.js';
-import { V1_ACTION, type EventDraft, type EventPayload, type OutboxEvent } from './types.js';
+import { V1_ACTION, type EventAudience, type EventDraft, type EventPayload, type EventType, type OutboxEvent } from './types.js';
 
 export interface ClaimOptions {
   readonly limit: number;
@@ -116,12 +116,31 @@ export class Outbox {
   /** In a cluster, this node's id: it goes into every key this process appends (see `OutboxKey`). */
   private readonly node: string | undefined;
 
+  /** Who acts on events (`wants`); undefined: every event is written (a process without the delivery room, tests). */
+  private audience: EventAudience | undefined;
+
   constructor(private readonly store: Store, options: { readonly node?: string } = {}) {
     this.node = options.node;
     this.db = store.records<StoredEvent>(DB.outbox);
     let shared = sharedByDb.get(this.db);
     if (shared === undefined) sharedByDb.set(this.db, (shared = { lastAppended: undefined, leases: new Map(), recent: new Map() }));
     this.shared = shared;
+  }
+
+  /** Sets who acts on events (the delivery room, src/delivery/audience.ts): from now on `wants` asks it. */
+  setAudience(audience: EventAudience): void {
+    this.audience = audience;
+  }
+
+  /**
+   * Whether an event of `type` under `apiKey` is to be written at all: one nothing would act on is not (an appender asks
+   * before it builds the draft). In a workspace with no delivery channel configured, the usual case, an event was most
+   * of a REST comment's cost: its JSON, its row, the dispatcher's round to claim it and the commit that removed it
+   * again (bench/README.md, "Fifteenth session"). A channel therefore acts on the events committed while it is
+   * configured, not on those committed before (docs/delivery.md, "Which events are kept").
+   */
+  wants(apiKey: string, type: EventType): boolean {
+    return this.audience === undefined || this.audience.wants(apiKey, type);
   }
 
   /** Told after a transaction that appended events committed (the worker's wake-up; see src/worker-role.ts). */

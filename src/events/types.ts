@@ -52,6 +52,14 @@ export interface EventPayload {
   readonly metadata: EventMetadata;
 }
 
+/**
+ * Who acts on events: whether anything would act on an event of `type` raised under `apiKey` (a delivery channel the
+ * API key has configured with the trigger on). An event nothing wants is not written (`Outbox.wants`).
+ */
+export interface EventAudience {
+  wants(apiKey: string, type: EventType): boolean;
+}
+
 /** What a change hands to the outbox; the outbox adds id, seq and createdAt. */
 export interface EventDraft {
   readonly type: EventType;

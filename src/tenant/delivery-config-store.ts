@@ -31,6 +31,7 @@ export class DeliveryConfigStore {
   private readonly db: Database<unknown, Key>;
   /** While `memoized` runs: what each (kind, API key) read gave, ABSENT for a config never configured. */
   private memo: Map<DeliveryConfigKind, Map<string, unknown>> | undefined;
+  private readonly changedListeners: Array<() => void> = [];
 
   constructor(private readonly store: Store) {
     this.db = store.records<unknown>(DB.deliveryConfigs);
@@ -78,19 +79,42 @@ export class DeliveryConfigStore {
     return this.stored(apiKey, 'notification') ?? DEFAULT_NOTIFICATION_CONFIG;
   }
 
+  /** Registers a listener told whenever a config may have changed (what is derived from configs drops it). */
+  onChanged(listener: () => void): void {
+    this.changedListeners.push(listener);
+  }
+
+  /**
+   * Tells the listeners that configs may have changed: this store's writes call it before they start and again once
+   * they settled, and a cluster node's applier when another node's writes came in (src/replicated-caches.ts).
+   */
+  changed(): void {
+    for (const listener of this.changedListeners) listener();
+  }
+
   /** Reads, applies `change` and writes in one transaction; a throwing `change` writes nothing. */
   async update<K extends DeliveryConfigKind>(apiKey: string, kind: K, change: (stored: DeliveryConfigKinds[K] | undefined) => DeliveryConfigKinds[K]): Promise<DeliveryConfigKinds[K]> {
-    return this.store.transaction(() => {
+    return this.writing(() => this.store.transaction(() => {
       const next = change(this.stored(apiKey, kind));
       this.db.putSync([apiKey, kind], next);
       return next;
-    });
+    }));
   }
 
   /** Removes every config of an API key (API key deletion). */
   async removeAll(apiKey: string): Promise<void> {
-    await this.store.transaction(() => {
+    await this.writing(() => this.store.transaction(() => {
       for (const key of this.db.getKeys({ start: [apiKey], end: [apiKey, '\uffff'] })) this.db.removeSync(key);
-    });
+    }));
+  }
+
+  /** Runs a write with `changed()` before it and after it settles: what was derived in between may predate it. */
+  private async writing<T>(write: () => Promise<T>): Promise<T> {
+    this.changed();
+    try {
+      return await write();
+    } finally {
+      this.changed();
+    }
   }
 }

@@ -52,6 +52,12 @@ t.test('three nodes on separate DATA_DIRs: a workspace created on one works on e
   t.equal((await s1.api.call(credentials, '/v2/workspace/domains/add', { domains: ['example.com'] })).status, 200);
   await domainsApplied;
   t.same((await s2.api.call<{ domains: string[] }>(credentials, '/v2/workspace/domains/get', {})).body.result?.data.domains, ['example.com'], "s2's domain cache was dropped");
+  // Which events s2 writes to its outbox follows the delivery configs (src/delivery/audience.ts), written on s1 here.
+  t.equal(s2.server.services.outbox.wants(credentials.apiKey, 'comment.add'), false, 's2 keeps the answer that no channel wants comment events');
+  const configApplied = appliedOn(s2, DB.deliveryConfigs);
+  t.equal((await s1.api.call(credentials, '/v2/workspace/activityconfig/update', { activityServiceConfig: { isEnabled: true } })).status, 200);
+  await configApplied;
+  t.equal(s2.server.services.outbox.wants(credentials.apiKey, 'comment.add'), true, "s2's kept answer was dropped with s1's config change");
   const tokenApplied = appliedOn(s2, DB.authTokenIndex);
   const reset = await s1.api.post('/v2/workspace/authtoken/reset', { apiKey: credentials.apiKey }, workspaceHeaders(credentials));
   t.equal(reset.status, 200, 'the auth token is reset on s1');

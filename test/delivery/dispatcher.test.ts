@@ -46,6 +46,7 @@ t.test('a wake-up during a round is kept: an event committed while the dispatche
     planners: [
       {
         name: 'recorder',
+        wants: () => true,
         plan: (tx, event) => {
           planned.push(event.documentId);
           if (event.documentId === 'first') {
@@ -125,6 +126,7 @@ t.test('the runner is woken after a round that wrote jobs, not after one that wr
     planners: [
       {
         name: 'jobs-for-wanted',
+        wants: () => true,
         plan: (tx, event, now) => {
           if (event.documentId === 'wanted') queue.enqueue(tx, { id: `${event.id}:test`, channel: 'webhook', apiKey: 'key', target: 'test', due: now, createdAt: now, payload: {} });
         },
@@ -157,7 +159,7 @@ t.test('rounds woken one after another start ROUND_GAP_MS apart, and every event
     store,
     outbox,
     queue: new DeliveryQueue(store),
-    planners: [{ name: 'recorder', plan: (_tx, event) => void planned.push(event.documentId) } satisfies Planner],
+    planners: [{ name: 'recorder', wants: () => true, plan: (_tx, event) => void planned.push(event.documentId) } satisfies Planner],
     // The round's planning is wrapped once per round: the time each round started planning.
     planning: (body) => {
       roundStarts.push(performance.now());

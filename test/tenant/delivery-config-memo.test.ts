@@ -56,7 +56,7 @@ t.test('the dispatcher plans a round through `planning`: every event of the roun
     store,
     outbox,
     queue: new DeliveryQueue(store),
-    planners: [{ name: 'reader', plan: (_tx, event) => seen.push({ documentId: event.documentId, config: configs.stored(event.apiKey, 'activity') }) } satisfies Planner],
+    planners: [{ name: 'reader', wants: () => true, plan: (_tx, event) => seen.push({ documentId: event.documentId, config: configs.stored(event.apiKey, 'activity') }) } satisfies Planner],
     clock: { now: () => Date.now() },
     log: createLogger('debug', {}, (line) => lines.push(line)),
     pollMs: HOUR,

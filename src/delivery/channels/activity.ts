@@ -1,7 +1,7 @@
 // Owns the activity-log channel: events recorded as activity logs when the activity config enables their trigger.
 import { commentData } from '../comment-event.js';
 import type { WriteTx } from '../../store/env.js';
-import type { OutboxEvent } from '../../events/types.js';
+import type { EventType, OutboxEvent } from '../../events/types.js';
 import type { DeliveryConfigStore } from '../../tenant/delivery-config-store.js';
 import { triggerOn } from '../../tenant/triggers.js';
 import type { ActivityRecord, ActivityStore } from '../activity-store.js';
@@ -14,9 +14,14 @@ export class ActivityChannel implements Planner {
   constructor(private readonly deps: { readonly configs: DeliveryConfigStore; readonly activities: ActivityStore }) {}
 
   /** Written in the planning transaction: a local record needs no retry queue. Its id comes from the event, so replanning overwrites. */
+  wants(apiKey: string, type: EventType): boolean {
+    const config = this.deps.configs.stored(apiKey, 'activity');
+    return config !== undefined && config.isEnabled && triggerOn(config.triggers?.comment, type);
+  }
+
   plan(tx: WriteTx, event: OutboxEvent, _now: number): void {
     const config = this.deps.configs.stored(event.apiKey, 'activity');
-    if (config === undefined || !config.isEnabled || !triggerOn(config.triggers?.comment, event.type)) return;
+    if (config === undefined || !this.wants(event.apiKey, event.type)) return;
     // Events raised before logging was (re-)enabled are not logged.
     if (config.enabledTime !== undefined && event.createdAt < config.enabledTime) return;
     this.deps.activities.put(tx, activityFromEvent(event, config.immutable !== false));

@@ -1,7 +1,7 @@
 // Owns the advanced webhook channel: endpoint filtering, Standard Webhooks signing, per-endpoint rate limit, Svix retries.
 import { randomUUID } from 'node:crypto';
 import type { WriteTx } from '../../store/env.js';
-import type { OutboxEvent } from '../../events/types.js';
+import type { EventType, OutboxEvent } from '../../events/types.js';
 import type { DeliveryConfigStore } from '../../tenant/delivery-config-store.js';
 import { ADVANCED_RETRY_DELAYS_MS, errorText, type Planner } from '../channel.js';
 import type { Clock } from '../clock.js';
@@ -58,6 +58,11 @@ export class AdvancedWebhookChannel implements Planner, ChannelRunner {
   private readonly details = new Map<string, AttemptDetail>();
 
   constructor(private readonly deps: AdvancedWebhookDeps) {}
+
+  /** Every type while enabled: which endpoints subscribe to which types is read when planning. */
+  wants(apiKey: string, _type: EventType): boolean {
+    return this.deps.configs.stored(apiKey, 'advancedWebhook')?.isEnabled === true;
+  }
 
   plan(tx: WriteTx, event: OutboxEvent, now: number): void {
     const config = this.deps.configs.stored(event.apiKey, 'advancedWebhook');

@@ -1,6 +1,6 @@
 // Owns the basic webhook channel (upstream 3.1): POSTs to rawNotificationUrl and processedNotificationUrl with `Basic <authToken>`.
 import type { WriteTx } from '../../store/env.js';
-import type { OutboxEvent } from '../../events/types.js';
+import type { EventType, OutboxEvent } from '../../events/types.js';
 import type { DeliveryConfigStore } from '../../tenant/delivery-config-store.js';
 import { triggerOn } from '../../tenant/triggers.js';
 import { BASIC_RETRY_DELAYS_MS, errorText, type Planner } from '../channel.js';
@@ -28,10 +28,14 @@ export class BasicWebhookChannel implements Planner, ChannelRunner {
 
   constructor(private readonly deps: BasicWebhookDeps) {}
 
+  wants(apiKey: string, type: EventType): boolean {
+    const config = this.deps.configs.webhook(apiKey);
+    return config.useWebhookService && triggerOn(config.webhookServiceConfig.triggers, type);
+  }
+
   plan(tx: WriteTx, event: OutboxEvent, now: number): void {
-    const config = this.deps.configs.webhook(event.apiKey);
-    const service = config.webhookServiceConfig;
-    if (!config.useWebhookService || !triggerOn(service.triggers, event.type)) return;
+    if (!this.wants(event.apiKey, event.type)) return;
+    const service = this.deps.configs.webhook(event.apiKey).webhookServiceConfig;
     const raw = webhookV1Payload(event);
     // Upstream documents only the labels: "raw" is the event as it happened; "processed" adds what Plait resolved
     // from it (the rendered headline and the users it concerns).

@@ -1,7 +1,7 @@
 // Owns the email channel: which events become emails for whom (email config triggers), and sending them by config type.
 import { createHash } from 'node:crypto';
 import type { WriteTx } from '../../store/env.js';
-import type { OutboxEvent } from '../../events/types.js';
+import type { EventType, OutboxEvent } from '../../events/types.js';
 import type { DeliveryConfigStore } from '../../tenant/delivery-config-store.js';
 import { triggerOn } from '../../tenant/triggers.js';
 import { BASIC_RETRY_DELAYS_MS, errorText, type Planner } from '../channel.js';
@@ -39,9 +39,14 @@ export class EmailChannel implements Planner, ChannelRunner {
 
   constructor(private readonly deps: EmailChannelDeps) {}
 
+  wants(apiKey: string, type: EventType): boolean {
+    const config = this.deps.configs.email(apiKey);
+    return config.useEmailService && triggerOn(config.emailServiceConfig.triggers, type);
+  }
+
   plan(tx: WriteTx, event: OutboxEvent, now: number): void {
+    if (!this.wants(event.apiKey, event.type)) return;
     const config = this.deps.configs.email(event.apiKey);
-    if (!config.useEmailService || !triggerOn(config.emailServiceConfig.triggers, event.type)) return;
     for (const recipient of recipientsOf(event)) {
       if (recipient.email === undefined) continue;
       if (!prefAllows(this.deps.prefs.prefsOf(event.apiKey, event.organizationId, recipient.userId, event.documentId).email, recipient.reason)) continue;

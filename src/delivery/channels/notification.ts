@@ -2,7 +2,7 @@
 import { commentData } from '../comment-event.js';
 import { createHash } from 'node:crypto';
 import type { WriteTx } from '../../store/env.js';
-import type { OutboxEvent } from '../../events/types.js';
+import type { EventType, OutboxEvent } from '../../events/types.js';
 import type { DeliveryConfigStore } from '../../tenant/delivery-config-store.js';
 import type { NotificationConfig } from '../../tenant/delivery-configs.js';
 import { triggerOn } from '../../tenant/triggers.js';
@@ -41,10 +41,15 @@ export class NotificationChannel implements Planner, ChannelRunner {
 
   constructor(private readonly deps: { readonly configs: DeliveryConfigStore; readonly queue: DeliveryQueue; readonly notifications: NotificationStore }) {}
 
+  wants(apiKey: string, type: EventType): boolean {
+    const config = this.deps.configs.notification(apiKey);
+    return config.useNotificationService && triggerOn(config.notificationServiceConfig.triggers.comment, type);
+  }
+
   plan(tx: WriteTx, event: OutboxEvent, now: number): void {
+    if (!this.wants(event.apiKey, event.type)) return;
     const config = this.deps.configs.notification(event.apiKey);
     const service = config.notificationServiceConfig;
-    if (!config.useNotificationService || !triggerOn(service.triggers.comment, event.type)) return;
     const recipients = recipientsOf(event).filter((r) => prefAllows(this.deps.notifications.prefsOf(event.apiKey, event.organizationId, r.userId, event.documentId).inbox, r.reason));
     if (recipients.length === 0) return;
     const delayMs = service.delayConfig.isEnabled ? service.delayConfig.delaySeconds * SECOND : 0;

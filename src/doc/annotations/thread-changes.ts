@@ -71,7 +71,10 @@ export class ThreadChanges implements DocumentChange {
       else db.putSync(key, change.after);
       // A thread still under its schema-2 key moves to the numbered one with its first change.
       if (this.deps.legacy?.has(view.annotationId) === true) db.removeSync([ref.apiKey, ref.organizationId, ref.documentId, view.annotationId]);
-      for (const raised of change.events) this.appended.push(outbox.append(tx, eventDraft(ref, view, raised, thread), this.now));
+      for (const raised of change.events) {
+        // An event nothing acts on (no channel of the API key wants its type) is not written (`Outbox.wants`).
+        if (outbox.wants(ref.apiKey, raised.type)) this.appended.push(outbox.append(tx, eventDraft(ref, view, raised, thread), this.now));
+      }
     });
   }
 
@@ -90,6 +93,6 @@ export class ThreadChanges implements DocumentChange {
     if (legacy !== undefined) for (const view of this.views) legacy.delete(view.annotationId);
     this.deps.published?.(this.live);
     // The events are visible now: wake the dispatcher (in a cluster, on whichever node runs it).
-    if (this.changes.some((change) => change.events.length > 0)) this.deps.outbox.committed();
+    if (this.appended.length > 0) this.deps.outbox.committed();
   }
 }
