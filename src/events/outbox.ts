@@ -27,7 +27,7 @@ interface OutboxShared {
   /** By `leaseKey` of the event's key. */
   readonly leases: Map<string | number, Lease>;
   /** The rows this process appended lately, by `leaseKey` (see `Outbox.claim`); at most RECENT_ROWS, oldest first. */
-  readonly recent: Map<string | number, StoredEvent>;
+  readonly recent: Map<string | number, Appended>;
 }
 
 /**
@@ -65,6 +65,12 @@ function leaseKey(key: OutboxKey): string | number {
 
 const sharedByDb = new WeakMap<object, OutboxShared>();
 
+/** A row as this process appended it, with the payload its JSON text was made from (see `Outbox.claim`). */
+interface Appended {
+  readonly row: StoredEvent;
+  readonly data: EventPayload;
+}
+
 /** lmdb-js's putSync answers whether it wrote (false: a condition, here MDB_APPEND, refused the write); its types say void. */
 interface AppendingPut {
   putSync(key: Key, value: StoredEvent, options: { readonly append: true }): boolean;
@@ -81,12 +87,13 @@ type StoredEvent = Omit<OutboxEvent, 'data'> & ({ readonly payload: string; read
 
 /**
  * The event of a row, its `data` parsed when first read: an own, enumerable getter (a spread copies it). Built as one
- * literal, field by field: object rest and defineProperty were the top frame of a claim.
+ * literal, field by field: object rest and defineProperty were the top frame of a claim. `parsed`: the payload the
+ * row's JSON text was made from, when this process appended it (then nothing is parsed).
  */
-function eventOf(row: StoredEvent): OutboxEvent {
+function eventOf(row: StoredEvent, parsed?: EventPayload): OutboxEvent {
   const payload = row.payload;
   if (payload === undefined) return row;
-  let data: EventPayload | undefined;
+  let data: EventPayload | undefined = parsed;
   return {
     type: row.type,
     apiKey: row.apiKey,
@@ -185,7 +192,7 @@ export class Outbox {
     const recent = this.shared.recent;
     // A seq appended again (its first transaction failed) takes the newer row; set() alone would keep the old place.
     recent.delete(leaseKey(key));
-    recent.set(leaseKey(key), row);
+    recent.set(leaseKey(key), { row, data: draft.data });
     if (recent.size > RECENT_ROWS) recent.delete(recent.keys().next().value as string | number);
     return seq;
   }
@@ -247,11 +254,12 @@ export class Outbox {
       if (options.reclaim !== true && lease !== undefined && lease.claimedUntil > options.now) continue;
       // A row this process appended is taken as it was written instead of decoded again (most of a claim's cost).
       // The keys come from the database, so a row in `recent` whose transaction failed is never taken (see `forget`).
-      const value = this.shared.recent.get(id) ?? this.db.get(key);
+      const appended = this.shared.recent.get(id);
+      const value = appended?.row ?? this.db.get(key);
       if (value === undefined) continue;
       const held: Lease = { claimedUntil: options.now + options.leaseMs, attempts: (lease?.attempts ?? value.attempts) + 1 };
       leases.set(id, held);
-      claimed.push(Object.assign(eventOf(value), held));
+      claimed.push(Object.assign(eventOf(value, appended?.data), held));
     }
     return Promise.resolve(claimed);
   }

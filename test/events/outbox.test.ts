@@ -190,12 +190,17 @@ t.test('a claim takes rows this process appended as written, and never a row who
   t.same(await claimAll(10), [], 'a row of a failed transaction is not claimed');
 
   // The same seq appended again, before the failure was told (forget comes late): the claim takes the new row.
-  await store.transaction((tx) => t.equal(outbox.append(tx, draft('comment.update', 'second'), 2), failedSeq, 'the seq is taken again'));
+  const second = draft('comment.update', 'second');
+  await store.transaction((tx) => t.equal(outbox.append(tx, second, 2), failedSeq, 'the seq is taken again'));
+  t.equal((await outbox.claim({ limit: 1, leaseMs: 1, now: 15 }))[0]?.data, second.data, "from memory: the draft's own payload, not a parse of its JSON");
   const fromMemory = await claimAll(20);
   t.same(fromMemory.map((e) => [e.seq, e.type, e.documentId]), [[failedSeq, 'comment.update', 'second']]);
   outbox.forget([failedSeq]);
   const fromDisk = await claimAll(30);
   t.same(fromDisk, fromMemory, 'read back from the database after forget: the same event');
+  const parsed = (await outbox.claim({ limit: 1, leaseMs: 1, now: 35 }))[0]?.data;
+  t.not(parsed, second.data, 'from the database: parsed from the row');
+  t.same(parsed, second.data, 'to the same payload');
   t.equal(fromDisk[0]?.id, fromMemory[0]?.id);
 
   // Another Outbox over another store handle reads the rows from disk: the same events as this process's memory.
