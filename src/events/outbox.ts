@@ -33,7 +33,8 @@ interface OutboxShared {
 /**
  * How many appended rows `recent` keeps for the claim. A dispatcher in this process claims them within a round or two
  * (it is woken by their commit, and claims up to 100 a round); on a cluster node that does not dispatch, nothing acks
- * them here, so the bound is what such a node holds: a few hundred KB.
+ * them here, so the bound is what such a node holds: each row with its JSON text and the payload object it was made from,
+ * ~0.6 MB in all for events of one-comment threads (measured in a one-off script).
  */
 const RECENT_ROWS = 256;
 
