@@ -145,7 +145,7 @@ export class Outbox {
    * before it builds the draft). In a workspace with no delivery channel configured, the usual case, an event was most
    * of a REST comment's cost: its JSON, its row, the dispatcher's round to claim it and the commit that removed it
    * again (bench/README.md, "Fifteenth session"). A channel therefore acts on the events committed while it is
-   * configured, not on those committed before (docs/delivery.md, "Which events are kept").
+   * configured, not on those committed before (docs/delivery.md, "Which events are written").
    */
   wants(apiKey: string, type: EventType): boolean {
     return this.audience === undefined || this.audience.wants(apiKey, type);

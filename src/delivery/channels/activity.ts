@@ -13,12 +13,12 @@ export class ActivityChannel implements Planner {
 
   constructor(private readonly deps: { readonly configs: DeliveryConfigStore; readonly activities: ActivityStore }) {}
 
-  /** Written in the planning transaction: a local record needs no retry queue. Its id comes from the event, so replanning overwrites. */
   wants(apiKey: string, type: EventType): boolean {
     const config = this.deps.configs.stored(apiKey, 'activity');
     return config !== undefined && config.isEnabled && triggerOn(config.triggers?.comment, type);
   }
 
+  /** Written in the planning transaction: a local record needs no retry queue. Its id comes from the event, so replanning overwrites. */
   plan(tx: WriteTx, event: OutboxEvent, _now: number): void {
     const config = this.deps.configs.stored(event.apiKey, 'activity');
     if (config === undefined || !this.wants(event.apiKey, event.type)) return;
