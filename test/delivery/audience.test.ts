@@ -20,6 +20,7 @@ t.test('an event no channel wants is not written; a channel acts on the events c
   t.equal((await call('/v1/commentannotations/add', threadBody('t1'))).status, 200);
   t.same(types(), [], 'no channel configured: the thread is stored, its event is not');
   t.equal(outbox.wants(apiKey, 'comment_annotation.add'), false);
+  t.equal(outbox.wants(apiKey, 'comment.add'), false, 'asked, and the answer kept');
 
   // Activity logs for every comment event but new threads.
   const enabled = await call('/v2/workspace/activityconfig/update', { activityServiceConfig: { isEnabled: true, triggers: { comment: { 'comment_annotation.add': false } } } });
