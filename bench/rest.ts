@@ -156,15 +156,16 @@ export async function runRest(
     const plait = await launchServer(kind, cpuProfileDir === undefined ? {} : { cpuProfileDir });
     try {
       const { organizationId, headers } = await plaitCredentials(plait.port);
+      /** One request that must answer 200. */
+      const post = async (path: string, body: string): Promise<void> => {
+        const res = await fetch(`http://127.0.0.1:${plait.port}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body });
+        if (res.status !== 200) throw new Error(`${path} answered ${res.status}: ${await res.text()}`);
+      };
       for (const op of ops) {
-        if (op.setup !== undefined) {
-          const done = await fetch(`http://127.0.0.1:${plait.port}${op.setup.path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify({ data: op.setup.body }) });
-          if (done.status !== 200) throw new Error(`${op.setup.path} answered ${done.status}: ${await done.text()}`);
-        }
+        if (op.setup !== undefined) await post(op.setup.path, JSON.stringify({ data: op.setup.body }));
         const body = bodies(op, organizationId);
         // one checked request first: a benchmark of error replies would be worthless
-        const probe = await fetch(`http://127.0.0.1:${plait.port}${op.path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: body[0] ?? '' });
-        if (probe.status !== 200) throw new Error(`${op.path} answered ${probe.status}: ${await probe.text()}`);
+        await post(op.path, body[0] ?? '');
         figures.push(...(await hammer(plait, op.bench, op.path, headers, body, load)));
       }
       // let requests autocannon abandoned at its deadline finish before the server stops

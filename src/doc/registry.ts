@@ -167,9 +167,7 @@ export class DocumentActors {
       const actor = await (entry.loading ?? entry.actor);
       // An unload may have started while this caller waited for the load to finish; then load again.
       if (actor === undefined || entry.unloading !== undefined || this.entries.get(id) !== entry) continue;
-      if (entry.timer !== undefined) clearTimeout(entry.timer);
-      entry.timer = undefined;
-      return new ActorLease(actor);
+      return this.leaseOf(entry, actor);
     }
   }
 
@@ -191,9 +189,14 @@ export class DocumentActors {
     if (this.holds.has(id)) return undefined;
     const entry = this.entries.get(id);
     if (entry === undefined || entry.actor === undefined || entry.loading !== undefined || entry.unloading !== undefined) return undefined;
+    return this.leaseOf(entry, entry.actor);
+  }
+
+  /** Leases a loaded entry's actor: a leased document is not unloaded, so its idle timer stops. */
+  private leaseOf(entry: Entry, actor: DocumentActor): Lease {
     if (entry.timer !== undefined) clearTimeout(entry.timer);
     entry.timer = undefined;
-    return new ActorLease(entry.actor);
+    return new ActorLease(actor);
   }
 
   private load(id: string, key: DocumentKey): Entry {
