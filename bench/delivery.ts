@@ -1,10 +1,11 @@
 // Owns the delivery benchmark: events per second from REST through the outbox dispatcher to a local webhook receiver, and
-// the latency of a REST comment write with 1,000 deliveries pending (it must stay flat).
+// the latency of a REST comment write with 1,000 deliveries pending (it must stay flat), and the cost of an activity-log
+// page in a large organization (it must not grow with the log).
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { finish, flags, main, num, profileDir, reportProfiles } from './lib/cli.js';
+import { finish, flags, main, num, profileDir, reportProfiles, servers } from './lib/cli.js';
 import { plaitCredentials } from './lib/clients.js';
-import { launchServer, type ServerHandle } from './lib/launch.js';
+import { launchServer, type ServerHandle, type ServerKind } from './lib/launch.js';
 import { emit, isMain, progress, type Figure } from './lib/report.js';
 import { percentile } from './lib/stats.js';
 
@@ -13,7 +14,9 @@ const USAGE = `node --import=tsx bench/delivery.ts [flags]
   --pending N       deliveries held pending for the latency phase (default 1000)
   --writes N        comment writes timed in each latency phase (default 400)
   --concurrency C   REST requests in flight (default 8)
-  --profile         write and summarize a V8 CPU profile of the Plait server`;
+  --activities N    activities in the organization whose log pages are read (default 20000)
+  --profile         write and summarize a V8 CPU profile of the Plait server
+  --server K        plait (default) or plait-base (the build in BENCH_BASE_DIST, for before/after)`;
 
 interface Receiver {
   readonly url: string;
@@ -64,11 +67,11 @@ function comment(organizationId: string, documentId: string, i: number): unknown
   return { organizationId, documentId, commentAnnotations: [{ annotationId: `t${i}`, commentData: [{ commentText: `comment ${i}`, from: { userId: 'u1' } }] }] };
 }
 
-export async function runDelivery(options: { events: number; pending: number; writes: number; concurrency: number }, cpuProfileDir?: string): Promise<Figure[]> {
+export async function runDelivery(options: { events: number; pending: number; writes: number; concurrency: number; activities: number }, cpuProfileDir?: string, kind: ServerKind = 'plait'): Promise<Figure[]> {
   const figures: Figure[] = [];
   const fast = await startReceiver();
   const slow = await startReceiver();
-  const plait: ServerHandle = await launchServer('plait', { env: { OUTBOUND_ALLOWED_NETWORKS: '127.0.0.0/8', LOG_LEVEL: 'warn' }, ...(cpuProfileDir === undefined ? {} : { cpuProfileDir }) });
+  const plait: ServerHandle = await launchServer(kind, { env: { OUTBOUND_ALLOWED_NETWORKS: '127.0.0.0/8', LOG_LEVEL: 'warn' }, ...(cpuProfileDir === undefined ? {} : { cpuProfileDir }) });
   try {
     const { organizationId, headers } = await plaitCredentials(plait.port);
     const call = (path: string, data: unknown): Promise<void> => post(plait.port, headers, path, data);
@@ -89,8 +92,8 @@ export async function runDelivery(options: { events: number; pending: number; wr
     const cpu = (await plait.stats()).cpuMicros - cpuBefore.cpuMicros;
     progress(`delivery: ${options.events} events in ${seconds.toFixed(2)} s, ${Math.round(options.events / seconds)} events/s, server ${(cpu / options.events).toFixed(0)} µs/event`);
     figures.push(
-      { bench: 'delivery', metric: 'events/s, REST to webhook receiver', unit: 'ev/s', server: 'plait', value: options.events / seconds, better: 'higher', detail: { ...options } },
-      { bench: 'delivery', metric: 'server CPU / event (write + deliver)', unit: 'µs', server: 'plait', value: cpu / options.events, better: 'lower' },
+      { bench: 'delivery', metric: 'events/s, REST to webhook receiver', unit: 'ev/s', server: plait.kind, value: options.events / seconds, better: 'higher', detail: { ...options } },
+      { bench: 'delivery', metric: 'server CPU / event (write + deliver)', unit: 'µs', server: plait.kind, value: cpu / options.events, better: 'lower' },
     );
 
     // Latency of REST comment writes: idle, then with `pending` deliveries held by a rate-limited endpoint.
@@ -107,10 +110,11 @@ export async function runDelivery(options: { events: number; pending: number; wr
     progress(`delivery: the slow receiver got ${slow.count} of ${options.pending} while the rest waited`);
     for (const [label, latencies] of [['idle', idle], [`${options.pending} deliveries pending`, loaded]] as const) {
       figures.push(
-        { bench: `delivery: comment write, ${label}`, metric: 'latency p50', unit: 'ms', server: 'plait', value: percentile(latencies, 50), better: 'lower' },
-        { bench: `delivery: comment write, ${label}`, metric: 'latency p99', unit: 'ms', server: 'plait', value: percentile(latencies, 99), better: 'lower' },
+        { bench: `delivery: comment write, ${label}`, metric: 'latency p50', unit: 'ms', server: plait.kind, value: percentile(latencies, 50), better: 'lower' },
+        { bench: `delivery: comment write, ${label}`, metric: 'latency p99', unit: 'ms', server: plait.kind, value: percentile(latencies, 99), better: 'lower' },
       );
     }
+    figures.push(...(await activityPages(plait, call, organizationId, options.activities)));
   } finally {
     await plait.stop();
     fast.server.closeAllConnections();
@@ -121,16 +125,48 @@ export async function runDelivery(options: { events: number; pending: number; wr
   return figures;
 }
 
+/**
+ * Activity-log pages of 50 in an organization of `count` activities over 20 documents, one request at a time: the
+ * newest page, and the newest page of one document. Each page must cost the same whatever the log holds.
+ */
+async function activityPages(plait: ServerHandle, call: (path: string, data: unknown) => Promise<void>, organizationId: string, count: number): Promise<Figure[]> {
+  await call('/v2/workspace/activityconfig/update', { activityServiceConfig: { isEnabled: true } });
+  const batches = Math.ceil(count / 100);
+  await pool(batches, 8, async (b) => {
+    const activities = Array.from({ length: Math.min(100, count - b * 100) }, (_, i) => ({ featureType: 'custom', actionType: 'edited', actionUser: { userId: `u${i % 7}` }, targetEntityId: `e${b}`, displayMessageTemplate: 'edited {{n}}', displayMessageTemplateData: { n: b * 100 + i } }));
+    await call('/v2/activities/add', { organizationId, documentId: `log-${b % 20}`, activities });
+  });
+  const figures: Figure[] = [];
+  for (const [label, filter] of [['newest', {}], ['newest of one document', { documentId: 'log-3' }]] as const) {
+    const cpuBefore = await plait.stats();
+    const reads = 200;
+    const latencies = await pool(reads, 1, () => call('/v2/activities/get', { organizationId, pageSize: 50, ...filter }));
+    const cpu = ((await plait.stats()).cpuMicros - cpuBefore.cpuMicros) / reads;
+    latencies.sort((a, b) => a - b);
+    progress(`delivery: activity page of 50 (${label}) among ${count}: p50 ${percentile(latencies, 50).toFixed(2)} ms, server ${cpu.toFixed(0)} µs/page`);
+    const bench = `delivery: activity-log page of 50, ${label}, ${count} activities`;
+    figures.push(
+      { bench, metric: 'latency p50', unit: 'ms', server: plait.kind, value: percentile(latencies, 50), better: 'lower' },
+      { bench, metric: 'server CPU / page', unit: 'µs', server: plait.kind, value: cpu, better: 'lower' },
+    );
+  }
+  return figures;
+}
+
 if (isMain(import.meta.url)) {
   main(async () => {
-    const values = flags(USAGE, { events: { type: 'string' }, pending: { type: 'string' }, writes: { type: 'string' }, concurrency: { type: 'string' }, profile: { type: 'boolean' } });
+    const values = flags(USAGE, { events: { type: 'string' }, pending: { type: 'string' }, writes: { type: 'string' }, concurrency: { type: 'string' }, activities: { type: 'string' }, profile: { type: 'boolean' } });
     const dir = profileDir(values);
+    const kinds = servers(values, ['plait']);
+    const kind = kinds[0];
+    if (kinds.length !== 1 || (kind !== 'plait' && kind !== 'plait-base')) throw new Error('--server takes one of plait, plait-base');
     const figures = await runDelivery({
       events: num(values, 'events', 2000, 1),
       pending: num(values, 'pending', 1000, 1),
       writes: num(values, 'writes', 400, 10),
       concurrency: num(values, 'concurrency', 8, 1, 256),
-    }, dir);
+      activities: num(values, 'activities', 20_000, 100),
+    }, dir, kind);
     reportProfiles(dir);
     for (const figure of figures) emit(figure);
     finish(figures);

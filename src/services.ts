@@ -212,8 +212,10 @@ export async function openServices(config: Config, log: Logger, publisher: Topic
     },
     ...(options.clock === undefined ? {} : { clock: options.clock }),
   });
+  // Before anything reads a page: logs and notifications of a schema-3 directory get their time index (once).
+  await delivery.buildIndexes();
   const accountMail = new AccountMail(store, delivery.account);
-  for (const source of deliveryUserData(store)) userData.addSource(source);
+  for (const source of deliveryUserData(store, delivery.notifications, delivery.activities)) userData.addSource(source);
   // Last: the actors are drained by then, so the events of their last writes are in the outbox to be dropped.
   directory.addDataOwner(delivery.documentData);
   if (options.replication !== undefined) invalidateOnReplicatedChange(store, { workspaces, userTokens, domains, permissionProvider, ownerEmails, deliveryConfigs: delivery.configs }, log);

@@ -1,9 +1,9 @@
-// Owns activity-log records: DB.activities (spec 2.12, upstream 2.19), with the immutability rule.
-import type { Database, Key } from 'lmdb';
+// Owns activity-log records: DB.activities and their time index (spec 2.12, upstream 2.19), with the immutability rule.
 import type { UserRef } from '../doc/annotations/model.js';
-import type { WriteTx } from '../store/env.js';
-import type { Store } from '../store/env.js';
+import type { Store, WriteTx } from '../store/env.js';
 import { DB } from '../store/keys.js';
+import type { Page } from './paging.js';
+import { TimeIndexed, type PageOptions } from './time-index.js';
 
 export type FeatureType = 'comment' | 'reaction' | 'recorder' | 'crdt' | 'custom';
 
@@ -40,19 +40,48 @@ export interface ActivityFilter {
 
 export type ItemOutcome = 'done' | 'not-found' | 'immutable';
 
+/** What an activity read filters on, kept in its time-index row. */
+export interface ActivitySummary {
+  readonly documentId: string;
+  readonly targetEntityId?: string;
+  readonly featureType: string;
+  readonly actionType: string;
+  readonly userId: string;
+}
+
+function summarize(record: ActivityRecord): ActivitySummary {
+  return {
+    documentId: record.metadata.documentId,
+    ...(record.targetEntityId === undefined ? {} : { targetEntityId: record.targetEntityId }),
+    featureType: record.featureType,
+    actionType: record.actionType,
+    userId: record.actionUser.userId,
+  };
+}
+
+/** Whether an activity with this summary passes the filter (`activityIds` aside: those are read by id). */
+function matcher(filter: ActivityFilter): (summary: ActivitySummary) => boolean {
+  return (s) =>
+    (filter.documentId === undefined || s.documentId === filter.documentId) &&
+    (filter.targetEntityId === undefined || s.targetEntityId === filter.targetEntityId) &&
+    (filter.featureTypes === undefined || filter.featureTypes.includes(s.featureType)) &&
+    (filter.actionTypes === undefined || filter.actionTypes.includes(s.actionType)) &&
+    (filter.userId === undefined || s.userId === filter.userId);
+}
+
 export class ActivityStore {
-  private readonly db: Database<ActivityRecord, Key>;
+  private readonly rows: TimeIndexed<ActivityRecord, ActivitySummary>;
 
   constructor(private readonly store: Store) {
-    this.db = store.records<ActivityRecord>(DB.activities);
+    this.rows = new TimeIndexed(store, { records: DB.activities, index: DB.activityTimes }, summarize);
   }
 
   get(apiKey: string, organizationId: string, id: string): ActivityRecord | undefined {
-    return this.db.get([apiKey, organizationId, id]);
+    return this.rows.get(apiKey, organizationId, id);
   }
 
-  put(_tx: WriteTx, record: ActivityRecord): void {
-    this.db.putSync([record.metadata.apiKey, record.metadata.organizationId, record.id], record);
+  put(tx: WriteTx, record: ActivityRecord): void {
+    this.rows.put(tx, record);
   }
 
   /** All or nothing: an immutable id among them refuses the whole add (returned), nothing written. */
@@ -66,30 +95,45 @@ export class ActivityStore {
     });
   }
 
+  /** One page of the organization's activities in time order (src/delivery/time-index.ts). */
+  page(apiKey: string, filter: ActivityFilter, options: PageOptions): Page<ActivityRecord> {
+    return this.rows.page(apiKey, filter.organizationId, matcher(filter), options, filter.activityIds);
+  }
+
+  /** Every matching activity of the organization, oldest first. */
   find(apiKey: string, filter: ActivityFilter): ActivityRecord[] {
-    const ids = filter.activityIds === undefined ? undefined : new Set(filter.activityIds);
-    const out: ActivityRecord[] = [];
-    for (const { value } of this.db.getRange({ start: [apiKey, filter.organizationId], end: [apiKey, filter.organizationId, '\uffff'] })) {
-      if (ids !== undefined && !ids.has(value.id)) continue;
-      if (filter.documentId !== undefined && value.metadata.documentId !== filter.documentId) continue;
-      if (filter.targetEntityId !== undefined && value.targetEntityId !== filter.targetEntityId) continue;
-      if (filter.featureTypes !== undefined && !filter.featureTypes.includes(value.featureType)) continue;
-      if (filter.actionTypes !== undefined && !filter.actionTypes.includes(value.actionType)) continue;
-      if (filter.userId !== undefined && value.actionUser.userId !== filter.userId) continue;
-      out.push(value);
-    }
-    return out;
+    if (filter.activityIds !== undefined) return this.page(apiKey, filter, { pageSize: filter.activityIds.length, order: 'asc' }).rows;
+    return Array.from(this.rows.matching(apiKey, filter.organizationId, matcher(filter)));
+  }
+
+  /** Every activity of the API key, or of one organization: GDPR export and erase, document deletion. */
+  all(apiKey: string, organizationId?: string): Iterable<ActivityRecord> {
+    return this.rows.all(apiKey, organizationId);
+  }
+
+  remove(tx: WriteTx, record: ActivityRecord): void {
+    this.rows.remove(tx, record);
+  }
+
+  removeOrganization(tx: WriteTx, apiKey: string, organizationId: string): number {
+    return this.rows.removeOrganization(tx, apiKey, organizationId);
+  }
+
+  /** Indexes by time the activities written before schema 4, once. */
+  buildIndex(): Promise<number> {
+    return this.rows.build();
   }
 
   async updateEach(apiKey: string, organizationId: string, changes: ReadonlyArray<{ id: string; fields: Partial<ActivityRecord> }>): Promise<Record<string, ItemOutcome>> {
-    return this.store.transaction(() => {
+    return this.store.transaction((tx) => {
       const results: Record<string, ItemOutcome> = {};
       for (const { id, fields } of changes) {
         const current = this.get(apiKey, organizationId, id);
         if (current === undefined) results[id] = 'not-found';
         else if (current.immutable) results[id] = 'immutable';
         else {
-          this.db.putSync([apiKey, organizationId, id], { ...current, ...fields, id, metadata: current.metadata, origin: current.origin, immutable: current.immutable });
+          const { timestamp, metadata, origin, immutable } = current;
+          this.put(tx, { ...current, ...fields, id, timestamp, metadata, origin, immutable });
           results[id] = 'done';
         }
       }
@@ -98,14 +142,14 @@ export class ActivityStore {
   }
 
   async removeEach(apiKey: string, organizationId: string, ids: readonly string[]): Promise<Record<string, ItemOutcome>> {
-    return this.store.transaction(() => {
+    return this.store.transaction((tx) => {
       const results: Record<string, ItemOutcome> = {};
       for (const id of ids) {
         const current = this.get(apiKey, organizationId, id);
         if (current === undefined) results[id] = 'not-found';
         else if (current.immutable) results[id] = 'immutable';
         else {
-          this.db.removeSync([apiKey, organizationId, id]);
+          this.remove(tx, current);
           results[id] = 'done';
         }
       }

@@ -5,9 +5,9 @@ import type { Outbox } from '../events/outbox.js';
 import type { Store, WriteTx } from '../store/env.js';
 import { DB, KEY_END } from '../store/keys.js';
 import type { DocumentDataOwner } from '../tenant/directory/data-owners.js';
-import type { ActivityRecord } from './activity-store.js';
+import type { ActivityStore } from './activity-store.js';
 import type { Endpoints } from './endpoints.js';
-import type { NotificationRecord } from './notification-store.js';
+import type { NotificationRecord, NotificationStore } from './notification-store.js';
 import type { DeliveryJob, DeliveryQueue } from './queue.js';
 
 /** What one deletion removed or cancelled, by kind. */
@@ -42,8 +42,6 @@ const ORGANIZATION_DELETED = 'its organization was deleted';
  * channel are cancelled. Each deletion is one transaction. docs/choices.md, "Deletion", says why.
  */
 export class DeliveryDocumentData implements DocumentDataOwner {
-  private readonly notifications: Database<NotificationRecord, Key>;
-  private readonly activities: Database<ActivityRecord, Key>;
   private readonly prefs: Database<unknown, Key>;
 
   constructor(
@@ -52,11 +50,11 @@ export class DeliveryDocumentData implements DocumentDataOwner {
       readonly outbox: Outbox;
       readonly queue: DeliveryQueue;
       readonly endpoints: Endpoints;
+      readonly notifications: NotificationStore;
+      readonly activities: ActivityStore;
       readonly now: () => number;
     },
   ) {
-    this.notifications = deps.store.records<NotificationRecord>(DB.notifications);
-    this.activities = deps.store.records<ActivityRecord>(DB.activities);
     this.prefs = deps.store.records<unknown>(DB.notificationPrefs);
   }
 
@@ -88,14 +86,14 @@ export class DeliveryDocumentData implements DocumentDataOwner {
       const removed: DeliveryDataRemoved = { notifications: 0, activities: 0, preferences: 0, events: 0, cancelled: 0 };
       for (const { apiKey, organizationId, documents } of byOrganization.values()) {
         const prefix = [apiKey, organizationId];
-        for (const { key, value } of Array.from(this.notifications.getRange(range(prefix)))) {
+        for (const value of Array.from(this.deps.notifications.all(apiKey, organizationId))) {
           if (!documents.has(value.metadata.documentId) && !batchMentions(value, documents)) continue;
-          this.notifications.removeSync(key);
+          this.deps.notifications.remove(tx, value);
           removed.notifications++;
         }
-        for (const { key, value } of Array.from(this.activities.getRange(range(prefix)))) {
+        for (const value of Array.from(this.deps.activities.all(apiKey, organizationId))) {
           if (!documents.has(value.metadata.documentId)) continue;
-          this.activities.removeSync(key);
+          this.deps.activities.remove(tx, value);
           removed.activities++;
         }
         // [apiKey, organizationId, userId, documentId or '']: the organization-level ('') ones stay.
@@ -126,8 +124,8 @@ export class DeliveryDocumentData implements DocumentDataOwner {
     const prefix = [apiKey, organizationId];
     return this.deps.store.transaction((tx) => {
       const removed: DeliveryDataRemoved = {
-        notifications: removeRange(this.notifications, prefix),
-        activities: removeRange(this.activities, prefix),
+        notifications: this.deps.notifications.removeOrganization(tx, apiKey, organizationId),
+        activities: this.deps.activities.removeOrganization(tx, apiKey, organizationId),
         preferences: removeRange(this.prefs, prefix),
         events: this.deps.outbox.removeWhere(tx, (event) => event.apiKey === apiKey && event.organizationId === organizationId),
         cancelled: 0,

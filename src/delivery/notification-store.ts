@@ -1,9 +1,10 @@
-// Owns in-app notifications and per-user channel preferences: DB.notifications, DB.notificationPrefs (upstream 2.18, spec 2.11).
+// Owns in-app notifications, their time index and per-user channel preferences: DB.notifications, DB.notificationPrefs (upstream 2.18, spec 2.11).
 import type { Database, Key } from 'lmdb';
 import type { UserRef } from '../doc/annotations/model.js';
-import type { WriteTx } from '../store/env.js';
-import type { Store } from '../store/env.js';
+import type { Store, WriteTx } from '../store/env.js';
 import { DB } from '../store/keys.js';
+import type { Page } from './paging.js';
+import { TimeIndexed, type PageOptions } from './time-index.js';
 
 export interface NotificationRecord {
   readonly id: string;
@@ -41,60 +42,103 @@ export interface NotificationFilter {
   readonly notificationIds?: readonly string[];
 }
 
+/** What a notification read filters on, kept in its time-index row. */
+export interface NotificationSummary {
+  readonly documentId: string;
+  readonly locationId?: string;
+  readonly notifyAll: boolean;
+  readonly userIds: readonly string[];
+}
+
+function summarize(record: NotificationRecord): NotificationSummary {
+  return {
+    documentId: record.metadata.documentId,
+    ...(record.locationId === undefined ? {} : { locationId: record.locationId }),
+    notifyAll: record.notifyAll,
+    userIds: Object.keys(record.notifyUsersByUserId),
+  };
+}
+
+/** Whether a notification with this summary passes the filter (`notificationIds` aside: those are read by id). */
+function matcher(filter: NotificationFilter): (summary: NotificationSummary) => boolean {
+  const userId = filter.userId;
+  return (s) =>
+    (filter.documentId === undefined || s.documentId === filter.documentId) &&
+    (filter.locationId === undefined || s.locationId === filter.locationId) &&
+    (userId === undefined || s.notifyAll || s.userIds.includes(userId));
+}
+
 export class NotificationStore {
-  private readonly db: Database<NotificationRecord, Key>;
+  private readonly rows: TimeIndexed<NotificationRecord, NotificationSummary>;
   private readonly prefs: Database<NotificationPrefs, Key>;
 
   constructor(private readonly store: Store) {
-    this.db = store.records<NotificationRecord>(DB.notifications);
+    this.rows = new TimeIndexed(store, { records: DB.notifications, index: DB.notificationTimes }, summarize);
     this.prefs = store.records<NotificationPrefs>(DB.notificationPrefs);
   }
 
   get(apiKey: string, organizationId: string, id: string): NotificationRecord | undefined {
-    return this.db.get([apiKey, organizationId, id]);
+    return this.rows.get(apiKey, organizationId, id);
   }
 
   /** Idempotent by id: a delivery retried after a crash writes the same row again. */
-  put(_tx: WriteTx, record: NotificationRecord): void {
-    this.db.putSync([record.metadata.apiKey, record.metadata.organizationId, record.id], record);
+  put(tx: WriteTx, record: NotificationRecord): void {
+    this.rows.put(tx, record);
   }
 
   add(record: NotificationRecord): Promise<void> {
     return this.store.transaction((tx) => this.put(tx, record));
   }
 
+  /** One page of the organization's notifications in time order (src/delivery/time-index.ts). */
+  page(apiKey: string, filter: NotificationFilter, options: PageOptions): Page<NotificationRecord> {
+    return this.rows.page(apiKey, filter.organizationId, matcher(filter), options, filter.notificationIds);
+  }
+
+  /** Every matching notification of the organization, oldest first. */
   find(apiKey: string, filter: NotificationFilter): NotificationRecord[] {
-    const ids = filter.notificationIds === undefined ? undefined : new Set(filter.notificationIds);
-    const out: NotificationRecord[] = [];
-    for (const { value } of this.db.getRange({ start: [apiKey, filter.organizationId], end: [apiKey, filter.organizationId, '\uffff'] })) {
-      if (ids !== undefined && !ids.has(value.id)) continue;
-      if (filter.documentId !== undefined && value.metadata.documentId !== filter.documentId) continue;
-      if (filter.locationId !== undefined && value.locationId !== filter.locationId) continue;
-      if (filter.userId !== undefined && !value.notifyAll && value.notifyUsersByUserId[filter.userId] !== true) continue;
-      out.push(value);
-    }
-    return out;
+    if (filter.notificationIds !== undefined) return this.page(apiKey, filter, { pageSize: filter.notificationIds.length, order: 'asc' }).rows;
+    return Array.from(this.rows.matching(apiKey, filter.organizationId, matcher(filter)));
+  }
+
+  /** Every notification of the API key, or of one organization: GDPR export and erase, document deletion. */
+  all(apiKey: string, organizationId?: string): Iterable<NotificationRecord> {
+    return this.rows.all(apiKey, organizationId);
+  }
+
+  remove(tx: WriteTx, record: NotificationRecord): void {
+    this.rows.remove(tx, record);
+  }
+
+  removeOrganization(tx: WriteTx, apiKey: string, organizationId: string): number {
+    return this.rows.removeOrganization(tx, apiKey, organizationId);
+  }
+
+  /** Indexes by time the notifications written before schema 4, once. */
+  buildIndex(): Promise<number> {
+    return this.rows.build();
   }
 
   /** Applies `change` to each id in one transaction; per-id whether it existed. */
   async updateEach(apiKey: string, organizationId: string, changes: ReadonlyArray<{ id: string; change: (record: NotificationRecord) => NotificationRecord }>): Promise<Record<string, boolean>> {
-    return this.store.transaction(() => {
+    return this.store.transaction((tx) => {
       const results: Record<string, boolean> = {};
       for (const { id, change } of changes) {
         const current = this.get(apiKey, organizationId, id);
         results[id] = current !== undefined;
-        if (current !== undefined) this.db.putSync([apiKey, organizationId, id], change(current));
+        if (current !== undefined) this.put(tx, change(current));
       }
       return results;
     });
   }
 
-  async remove(apiKey: string, organizationId: string, ids: readonly string[]): Promise<Record<string, boolean>> {
-    return this.store.transaction(() => {
+  async removeEach(apiKey: string, organizationId: string, ids: readonly string[]): Promise<Record<string, boolean>> {
+    return this.store.transaction((tx) => {
       const results: Record<string, boolean> = {};
       for (const id of ids) {
-        results[id] = this.get(apiKey, organizationId, id) !== undefined;
-        this.db.removeSync([apiKey, organizationId, id]);
+        const current = this.get(apiKey, organizationId, id);
+        results[id] = current !== undefined;
+        if (current !== undefined) this.remove(tx, current);
       }
       return results;
     });

@@ -18,17 +18,23 @@ export function page<T extends Timestamped>(rows: readonly T[], options: { reado
   const sorted = [...rows].sort(compare);
   let start = 0;
   if (options.pageToken !== undefined) {
-    const after = decode(options.pageToken);
+    const after = afterToken(options.pageToken);
     start = sorted.findIndex((row) => compare(row, after) > 0);
     if (start === -1) start = sorted.length;
   }
   const slice = sorted.slice(start, start + options.pageSize);
   const last = slice.at(-1);
   const more = start + options.pageSize < sorted.length;
-  return more && last !== undefined ? { rows: slice, pageToken: Buffer.from(JSON.stringify([last.timestamp, last.id])).toString('base64url') } : { rows: slice };
+  return more && last !== undefined ? { rows: slice, pageToken: encodeToken(last) } : { rows: slice };
 }
 
-function decode(token: string): Timestamped {
+/** The token naming `last` as the last row sent. */
+export function encodeToken(last: Timestamped): string {
+  return Buffer.from(JSON.stringify([last.timestamp, last.id])).toString('base64url');
+}
+
+/** The row a token names (INVALID_ARGUMENT naming data.pageToken when it is not such a token). */
+export function afterToken(token: string): Timestamped {
   try {
     const parsed: unknown = JSON.parse(Buffer.from(token, 'base64url').toString('utf8'));
     if (Array.isArray(parsed) && typeof parsed[0] === 'number' && typeof parsed[1] === 'string') return { timestamp: parsed[0], id: parsed[1] };

@@ -91,8 +91,22 @@ export class Delivery {
     // Events no channel would act on are not written to the outbox (src/delivery/audience.ts).
     options.outbox.setAudience(new DeliveryAudience(this.configs, planners));
     this.dispatcher = new Dispatcher({ store, outbox: options.outbox, queue: this.queue, planners, clock: this.clock, log: deliveryLog, planning: (body) => this.configs.memoized(body), ...(options.mayRun === undefined ? {} : { mayRun: options.mayRun }), ...(options.dispatcherPollMs === undefined ? {} : { pollMs: options.dispatcherPollMs }) });
-    this.documentData = new DeliveryDocumentData({ store, outbox: options.outbox, queue: this.queue, endpoints: this.endpoints, now: () => this.clock.now() });
+    this.documentData = new DeliveryDocumentData({
+      store,
+      outbox: options.outbox,
+      queue: this.queue,
+      endpoints: this.endpoints,
+      notifications: this.notifications,
+      activities: this.activities,
+      now: () => this.clock.now(),
+    });
     this.runner = new DeliveryRunner({ queue: this.queue, channels: { email, webhook, advancedWebhook: this.advanced, notification, account: this.account }, clock: this.clock, log: deliveryLog, ...(options.mayRun === undefined ? {} : { mayRun: options.mayRun }), ...(options.runnerIdleMs === undefined ? {} : { maxIdleMs: options.runnerIdleMs }) });
+  }
+
+  /** Indexes by time the activity logs and notifications written before schema 4 (once; a no-op after). */
+  async buildIndexes(): Promise<void> {
+    await this.activities.buildIndex();
+    await this.notifications.buildIndex();
   }
 
   start(): void {

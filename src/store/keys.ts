@@ -91,10 +91,14 @@ export const DB = {
   webhookMessages: 'webhook-messages',
   /** [apiKey, organizationId, notificationId] -> NotificationRecord */
   notifications: 'notifications',
+  /** [apiKey, organizationId, timestamp, notificationId] -> what notification reads filter on; src/delivery/time-index.ts */
+  notificationTimes: 'notification-times',
   /** [apiKey, organizationId, userId, documentId or ''] -> per-user notification channel preferences */
   notificationPrefs: 'notification-prefs',
   /** [apiKey, organizationId, activityId] -> ActivityRecord */
   activities: 'activities',
+  /** [apiKey, organizationId, timestamp, activityId] -> what activity reads filter on; src/delivery/time-index.ts */
+  activityTimes: 'activity-times',
 } as const;
 
 export type DbName = (typeof DB)[keyof typeof DB];
@@ -110,11 +114,14 @@ export const KEY_END = new Uint8Array([0xff]);
  * (docs/storage.md, "Encoding"), which builds stamped 1 read back as `Map`s, so they must refuse such a directory.
  * 3: comment threads are keyed by annotation number; a build stamped 2 would write a changed thread under its id
  * beside the numbered row, so it must refuse such a directory.
+ * 4: activity logs and notifications have a time index beside them; a build stamped 3 would write records without
+ * their index rows, so it must refuse such a directory.
  */
-export const SCHEMA_VERSION = 3;
+export const SCHEMA_VERSION = 4;
 
 /**
  * Older stamps this build reads as they are (and re-stamps): version 1's inline records still decode, and threads
- * keyed by annotation id (1 and 2) are read and move to their number with their next change.
+ * keyed by annotation id (1 and 2) are read and move to their number with their next change, and the activity logs
+ * and notifications of 1 to 3 are indexed by time once at start (src/delivery/time-index.ts).
  */
-export const READABLE_SCHEMA_VERSIONS: readonly number[] = [1, 2];
+export const READABLE_SCHEMA_VERSIONS: readonly number[] = [1, 2, 3];

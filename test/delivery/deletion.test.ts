@@ -72,6 +72,8 @@ t.test('deleting a document removes its notifications, activity logs and prefere
   t.same((await call<Row[]>('/v2/activities/get', { organizationId: ORG, documentId: 'doc1' })).data, [], 'Get Activities finds none of it, immutable ones included');
   t.same(notificationDocs(env), ['doc2', 'doc2'], 'the other document keeps its notifications');
   t.same(activityDocs(env), ['doc2', 'doc2'], 'and its activity logs');
+  const rows = (name: DbName): number => Array.from(env.running.services.store.records<unknown>(name).getKeys()).length;
+  t.same([rows(DB.activityTimes), rows(DB.notificationTimes)], [rows(DB.activities), rows(DB.notifications)], 'the time-index rows went with their records');
   t.equal(storedPrefs(env, ORG, 'doc1'), undefined, 'the deleted document’s preferences are gone');
   t.match(storedPrefs(env, ORG, 'doc2'), { inbox: 'MINE' }, 'the other document’s stay');
   t.match(storedPrefs(env, ORG, ''), { email: 'NONE' }, 'and so do the organization-level ones');
@@ -176,13 +178,13 @@ t.test('deleting an organization removes all its delivery rows and cancels its p
   await env.pump();
   const keysOf = (name: DbName, organizationId: string): number =>
     Array.from(store.records<unknown>(name).getKeys()).filter((k) => Array.isArray(k) && k[0] === env.creds.apiKey && k[1] === organizationId).length;
-  const counts = (organizationId: string): number[] => [DB.notifications, DB.activities, DB.notificationPrefs].map((name) => keysOf(name, organizationId));
-  t.same(counts(ORG), [1, 1, 1], 'before: a custom notification, an activity log, a preference');
+  const counts = (organizationId: string): number[] => [DB.notifications, DB.notificationTimes, DB.activities, DB.activityTimes, DB.notificationPrefs].map((name) => keysOf(name, organizationId));
+  t.same(counts(ORG), [1, 1, 1, 1, 1], 'before: a custom notification and an activity log, each with its time-index row, a preference');
   const org2 = counts('org2');
 
   const deleted = await call<Record<string, { success: boolean }>>('/v2/organizations/delete', { organizationIds: [ORG] });
   t.match(deleted.data, { [ORG]: { success: true } });
-  t.same(counts(ORG), [0, 0, 0], 'nothing of the organization is left');
+  t.same(counts(ORG), [0, 0, 0, 0, 0], 'nothing of the organization is left, index rows included');
   t.same(counts('org2'), org2, 'the other organization keeps everything');
   t.same(delivery.queue.list().map((j) => [j.organizationId, j.state]).sort(), [
     ['org1', 'cancelled'],

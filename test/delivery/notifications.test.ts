@@ -142,6 +142,7 @@ t.test('GDPR: a user’s notifications and activity logs are exported, and erase
   t.same((await env.call<Notification[]>('/v1/notifications/get', { ...scope, notificationIds: ['only-bob'] })).data, [], 'a notification only for bob is gone');
   const [shared] = (await env.call<Notification[]>('/v1/notifications/get', { ...scope, userId: 'carol' })).data;
   t.same(shared?.notifyUsersByUserId, { carol: true }, 'bob left the shared one');
+  t.same((await env.call<Notification[]>('/v1/notifications/get', { ...scope, userId: 'bob' })).data, [], 'a read filtered on bob finds neither (the time index follows the erase)');
   await env.server.api.call(env.creds, '/v2/users/data/delete', { userId: 'alice' });
   await env.running.services.jobs.idle();
   const [activity] = (await env.call<Array<{ actionUser: { userId: string } }>>('/v2/activities/get', { organizationId: 'org1' })).data;

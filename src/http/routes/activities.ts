@@ -1,7 +1,6 @@
 // Owns the activity-log operations (spec 4.15, upstream 2.19): add, get (paged), update (per item), delete (per item).
 import type { UserRef } from '../../doc/annotations/model.js';
 import type { ActivityRecord, FeatureType, ItemOutcome } from '../../delivery/activity-store.js';
-import { page } from '../../delivery/paging.js';
 import type { Delivery } from '../../delivery/service.js';
 import { failedPrecondition, invalidArgument } from '../../errors.js';
 import { ok, operation, type Operation } from '../operation.js';
@@ -78,7 +77,7 @@ export function activityOperations(delivery: Delivery): Operation[] {
       auth: 'apiKey',
       schema: getActivitiesSchema,
       handle: (input, ctx) => {
-        const result = page(activities.find(ctx.identity.apiKey, input), { pageSize: input.pageSize ?? 1000, pageToken: input.pageToken, order: input.order });
+        const result = activities.page(ctx.identity.apiKey, input, { pageSize: input.pageSize ?? 1000, pageToken: input.pageToken, order: input.order });
         return ok('Activities retrieved successfully.', result.rows.map(view), result.pageToken === undefined ? undefined : { pageToken: result.pageToken });
       },
     }),

@@ -2,7 +2,6 @@
 import { randomUUID } from 'node:crypto';
 import type { UserRef } from '../../doc/annotations/model.js';
 import type { NotificationPrefs, NotificationRecord } from '../../delivery/notification-store.js';
-import { page } from '../../delivery/paging.js';
 import type { Delivery } from '../../delivery/service.js';
 import { ok, operation, type Operation } from '../operation.js';
 import { addNotificationSchema, deleteNotificationsSchema, getNotificationPrefsSchema, getNotificationsSchema, setNotificationPrefsSchema, updateNotificationsSchema } from '../schemas/delivery.js';
@@ -84,7 +83,7 @@ export function notificationOperations(delivery: Delivery): Operation[] {
       auth: 'apiKey',
       schema: getNotificationsSchema,
       handle: (input, ctx) => {
-        const rows = page(notifications.find(ctx.identity.apiKey, input), { pageSize: 1000, order: input.order }).rows;
+        const rows = notifications.page(ctx.identity.apiKey, input, { pageSize: 1000, order: input.order }).rows;
         return ok('Notifications retrieved successfully.', rows.map(view));
       },
     }),
@@ -93,7 +92,7 @@ export function notificationOperations(delivery: Delivery): Operation[] {
       auth: 'apiKey',
       schema: getNotificationsSchema,
       handle: (input, ctx) => {
-        const result = page(notifications.find(ctx.identity.apiKey, input), { pageSize: input.pageSize ?? 1000, pageToken: input.pageToken, order: input.order });
+        const result = notifications.page(ctx.identity.apiKey, input, { pageSize: input.pageSize ?? 1000, pageToken: input.pageToken, order: input.order });
         return ok('Notifications retrieved successfully.', result.rows.map(view), result.pageToken === undefined ? undefined : { pageToken: result.pageToken });
       },
     }),
@@ -120,7 +119,7 @@ export function notificationOperations(delivery: Delivery): Operation[] {
       handle: async (input, ctx) => {
         const matching = notifications.find(ctx.identity.apiKey, input).map((n) => n.id);
         const missing = (input.notificationIds ?? []).filter((id) => !matching.includes(id));
-        const results = await notifications.remove(ctx.identity.apiKey, input.organizationId, matching);
+        const results = await notifications.removeEach(ctx.identity.apiKey, input.organizationId, matching);
         for (const id of missing) results[id] = false;
         return ok('Notifications deleted.', perItem(results, 'Notification deleted.', 'Failed to delete notification: not found.'));
       },

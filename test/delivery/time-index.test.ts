@@ -1,0 +1,221 @@
+import t from 'tap';
+import { ActivityStore, type ActivityFilter, type ActivityRecord } from '../../src/delivery/activity-store.js';
+import { NotificationStore, type NotificationRecord } from '../../src/delivery/notification-store.js';
+import { page } from '../../src/delivery/paging.js';
+import { TimeIndexed } from '../../src/delivery/time-index.js';
+import { Store } from '../../src/store/env.js';
+import { DB } from '../../src/store/keys.js';
+
+const API = 'key-1';
+
+/** Deterministic pseudo-random numbers, so a failure replays. */
+function numbers(seed: number): () => number {
+  let state = seed;
+  return () => {
+    state = (state * 1103515245 + 12345) % 2 ** 31;
+    return state / 2 ** 31;
+  };
+}
+
+function activity(id: string, fields: { organizationId?: string; documentId: string; userId: string; timestamp: number; actionType?: string; targetEntityId?: string }): ActivityRecord {
+  return {
+    id,
+    featureType: 'comment',
+    actionType: fields.actionType ?? 'added',
+    actionUser: { userId: fields.userId },
+    ...(fields.targetEntityId === undefined ? {} : { targetEntityId: fields.targetEntityId }),
+    displayMessageTemplate: '',
+    displayMessageTemplateData: {},
+    metadata: { apiKey: API, documentId: fields.documentId, organizationId: fields.organizationId ?? 'org-1' },
+    timestamp: fields.timestamp,
+    origin: 'api',
+    immutable: false,
+  };
+}
+
+function notification(id: string, fields: { documentId: string; users: string[]; timestamp: number; notifyAll?: boolean }): NotificationRecord {
+  const users = Object.fromEntries(fields.users.map((u) => [u, true as const]));
+  return {
+    id,
+    notificationSource: 'custom',
+    notificationSourceData: {},
+    actionUser: null,
+    displayBodyMessage: '',
+    displayHeadlineMessageTemplate: 'hi',
+    displayHeadlineMessageTemplateData: {},
+    metadata: { apiKey: API, documentId: fields.documentId, organizationId: 'org-1' },
+    notifyUsers: users,
+    notifyUsersByUserId: users,
+    notifyAll: fields.notifyAll ?? false,
+    readByUserIds: [],
+    timestamp: fields.timestamp,
+  };
+}
+
+/** Every page of a filter, following the tokens; fails the test if a token repeats (a loop). */
+function allPages(activities: ActivityStore, filter: ActivityFilter, pageSize: number, order: 'asc' | 'desc'): ActivityRecord[] {
+  const rows: ActivityRecord[] = [];
+  const seen = new Set<string>();
+  let token: string | undefined;
+  do {
+    const result = activities.page(API, filter, { pageSize, pageToken: token, order });
+    rows.push(...result.rows);
+    token = result.pageToken;
+    if (token !== undefined && seen.has(token)) throw new Error('a page token repeated');
+    if (token !== undefined) seen.add(token);
+  } while (token !== undefined);
+  return rows;
+}
+
+t.test('pages walked through the time index hold what sorting every matching record gives, for each filter and order', async (t) => {
+  const store = Store.open(t.testdir());
+  t.teardown(() => store.close());
+  const activities = new ActivityStore(store);
+  const random = numbers(7);
+  const records: ActivityRecord[] = [];
+  for (let i = 0; i < 400; i++) {
+    // Few distinct timestamps, so many rows tie and the id decides their order.
+    records.push(
+      activity(`a${Math.floor(random() * 1e6)}-${i}`, {
+        organizationId: random() < 0.2 ? 'org-2' : 'org-1',
+        documentId: `doc-${Math.floor(random() * 4)}`,
+        userId: `user-${Math.floor(random() * 3)}`,
+        timestamp: 1_000 + Math.floor(random() * 40),
+        actionType: random() < 0.5 ? 'added' : 'deleted',
+        ...(random() < 0.3 ? { targetEntityId: 'target-1' } : {}),
+      }),
+    );
+  }
+  await store.transaction((tx) => {
+    for (const record of records) activities.put(tx, record);
+  });
+  const filters: ActivityFilter[] = [
+    { organizationId: 'org-1' },
+    { organizationId: 'org-2' },
+    { organizationId: 'org-1', documentId: 'doc-2' },
+    { organizationId: 'org-1', userId: 'user-1', actionTypes: ['deleted'] },
+    { organizationId: 'org-1', targetEntityId: 'target-1', featureTypes: ['comment'] },
+    { organizationId: 'org-1', featureTypes: ['reaction'] },
+    { organizationId: 'org-3' },
+  ];
+  const matches = (r: ActivityRecord, f: ActivityFilter): boolean =>
+    r.metadata.organizationId === f.organizationId &&
+    (f.documentId === undefined || r.metadata.documentId === f.documentId) &&
+    (f.userId === undefined || r.actionUser.userId === f.userId) &&
+    (f.actionTypes === undefined || f.actionTypes.includes(r.actionType)) &&
+    (f.featureTypes === undefined || f.featureTypes.includes(r.featureType)) &&
+    (f.targetEntityId === undefined || r.targetEntityId === f.targetEntityId);
+  for (const filter of filters) {
+    for (const order of ['asc', 'desc'] as const) {
+      const expected = page(records.filter((r) => matches(r, filter)), { pageSize: 10_000, order }).rows.map((r) => r.id);
+      for (const pageSize of [1, 7, 1000]) {
+        t.same(allPages(activities, filter, pageSize, order).map((r) => r.id), expected, `${JSON.stringify(filter)} ${order}, pages of ${pageSize}`);
+      }
+    }
+  }
+  t.ok(page(records, { pageSize: 10_000 }).rows.length === 400, 'the reference saw every record');
+});
+
+t.test('a page reads only the records it returns, one more at most, however large the organization', async (t) => {
+  const store = Store.open(t.testdir());
+  t.teardown(() => store.close());
+  const rows = new TimeIndexed<ActivityRecord, { userId: string }>(store, { records: DB.activities, index: DB.activityTimes }, (r) => ({ userId: r.actionUser.userId }));
+  await store.transaction((tx) => {
+    for (let i = 0; i < 3000; i++) rows.put(tx, activity(`a${i}`, { documentId: 'd', userId: i % 100 === 0 ? 'rare' : 'common', timestamp: i }));
+  });
+  let reads = 0;
+  const get = rows.get.bind(rows);
+  rows.get = (...args) => {
+    reads++;
+    return get(...args);
+  };
+  const first = rows.page(API, 'org-1', () => true, { pageSize: 20 });
+  t.same(first.rows.map((r) => r.timestamp), Array.from({ length: 20 }, (_, i) => 2999 - i), 'the newest 20');
+  t.ok(reads <= 21, `read ${reads} records for a page of 20 out of 3000`);
+  reads = 0;
+  const rare = rows.page(API, 'org-1', (s) => s.userId === 'rare', { pageSize: 5, order: 'asc' });
+  t.same(rare.rows.map((r) => r.id), ['a0', 'a100', 'a200', 'a300', 'a400']);
+  t.ok(reads <= 6, `a filter tested on the index rows read ${reads} records for a page of 5`);
+  t.ok(rare.pageToken !== undefined, 'more rare rows follow');
+});
+
+t.test('a token stays a position: rows removed or added around it do not repeat or skip the rest', async (t) => {
+  const store = Store.open(t.testdir());
+  t.teardown(() => store.close());
+  const activities = new ActivityStore(store);
+  await store.transaction((tx) => {
+    for (let i = 0; i < 10; i++) activities.put(tx, activity(`a${i}`, { documentId: 'd', userId: 'u', timestamp: 100 + i }));
+  });
+  const first = activities.page(API, { organizationId: 'org-1' }, { pageSize: 3 });
+  t.same(first.rows.map((r) => r.id), ['a9', 'a8', 'a7']);
+  // The row the token names goes, a newer row and an older one arrive.
+  await activities.removeEach(API, 'org-1', ['a7']);
+  await store.transaction((tx) => {
+    activities.put(tx, activity('newer', { documentId: 'd', userId: 'u', timestamp: 500 }));
+    activities.put(tx, activity('older', { documentId: 'd', userId: 'u', timestamp: 1 }));
+  });
+  const rest = allPagesFrom(activities, first.pageToken);
+  t.same(rest, ['a6', 'a5', 'a4', 'a3', 'a2', 'a1', 'a0', 'older'], 'the rest in order, the newer row not among them (it comes before the position)');
+});
+
+function allPagesFrom(activities: ActivityStore, token: string | undefined): string[] {
+  const ids: string[] = [];
+  let next = token;
+  while (next !== undefined) {
+    const result = activities.page(API, { organizationId: 'org-1' }, { pageSize: 3, pageToken: next });
+    ids.push(...result.rows.map((r) => r.id));
+    next = result.pageToken;
+  }
+  return ids;
+}
+
+t.test('an activity written again under a new timestamp moves in the index; an update keeps its place', async (t) => {
+  const store = Store.open(t.testdir());
+  t.teardown(() => store.close());
+  const activities = new ActivityStore(store);
+  await activities.addAll([activity('a', { documentId: 'd', userId: 'u', timestamp: 10 }), activity('b', { documentId: 'd', userId: 'u', timestamp: 20 })]);
+  await activities.addAll([activity('a', { documentId: 'd', userId: 'u', timestamp: 30 })]);
+  t.same(activities.page(API, { organizationId: 'org-1' }, { pageSize: 10 }).rows.map((r) => [r.id, r.timestamp]), [['a', 30], ['b', 20]], 'once, at its new time');
+  await activities.updateEach(API, 'org-1', [{ id: 'b', fields: { displayMessageTemplate: 'edited', timestamp: 99 } }]);
+  const rows = activities.page(API, { organizationId: 'org-1' }, { pageSize: 10 }).rows;
+  t.same(rows.map((r) => [r.id, r.timestamp, r.displayMessageTemplate]), [['a', 30, ''], ['b', 20, 'edited']], 'an update changes the fields, not the time');
+});
+
+t.test('a notification changed in place is found by what it is now', async (t) => {
+  const store = Store.open(t.testdir());
+  t.teardown(() => store.close());
+  const notifications = new NotificationStore(store);
+  await notifications.add(notification('n1', { documentId: 'd', users: ['alice', 'bob'], timestamp: 1 }));
+  await notifications.add(notification('n2', { documentId: 'd', users: [], timestamp: 2, notifyAll: true }));
+  const forBob = (): string[] => notifications.page(API, { organizationId: 'org-1', userId: 'bob' }, { pageSize: 10 }).rows.map((n) => n.id);
+  t.same(forBob(), ['n2', 'n1']);
+  await notifications.updateEach(API, 'org-1', [{ id: 'n1', change: (n) => ({ ...n, notifyUsers: { alice: true }, notifyUsersByUserId: { alice: true } }) }]);
+  t.same(forBob(), ['n2'], 'bob is no longer a recipient of n1');
+  t.same(notifications.find(API, { organizationId: 'org-1', notificationIds: ['n1', 'missing'] }).map((n) => n.id), ['n1'], 'by id, read directly');
+  const removed = await notifications.removeEach(API, 'org-1', ['n2', 'missing']);
+  t.same(removed, { n2: true, missing: false });
+  t.same(forBob(), []);
+});
+
+t.test('records of a directory written before the index (schema 3) are indexed once at start', async (t) => {
+  const dir = t.testdir();
+  const old = Store.open(dir);
+  // As a schema-3 build wrote them: the records alone.
+  await old.transaction(() => {
+    for (let i = 0; i < 5; i++) old.records<ActivityRecord>(DB.activities).putSync([API, 'org-1', `a${i}`], activity(`a${i}`, { documentId: 'd', userId: 'u', timestamp: i }));
+    old.records<NotificationRecord>(DB.notifications).putSync([API, 'org-1', 'n1'], notification('n1', { documentId: 'd', users: ['u'], timestamp: 1 }));
+    old.records<number>(DB.meta).putSync('schemaVersion', 3);
+  });
+  await old.close();
+
+  const store = Store.open(dir);
+  t.teardown(() => store.close());
+  const activities = new ActivityStore(store);
+  const notifications = new NotificationStore(store);
+  t.same(activities.page(API, { organizationId: 'org-1' }, { pageSize: 10 }).rows, [], 'before the build, the index holds nothing');
+  t.equal(await activities.buildIndex(), 5);
+  t.equal(await notifications.buildIndex(), 1);
+  t.same(activities.page(API, { organizationId: 'org-1' }, { pageSize: 10 }).rows.map((r) => r.id), ['a4', 'a3', 'a2', 'a1', 'a0']);
+  t.same(notifications.page(API, { organizationId: 'org-1', userId: 'u' }, { pageSize: 10 }).rows.map((r) => r.id), ['n1']);
+  t.equal(await activities.buildIndex(), 0, 'the second start builds nothing');
+});
