@@ -3,7 +3,7 @@ import type { UserRef } from '../doc/annotations/model.js';
 import type { Store, WriteTx } from '../store/env.js';
 import { DB } from '../store/keys.js';
 import type { Page } from './paging.js';
-import { TimeIndexed, type PageOptions } from './time-index.js';
+import { TimeIndexed, type PageOptions, type Scope } from './time-index.js';
 
 export type FeatureType = 'comment' | 'reaction' | 'recorder' | 'crdt' | 'custom';
 
@@ -49,6 +49,10 @@ export interface ActivitySummary {
   readonly userId: string;
 }
 
+function scopeOf(record: ActivityRecord): Scope {
+  return [record.metadata.apiKey, record.metadata.organizationId];
+}
+
 function summarize(record: ActivityRecord): ActivitySummary {
   return {
     documentId: record.metadata.documentId,
@@ -73,15 +77,15 @@ export class ActivityStore {
   private readonly rows: TimeIndexed<ActivityRecord, ActivitySummary>;
 
   constructor(private readonly store: Store) {
-    this.rows = new TimeIndexed(store, { records: DB.activities, index: DB.activityTimes }, summarize);
+    this.rows = new TimeIndexed(store, { records: DB.activities, index: DB.activityTimes, summarize, scopeOf, timeOf: (record) => record.timestamp });
   }
 
   get(apiKey: string, organizationId: string, id: string): ActivityRecord | undefined {
-    return this.rows.get(apiKey, organizationId, id);
+    return this.rows.get([apiKey, organizationId], id);
   }
 
   put(tx: WriteTx, record: ActivityRecord): void {
-    this.rows.put(tx, record);
+    this.rows.put(tx, scopeOf(record), record);
   }
 
   /** All or nothing: an immutable id among them refuses the whole add (returned), nothing written. */
@@ -97,13 +101,13 @@ export class ActivityStore {
 
   /** One page of the organization's activities in time order (src/delivery/time-index.ts). */
   page(apiKey: string, filter: ActivityFilter, options: PageOptions): Page<ActivityRecord> {
-    return this.rows.page(apiKey, filter.organizationId, matcher(filter), options, filter.activityIds);
+    return this.rows.page([apiKey, filter.organizationId], matcher(filter), options, filter.activityIds);
   }
 
   /** Every matching activity of the organization, oldest first. */
   find(apiKey: string, filter: ActivityFilter): ActivityRecord[] {
     if (filter.activityIds !== undefined) return this.page(apiKey, filter, { pageSize: filter.activityIds.length, order: 'asc' }).rows;
-    return Array.from(this.rows.matching(apiKey, filter.organizationId, matcher(filter)));
+    return Array.from(this.rows.matching([apiKey, filter.organizationId], matcher(filter)));
   }
 
   /** Every activity of the API key, or of one organization: GDPR export and erase, document deletion. */
@@ -112,11 +116,11 @@ export class ActivityStore {
   }
 
   remove(tx: WriteTx, record: ActivityRecord): void {
-    this.rows.remove(tx, record);
+    this.rows.remove(tx, scopeOf(record), record);
   }
 
   removeOrganization(tx: WriteTx, apiKey: string, organizationId: string): number {
-    return this.rows.removeOrganization(tx, apiKey, organizationId);
+    return this.rows.removeScope(tx, [apiKey, organizationId]);
   }
 
   /** Indexes by time the activities written before schema 4, once. */

@@ -1,11 +1,11 @@
-// Owns advanced webhook endpoints (upstream 2.10) and their message/attempt log: DB.webhookEndpoints, DB.webhookMessages.
+// Owns advanced webhook endpoints (upstream 2.10) and their message/attempt log: DB.webhookEndpoints, DB.webhookMessages and its time index.
 import { randomBytes } from 'node:crypto';
 import type { Database, Key } from 'lmdb';
 import { randomId, type Secrets } from '../auth/secrets.js';
 import { invalidArgument, notFound } from '../errors.js';
-import type { WriteTx } from '../store/env.js';
-import type { Store } from '../store/env.js';
+import type { Store, WriteTx } from '../store/env.js';
 import { DB } from '../store/keys.js';
+import { TimeIndexed } from './time-index.js';
 
 export interface EndpointRecord {
   readonly id: string;
@@ -85,13 +85,26 @@ export function viewEndpoint(record: EndpointRecord): EndpointView {
 
 const ENDPOINT_NOT_FOUND = 'Advanced webhook endpoint not found.';
 
+/** What a message listing filters on, kept in its time-index row. */
+interface MessageSummary {
+  readonly status: MessageRecord['status'];
+}
+
 export class Endpoints {
   private readonly endpoints: Database<EndpointRecord, Key>;
-  private readonly messages: Database<MessageRecord, Key>;
+  /** Listed under [apiKey, endpointId], newest first by `createdAt`. */
+  private readonly messages: TimeIndexed<MessageRecord, MessageSummary>;
 
   constructor(private readonly store: Store, private readonly secrets: Secrets) {
     this.endpoints = store.records<EndpointRecord>(DB.webhookEndpoints);
-    this.messages = store.records<MessageRecord>(DB.webhookMessages);
+    this.messages = new TimeIndexed(store, {
+      records: DB.webhookMessages,
+      index: DB.webhookMessageTimes,
+      summarize: (message) => ({ status: message.status }),
+      // The record does not carry its API key: the stored key [apiKey, endpointId, messageId] does.
+      scopeOf: (_message, key) => [String((key as unknown[])[0]), String((key as unknown[])[1])],
+      timeOf: (message) => message.createdAt,
+    });
   }
 
   get(apiKey: string, endpointId: string): EndpointRecord | undefined {
@@ -150,10 +163,10 @@ export class Endpoints {
 
   /** Deletes the endpoint and its messages; its secret is gone with it, and its pending deliveries cancel when due. */
   async remove(apiKey: string, endpointId: string): Promise<void> {
-    await this.store.transaction(() => {
+    await this.store.transaction((tx) => {
       this.require(apiKey, endpointId);
       this.endpoints.removeSync([apiKey, endpointId]);
-      for (const key of this.messages.getKeys({ start: [apiKey, endpointId], end: [apiKey, endpointId, '\uffff'] })) this.messages.removeSync(key);
+      this.messages.removeScope(tx, [apiKey, endpointId]);
     });
   }
 
@@ -167,15 +180,21 @@ export class Endpoints {
   }
 
   message(apiKey: string, endpointId: string, messageId: string): MessageRecord | undefined {
-    return this.messages.get([apiKey, endpointId, messageId]);
+    return this.messages.get([apiKey, endpointId], messageId);
   }
 
-  putMessage(_tx: WriteTx, apiKey: string, message: MessageRecord): void {
-    this.messages.putSync([apiKey, message.endpointId, message.id], message);
+  putMessage(tx: WriteTx, apiKey: string, message: MessageRecord): void {
+    this.messages.put(tx, [apiKey, message.endpointId], message);
   }
 
-  listMessages(apiKey: string, endpointId: string): MessageRecord[] {
-    return Array.from(this.messages.getRange({ start: [apiKey, endpointId], end: [apiKey, endpointId, '\uffff'] }), ({ value }) => value);
+  /** The endpoint's newest `limit` messages (with `status`, if given), newest first: reads no further than that. */
+  listMessages(apiKey: string, endpointId: string, limit: number, status?: MessageRecord['status']): MessageRecord[] {
+    return this.messages.page([apiKey, endpointId], (summary) => status === undefined || summary.status === status, { pageSize: limit, order: 'desc' }).rows;
+  }
+
+  /** Indexes by time the messages written before schema 4, once. */
+  buildIndex(): Promise<number> {
+    return this.messages.build();
   }
 }
 

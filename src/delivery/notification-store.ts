@@ -4,7 +4,7 @@ import type { UserRef } from '../doc/annotations/model.js';
 import type { Store, WriteTx } from '../store/env.js';
 import { DB } from '../store/keys.js';
 import type { Page } from './paging.js';
-import { TimeIndexed, type PageOptions } from './time-index.js';
+import { TimeIndexed, type PageOptions, type Scope } from './time-index.js';
 
 export interface NotificationRecord {
   readonly id: string;
@@ -50,6 +50,10 @@ export interface NotificationSummary {
   readonly userIds: readonly string[];
 }
 
+function scopeOf(record: NotificationRecord): Scope {
+  return [record.metadata.apiKey, record.metadata.organizationId];
+}
+
 function summarize(record: NotificationRecord): NotificationSummary {
   return {
     documentId: record.metadata.documentId,
@@ -73,17 +77,17 @@ export class NotificationStore {
   private readonly prefs: Database<NotificationPrefs, Key>;
 
   constructor(private readonly store: Store) {
-    this.rows = new TimeIndexed(store, { records: DB.notifications, index: DB.notificationTimes }, summarize);
+    this.rows = new TimeIndexed(store, { records: DB.notifications, index: DB.notificationTimes, summarize, scopeOf, timeOf: (record) => record.timestamp });
     this.prefs = store.records<NotificationPrefs>(DB.notificationPrefs);
   }
 
   get(apiKey: string, organizationId: string, id: string): NotificationRecord | undefined {
-    return this.rows.get(apiKey, organizationId, id);
+    return this.rows.get([apiKey, organizationId], id);
   }
 
   /** Idempotent by id: a delivery retried after a crash writes the same row again. */
   put(tx: WriteTx, record: NotificationRecord): void {
-    this.rows.put(tx, record);
+    this.rows.put(tx, scopeOf(record), record);
   }
 
   add(record: NotificationRecord): Promise<void> {
@@ -92,13 +96,13 @@ export class NotificationStore {
 
   /** One page of the organization's notifications in time order (src/delivery/time-index.ts). */
   page(apiKey: string, filter: NotificationFilter, options: PageOptions): Page<NotificationRecord> {
-    return this.rows.page(apiKey, filter.organizationId, matcher(filter), options, filter.notificationIds);
+    return this.rows.page([apiKey, filter.organizationId], matcher(filter), options, filter.notificationIds);
   }
 
   /** Every matching notification of the organization, oldest first. */
   find(apiKey: string, filter: NotificationFilter): NotificationRecord[] {
     if (filter.notificationIds !== undefined) return this.page(apiKey, filter, { pageSize: filter.notificationIds.length, order: 'asc' }).rows;
-    return Array.from(this.rows.matching(apiKey, filter.organizationId, matcher(filter)));
+    return Array.from(this.rows.matching([apiKey, filter.organizationId], matcher(filter)));
   }
 
   /** Every notification of the API key, or of one organization: GDPR export and erase, document deletion. */
@@ -107,11 +111,11 @@ export class NotificationStore {
   }
 
   remove(tx: WriteTx, record: NotificationRecord): void {
-    this.rows.remove(tx, record);
+    this.rows.remove(tx, scopeOf(record), record);
   }
 
   removeOrganization(tx: WriteTx, apiKey: string, organizationId: string): number {
-    return this.rows.removeOrganization(tx, apiKey, organizationId);
+    return this.rows.removeScope(tx, [apiKey, organizationId]);
   }
 
   /** Indexes by time the notifications written before schema 4, once. */

@@ -103,10 +103,11 @@ export class Delivery {
     this.runner = new DeliveryRunner({ queue: this.queue, channels: { email, webhook, advancedWebhook: this.advanced, notification, account: this.account }, clock: this.clock, log: deliveryLog, ...(options.mayRun === undefined ? {} : { mayRun: options.mayRun }), ...(options.runnerIdleMs === undefined ? {} : { maxIdleMs: options.runnerIdleMs }) });
   }
 
-  /** Indexes by time the activity logs and notifications written before schema 4 (once; a no-op after). */
+  /** Indexes by time the activity logs, notifications and webhook messages written before schema 4 (once; a no-op after). */
   async buildIndexes(): Promise<void> {
     await this.activities.buildIndex();
     await this.notifications.buildIndex();
+    await this.endpoints.buildIndex();
   }
 
   start(): void {

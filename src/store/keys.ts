@@ -89,6 +89,8 @@ export const DB = {
   webhookEndpoints: 'webhook-endpoints',
   /** [apiKey, endpointId, messageId] -> MessageRecord with its attempts (Plait extension: messages/attempts/resend) */
   webhookMessages: 'webhook-messages',
+  /** [apiKey, endpointId, createdAt, messageId] -> {status}: the message log's time index; src/delivery/time-index.ts */
+  webhookMessageTimes: 'webhook-message-times',
   /** [apiKey, organizationId, notificationId] -> NotificationRecord */
   notifications: 'notifications',
   /** [apiKey, organizationId, timestamp, notificationId] -> what notification reads filter on; src/delivery/time-index.ts */
@@ -114,14 +116,14 @@ export const KEY_END = new Uint8Array([0xff]);
  * (docs/storage.md, "Encoding"), which builds stamped 1 read back as `Map`s, so they must refuse such a directory.
  * 3: comment threads are keyed by annotation number; a build stamped 2 would write a changed thread under its id
  * beside the numbered row, so it must refuse such a directory.
- * 4: activity logs and notifications have a time index beside them; a build stamped 3 would write records without
- * their index rows, so it must refuse such a directory.
+ * 4: activity logs, notifications and webhook messages have a time index beside them; a build stamped 3 would write
+ * records without their index rows, so it must refuse such a directory.
  */
 export const SCHEMA_VERSION = 4;
 
 /**
  * Older stamps this build reads as they are (and re-stamps): version 1's inline records still decode, and threads
- * keyed by annotation id (1 and 2) are read and move to their number with their next change, and the activity logs
- * and notifications of 1 to 3 are indexed by time once at start (src/delivery/time-index.ts).
+ * keyed by annotation id (1 and 2) are read and move to their number with their next change, and the activity logs,
+ * notifications and webhook messages of 1 to 3 are indexed by time once at start (src/delivery/time-index.ts).
  */
 export const READABLE_SCHEMA_VERSIONS: readonly number[] = [1, 2, 3];

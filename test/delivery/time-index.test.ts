@@ -1,5 +1,7 @@
 import t from 'tap';
+import { Secrets } from '../../src/auth/secrets.js';
 import { ActivityStore, type ActivityFilter, type ActivityRecord } from '../../src/delivery/activity-store.js';
+import { Endpoints, type MessageRecord } from '../../src/delivery/endpoints.js';
 import { NotificationStore, type NotificationRecord } from '../../src/delivery/notification-store.js';
 import { page } from '../../src/delivery/paging.js';
 import { TimeIndexed } from '../../src/delivery/time-index.js';
@@ -119,9 +121,16 @@ t.test('pages walked through the time index hold what sorting every matching rec
 t.test('a page reads only the records it returns, one more at most, however large the organization', async (t) => {
   const store = Store.open(t.testdir());
   t.teardown(() => store.close());
-  const rows = new TimeIndexed<ActivityRecord, { userId: string }>(store, { records: DB.activities, index: DB.activityTimes }, (r) => ({ userId: r.actionUser.userId }));
+  const rows = new TimeIndexed<ActivityRecord, { userId: string }>(store, {
+    records: DB.activities,
+    index: DB.activityTimes,
+    summarize: (r) => ({ userId: r.actionUser.userId }),
+    scopeOf: (r) => [r.metadata.apiKey, r.metadata.organizationId],
+    timeOf: (r) => r.timestamp,
+  });
+  const scope = [API, 'org-1'] as const;
   await store.transaction((tx) => {
-    for (let i = 0; i < 3000; i++) rows.put(tx, activity(`a${i}`, { documentId: 'd', userId: i % 100 === 0 ? 'rare' : 'common', timestamp: i }));
+    for (let i = 0; i < 3000; i++) rows.put(tx, scope, activity(`a${i}`, { documentId: 'd', userId: i % 100 === 0 ? 'rare' : 'common', timestamp: i }));
   });
   let reads = 0;
   const get = rows.get.bind(rows);
@@ -129,11 +138,11 @@ t.test('a page reads only the records it returns, one more at most, however larg
     reads++;
     return get(...args);
   };
-  const first = rows.page(API, 'org-1', () => true, { pageSize: 20 });
+  const first = rows.page(scope, () => true, { pageSize: 20 });
   t.same(first.rows.map((r) => r.timestamp), Array.from({ length: 20 }, (_, i) => 2999 - i), 'the newest 20');
   t.ok(reads <= 21, `read ${reads} records for a page of 20 out of 3000`);
   reads = 0;
-  const rare = rows.page(API, 'org-1', (s) => s.userId === 'rare', { pageSize: 5, order: 'asc' });
+  const rare = rows.page(scope, (s) => s.userId === 'rare', { pageSize: 5, order: 'asc' });
   t.same(rare.rows.map((r) => r.id), ['a0', 'a100', 'a200', 'a300', 'a400']);
   t.ok(reads <= 6, `a filter tested on the index rows read ${reads} records for a page of 5`);
   t.ok(rare.pageToken !== undefined, 'more rare rows follow');
@@ -204,6 +213,7 @@ t.test('records of a directory written before the index (schema 3) are indexed o
   await old.transaction(() => {
     for (let i = 0; i < 5; i++) old.records<ActivityRecord>(DB.activities).putSync([API, 'org-1', `a${i}`], activity(`a${i}`, { documentId: 'd', userId: 'u', timestamp: i }));
     old.records<NotificationRecord>(DB.notifications).putSync([API, 'org-1', 'n1'], notification('n1', { documentId: 'd', users: ['u'], timestamp: 1 }));
+    old.records<MessageRecord>(DB.webhookMessages).putSync([API, 'ep_1', 'msg_1'], { id: 'msg_1', endpointId: 'ep_1', eventType: 'x', eventId: 'e1', body: '{}', createdAt: 5, status: 'success', attempts: [], resends: 0 });
     old.records<number>(DB.meta).putSync('schemaVersion', 3);
   });
   await old.close();
@@ -215,7 +225,31 @@ t.test('records of a directory written before the index (schema 3) are indexed o
   t.same(activities.page(API, { organizationId: 'org-1' }, { pageSize: 10 }).rows, [], 'before the build, the index holds nothing');
   t.equal(await activities.buildIndex(), 5);
   t.equal(await notifications.buildIndex(), 1);
+  const endpoints = new Endpoints(store, Secrets.load(t.testdir(), undefined));
+  t.equal(await endpoints.buildIndex(), 1);
+  t.same(endpoints.listMessages(API, 'ep_1', 10, 'success').map((m) => m.id), ['msg_1'], 'a message is listed under the API key and endpoint of its stored key');
   t.same(activities.page(API, { organizationId: 'org-1' }, { pageSize: 10 }).rows.map((r) => r.id), ['a4', 'a3', 'a2', 'a1', 'a0']);
   t.same(notifications.page(API, { organizationId: 'org-1', userId: 'u' }, { pageSize: 10 }).rows.map((r) => r.id), ['n1']);
   t.equal(await activities.buildIndex(), 0, 'the second start builds nothing');
+});
+
+t.test('an endpoint’s message log lists its newest messages, by status, without reading the rest; deleting the endpoint takes the index', async (t) => {
+  const store = Store.open(t.testdir());
+  t.teardown(() => store.close());
+  const endpoints = new Endpoints(store, Secrets.load(t.testdir(), undefined));
+  const endpoint = await endpoints.create(API, { url: 'https://example.com/hook' }, 1);
+  const message = (i: number): MessageRecord => ({ id: `msg_${i}`, endpointId: endpoint.id, eventType: 'comment_annotation.add', eventId: `e${i}`, body: '{}', createdAt: 1_000 + i, status: 'pending', attempts: [], resends: 0 });
+  await store.transaction((tx) => {
+    for (let i = 0; i < 50; i++) endpoints.putMessage(tx, API, message(i));
+  });
+  // Messages settle in any order, each keeping the time it was first written.
+  await store.transaction((tx) => {
+    for (const i of [3, 47, 48]) endpoints.putMessage(tx, API, { ...message(i), status: 'fail' });
+    endpoints.putMessage(tx, API, { ...message(49), status: 'success' });
+  });
+  t.same(endpoints.listMessages(API, endpoint.id, 3).map((m) => [m.id, m.status]), [['msg_49', 'success'], ['msg_48', 'fail'], ['msg_47', 'fail']], 'newest first');
+  t.same(endpoints.listMessages(API, endpoint.id, 10, 'fail').map((m) => m.id), ['msg_48', 'msg_47', 'msg_3'], 'a status filter follows each message’s current status');
+  t.same(endpoints.listMessages(API, endpoint.id, 2, 'pending').map((m) => m.id), ['msg_46', 'msg_45']);
+  await endpoints.remove(API, endpoint.id);
+  t.same([DB.webhookMessages, DB.webhookMessageTimes].map((name) => Array.from(store.records<unknown>(name).getKeys()).length), [0, 0], 'the messages and their index rows went with the endpoint');
 });

@@ -70,10 +70,7 @@ export function webhookEndpointOperations(delivery: Delivery): Operation[] {
         requireEnabled(ctx.identity.apiKey);
         endpoints.require(ctx.identity.apiKey, input.endpointId);
         const messages = endpoints
-          .listMessages(ctx.identity.apiKey, input.endpointId)
-          .filter((m) => input.status === undefined || m.status === input.status)
-          .sort((a, b) => b.createdAt - a.createdAt)
-          .slice(0, input.limit ?? 50)
+          .listMessages(ctx.identity.apiKey, input.endpointId, input.limit ?? 50, input.status)
           .map((m) => ({ id: m.id, eventType: m.eventType, eventId: m.eventId, status: m.status, createdAt: new Date(m.createdAt).toISOString(), attempts: m.attempts.length, payload: JSON.parse(m.body) as unknown }));
         return ok('Advanced webhook messages retrieved successfully.', { messages });
       },
