@@ -51,6 +51,8 @@ export interface Config {
   readonly publicUrl: string | undefined;
   readonly emailVerificationGraceMs: number;
   readonly verificationLinkTtlMs: number;
+  /** How long an advanced webhook endpoint's settled messages (and their attempts) are kept; 0: forever. */
+  readonly webhookMessageRetentionMs: number;
   readonly loginLinkTtlMs: number;
   readonly userTokenLifetimeSeconds: number;
   readonly stopDrainMs: number;
@@ -198,6 +200,7 @@ const OPTIONS: readonly OptionSpec<keyof Config>[] = [
   { key: 'publicUrl', env: 'PUBLIC_URL', fallback: undefined, parse: baseUrl, doc: 'Base URL of this server as users reach it, for the links in emails; default `http://HOST:PORT`.' },
   { key: 'emailVerificationGraceMs', env: 'EMAIL_VERIFICATION_GRACE', fallback: 30 * 86_400_000, parse: duration(1000, true), doc: 'How long a new workspace\'s API keys work before the owner verifies the email address (`30d`, `12h`, …; `off`: never expire). The dev workspace is exempt.', shown: '30d' },
   { key: 'verificationLinkTtlMs', env: 'VERIFICATION_LINK_TTL', fallback: 7 * 86_400_000, parse: duration(1000, false), doc: 'Lifetime of the one-time link in the owner verification email.', shown: '7d' },
+  { key: 'webhookMessageRetentionMs', env: 'WEBHOOK_MESSAGE_RETENTION', fallback: 90 * 86_400_000, parse: duration(3_600_000, true), doc: 'How long an advanced webhook endpoint keeps a settled message (`success` or `fail`) and its attempts in its message log, counted from when the message was made (`90d`, `12h`, …; `off`: forever). Pending messages stay until they settle.', shown: '90d' },
   { key: 'loginLinkTtlMs', env: 'LOGIN_LINK_TTL', fallback: 15 * 60_000, parse: duration(1000, false), doc: 'Lifetime of the one-time sign-in link sent by Send Login Link.', shown: '15m' },
   { key: 'secretKey', env: 'SECRET_KEY', fallback: undefined, parse: optionalText, doc: 'Master key (hex or base64, at least 32 bytes) for secrets at rest; default: `DATA_DIR/server.key`, created on first start.' },
   { key: 'wsMaxPayloadBytes', env: 'WS_MAX_PAYLOAD_BYTES', fallback: 16 * MiB, parse: integer(1024, 256 * MiB), doc: 'Largest accepted WebSocket message.' },

@@ -192,6 +192,22 @@ export class Endpoints {
     return this.messages.page([apiKey, endpointId], (summary) => status === undefined || summary.status === status, { pageSize: limit, order: 'desc' }).rows;
   }
 
+  /**
+   * Removes settled messages (`success`, `fail`) created before `before`, with their attempts, across every endpoint,
+   * at most `limit` in one transaction; a pending message stays until it settles. Answers how many went.
+   */
+  pruneMessages(before: number, limit = 1000): Promise<number> {
+    return this.store.transaction((tx) => {
+      let removed = 0;
+      for (const key of this.endpoints.getKeys({})) {
+        if (removed >= limit) break;
+        const [apiKey, endpointId] = key as [string, string];
+        removed += this.messages.removeBefore(tx, [apiKey, endpointId], before, (summary) => summary.status !== 'pending', limit - removed);
+      }
+      return removed;
+    });
+  }
+
   /** Indexes by time the messages written before schema 4, once. */
   buildIndex(): Promise<number> {
     return this.messages.build();

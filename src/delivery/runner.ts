@@ -34,6 +34,8 @@ export interface RunnerOptions {
   readonly mayRun?: () => boolean;
   /** Longest sleep between looks at the queue (default DEFAULT_MAX_IDLE_MS); may be long where every enqueue wakes the runner. */
   readonly maxIdleMs?: number;
+  /** Trims the delivery logs past their retention (advanced webhook messages), on the job rows' pruning schedule: at most `limit` rows a call. */
+  readonly pruneLogs?: (now: number, limit: number) => Promise<number>;
 }
 
 /**
@@ -44,6 +46,8 @@ export const DEFAULT_MAX_IDLE_MS = 1_000;
 /** Finished job rows are kept this long (visible state, and replanning stays idempotent), then pruned. */
 export const KEEP_FINISHED_MS = 7 * 24 * 60 * 60 * 1000;
 const PRUNE_EVERY_MS = 60 * 60 * 1000;
+/** Rows one pruning transaction removes; a pass goes on, one transaction after another, until a batch comes back short. */
+const PRUNE_BATCH = 1000;
 
 export class DeliveryRunner {
   private readonly inFlight = new Map<string, Promise<void>>();
@@ -157,12 +161,36 @@ export class DeliveryRunner {
     const now = this.options.clock.now();
     if (now - this.lastPrune >= PRUNE_EVERY_MS && this.options.mayRun?.() !== false) {
       this.lastPrune = now;
-      this.options.queue.prune(now - KEEP_FINISHED_MS).catch((error: unknown) => this.options.log.error('pruning finished deliveries failed', { error }));
+      void this.prune(now);
     }
     // Attempts settle in the background; the next wake-up is set from what is left pending.
     void this.runDue().catch((error: unknown) => this.options.log.error('delivery runner failed', { error }));
     const next = this.options.queue.nextDue(new Set(this.inFlight.keys()));
     this.schedule(next === undefined ? this.maxIdleMs : next - this.options.clock.now());
+  }
+
+  /**
+   * One pruning pass (the runner's hourly wake-up runs it; tests call it): finished job rows past KEEP_FINISHED_MS and
+   * the delivery logs past their retention, each in batches of PRUNE_BATCH, one transaction each, until a batch comes
+   * back short. An hour's finished rows may be many more than one batch (a pass of one batch an hour fell behind any
+   * workspace delivering over 24,000 a day). A failed batch ends its pass, logged; the next pass tries again.
+   */
+  async prune(now: number): Promise<void> {
+    const pruneLogs = this.options.pruneLogs;
+    await Promise.all([
+      this.pruneBatches('finished deliveries', (limit) => this.options.queue.prune(now - KEEP_FINISHED_MS, limit)),
+      pruneLogs === undefined ? undefined : this.pruneBatches('delivery logs', (limit) => pruneLogs(now, limit)),
+    ]);
+  }
+
+  private async pruneBatches(what: string, batch: (limit: number) => Promise<number>): Promise<void> {
+    try {
+      while ((await batch(PRUNE_BATCH)) >= PRUNE_BATCH) {
+        // A full batch: more may be left.
+      }
+    } catch (error) {
+      this.options.log.error(`pruning ${what} failed`, { error });
+    }
   }
 
   private async run(job: DeliveryJob): Promise<void> {

@@ -24,7 +24,7 @@ import { DeliveryQueue } from './queue.js';
 import { DeliveryRunner } from './runner.js';
 
 export interface DeliveryOptions {
-  readonly config: Pick<Config, 'outboundAllowedNetworks' | 'smtpUrl' | 'emailFrom' | 'sendgridBaseUrl'>;
+  readonly config: Pick<Config, 'outboundAllowedNetworks' | 'smtpUrl' | 'emailFrom' | 'sendgridBaseUrl' | 'webhookMessageRetentionMs'>;
   readonly store: Store;
   readonly outbox: Outbox;
   readonly secrets: Secrets;
@@ -100,7 +100,16 @@ export class Delivery {
       activities: this.activities,
       now: () => this.clock.now(),
     });
-    this.runner = new DeliveryRunner({ queue: this.queue, channels: { email, webhook, advancedWebhook: this.advanced, notification, account: this.account }, clock: this.clock, log: deliveryLog, ...(options.mayRun === undefined ? {} : { mayRun: options.mayRun }), ...(options.runnerIdleMs === undefined ? {} : { maxIdleMs: options.runnerIdleMs }) });
+    const retentionMs = options.config.webhookMessageRetentionMs;
+    this.runner = new DeliveryRunner({
+      queue: this.queue,
+      channels: { email, webhook, advancedWebhook: this.advanced, notification, account: this.account },
+      clock: this.clock,
+      log: deliveryLog,
+      ...(options.mayRun === undefined ? {} : { mayRun: options.mayRun }),
+      ...(options.runnerIdleMs === undefined ? {} : { maxIdleMs: options.runnerIdleMs }),
+      ...(retentionMs === 0 ? {} : { pruneLogs: (now: number, limit: number) => this.endpoints.pruneMessages(now - retentionMs, limit) }),
+    });
   }
 
   /** Indexes by time the activity logs, notifications and webhook messages written before schema 4 (once; a no-op after). */

@@ -77,6 +77,22 @@ export class TimeIndexed<R extends { readonly id: string }, S> {
     return removed;
   }
 
+  /**
+   * Removes the scope's records older than `before` whose summary says `removable`, oldest first, at most `limit`;
+   * answers how many went. Reads only the index rows before `before`.
+   */
+  removeBefore(_tx: WriteTx, [apiKey, scope]: Scope, before: number, removable: (summary: S) => boolean, limit: number): number {
+    let removed = 0;
+    for (const { key, value } of Array.from(this.index.getRange({ start: [apiKey, scope], end: [apiKey, scope, before] }))) {
+      if (removed >= limit) break;
+      if (!removable(value)) continue;
+      this.records.removeSync([apiKey, scope, (key as [string, string, number, string])[3]]);
+      this.index.removeSync(key);
+      removed++;
+    }
+    return removed;
+  }
+
   /** Every record of the API key (all scopes), or of one scope, in key order: for scans that read every record anyway. */
   *all(apiKey: string, scope?: string): Generator<R> {
     for (const { value } of this.records.getRange(prefixRange(scope === undefined ? [apiKey] : [apiKey, scope]))) yield value;

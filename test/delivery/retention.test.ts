@@ -1,0 +1,71 @@
+// Tests the retention of advanced webhook messages (WEBHOOK_MESSAGE_RETENTION) and the runner's pruning passes, on a real store.
+import t from 'tap';
+import { Secrets } from '../../src/auth/secrets.js';
+import { ManualClock } from '../../src/delivery/clock.js';
+import { Endpoints, type MessageRecord } from '../../src/delivery/endpoints.js';
+import { DeliveryQueue, type ChannelName } from '../../src/delivery/queue.js';
+import { DeliveryRunner, type ChannelRunner } from '../../src/delivery/runner.js';
+import { createLogger, type Logger } from '../../src/log.js';
+import { Store } from '../../src/store/env.js';
+import { DB } from '../../src/store/keys.js';
+
+const API = 'key-1';
+const noJobs: ChannelRunner = { retryDelaysMs: [], attempt: async () => ({ ok: false, error: 'no job in this test', permanent: true }) };
+
+function message(endpointId: string, id: string, createdAt: number, status: MessageRecord['status']): MessageRecord {
+  return { id, endpointId, eventType: 'comment_annotation.add', eventId: `e-${id}`, body: '{}', createdAt, status, attempts: [], resends: 0 };
+}
+
+t.test('pruning removes settled messages made before the cut, with their index rows; pending and newer ones stay', async (t) => {
+  const store = Store.open(t.testdir());
+  t.teardown(() => store.close());
+  const endpoints = new Endpoints(store, Secrets.load(t.testdir(), undefined));
+  const first = await endpoints.create(API, { url: 'https://example.com/a' }, 1);
+  const second = await endpoints.create('key-2', { url: 'https://example.com/b' }, 1);
+  await store.transaction((tx) => {
+    endpoints.putMessage(tx, API, message(first.id, 'old-ok', 100, 'success'));
+    endpoints.putMessage(tx, API, message(first.id, 'old-failed', 101, 'fail'));
+    endpoints.putMessage(tx, API, message(first.id, 'old-pending', 102, 'pending'));
+    endpoints.putMessage(tx, API, message(first.id, 'new-ok', 5_000, 'success'));
+    endpoints.putMessage(tx, 'key-2', message(second.id, 'other-old', 100, 'success'));
+  });
+  t.equal(await endpoints.pruneMessages(1_000, 1), 1, 'at most the limit in one call');
+  t.equal(await endpoints.pruneMessages(1_000), 2, 'the rest of the old settled messages, on every endpoint');
+  t.equal(await endpoints.pruneMessages(1_000), 0, 'nothing more');
+  t.same(endpoints.listMessages(API, first.id, 10).map((m) => m.id), ['new-ok', 'old-pending']);
+  t.same(endpoints.listMessages('key-2', second.id, 10), []);
+  const rows = (name: typeof DB.webhookMessages | typeof DB.webhookMessageTimes): number => Array.from(store.records<unknown>(name).getKeys()).length;
+  t.same([rows(DB.webhookMessages), rows(DB.webhookMessageTimes)], [2, 2], 'no record without its index row, nor the other way');
+});
+
+t.test('the runner prunes in batches until one comes back short, or until one fails, which it logs', async (t) => {
+  const store = Store.open(t.testdir());
+  t.teardown(() => store.close());
+  const queue = new DeliveryQueue(store);
+  const channels: Record<ChannelName, ChannelRunner> = { email: noJobs, webhook: noJobs, advancedWebhook: noJobs, notification: noJobs, account: noJobs };
+  const clock = new ManualClock(10 * 86_400_000);
+  /** One pass of a runner whose log pruning answers `answers` in turn (an Error is thrown): its calls' limits, what it logged. */
+  const pass = async (answers: Array<number | Error>): Promise<{ limits: number[]; errors: string[] }> => {
+    const limits: number[] = [];
+    const errors: string[] = [];
+    const silent = createLogger('silent');
+    const log: Logger = { ...silent, child: () => log, error: (message) => void errors.push(message) };
+    const runner = new DeliveryRunner({
+      queue,
+      channels,
+      clock,
+      log,
+      pruneLogs: async (now, limit) => {
+        t.equal(now, clock.now(), 'the pass’s time');
+        limits.push(limit);
+        const answer = answers.shift();
+        if (answer instanceof Error) throw answer;
+        return answer ?? 0;
+      },
+    });
+    await runner.prune(clock.now());
+    return { limits, errors };
+  };
+  t.same(await pass([1000, 1000, 7]), { limits: [1000, 1000, 1000], errors: [] }, 'two full batches, then a short one ends the pass');
+  t.same(await pass([1000, new Error('disk full')]), { limits: [1000, 1000], errors: ['pruning delivery logs failed'] }, 'a failed batch ends the pass, logged');
+});
