@@ -83,7 +83,7 @@ export function allOperations(services: Services): Operation[] {
     ...folderOperations(services.directory),
     ...userGroupOperations(services.directory),
     ...userOperations(services.directory),
-    ...commentOperations(services.collab, { store: services.store, folderDocuments: folderDocumentsFrom(services.directory.documents) }),
+    ...commentOperations(services.collab, { store: services.store, folderDocuments: folderDocumentsFrom(services.directory.documents), scanCommitted: !services.store.replicated }),
     ...presenceOperations(services.collab),
     ...liveStateOperations(services.liveStates),
     ...recordingOperations(services.recordings),

@@ -311,6 +311,11 @@ export class Store {
     this.group.submit(new Grouped(change, this.replicating));
   }
 
+  /** Cluster mode: this store is a node's cache of the cluster's rows, which may lag other nodes' commits. */
+  get replicated(): boolean {
+    return this.replicating !== undefined;
+  }
+
   /** Resolves when every commit so far is fsynced to disk (survives power loss). */
   get flushed(): Promise<boolean> {
     return this.root.flushed;

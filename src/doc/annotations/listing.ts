@@ -32,6 +32,12 @@ export interface DocumentSource {
   readonly store: Store;
   /** Ids of the documents filed directly in the folder; throws NOT_FOUND for an unknown folder. */
   readonly folderDocuments: (apiKey: string, organizationId: string, folderId: string) => readonly string[];
+  /**
+   * One process: a listing that names no document reads the organization's committed threads straight from LMDB
+   * (`AnnotationState.scanCommitted`) instead of loading every document that has threads. Absent on a cluster node,
+   * whose store is a cache that may lag the documents' owners: each document is read through its owner there.
+   */
+  readonly scanCommitted?: boolean;
 }
 
 /** The directory's document listing, as far as folders need it (structurally tenant Documents.get). */
@@ -69,9 +75,18 @@ function documentsOf(source: DocumentSource, apiKey: string, input: ListInput): 
 export async function listAnnotations(docs: CollabDocuments, source: DocumentSource, apiKey: string, input: ListInput): Promise<Listing> {
   const refOf = (documentId: string): DocumentKey => ({ apiKey, organizationId: input.organizationId, documentId });
   const rows: Row[] = [];
-  for (const documentId of documentsOf(source, apiKey, input)) {
-    const records = await docs.read(refOf(documentId), (doc) => [...doc.annotations.all()].filter((record) => matches(record, input)));
-    for (const record of records) rows.push({ documentId, record });
+  if (source.scanCommitted === true && input.documentId === undefined && input.documentIds === undefined) {
+    // Every thread of the organization: one chunked scan of the committed rows, no document loaded. Every change a
+    // client was answered for has committed, so it is there.
+    const inFolder = input.folderId === undefined ? undefined : new Set(source.folderDocuments(apiKey, input.organizationId, input.folderId));
+    await AnnotationState.scanCommitted(source.store, apiKey, input.organizationId, (documentId, record) => {
+      if ((inFolder === undefined || inFolder.has(documentId)) && matches(record, input)) rows.push({ documentId, record });
+    });
+  } else {
+    for (const documentId of documentsOf(source, apiKey, input)) {
+      const records = await docs.read(refOf(documentId), (doc) => [...doc.annotations.all()].filter((record) => matches(record, input)));
+      for (const record of records) rows.push({ documentId, record });
+    }
   }
   const view = (row: Row): AnnotationView => annotationView(refOf(row.documentId), row.record);
 
