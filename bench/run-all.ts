@@ -7,7 +7,7 @@ import { writeResults, type ScriptRun } from './lib/results.js';
 import { textTable } from './lib/table.js';
 
 const USAGE = `node --import=tsx bench/run-all.ts [flags]   (npm run bench)
-  --only a,b     run only these steps: ${'fanout-50, fanout-500, fanout-docs, durability, memory, join, load, rest, delivery, cluster'}
+  --only a,b     run only these steps: ${'fanout-50, fanout-500, fanout-docs, durability, memory, join, load, rest, listing, delivery, cluster'}
   --quick        much smaller sizes (a smoke run of the harness, not figures to quote)
   --profile      profile the Plait server in the fan-out and REST steps (summaries on stderr)
 Every step is also a script of its own: see bench/README.md.`;
@@ -54,6 +54,7 @@ const STEPS: readonly Step[] = [
   { name: 'join', script: 'join.ts', args: [], quick: ['--bytes', '262144', '--joins', '2', '--rounds', '1', '--edits', '2'], profiles: true },
   { name: 'load', script: 'load.ts', args: [], quick: ['--small-docs', '3', '--large-docs', '1'], profiles: true },
   { name: 'rest', script: 'rest.ts', args: [], quick: ['--duration', '1', '--warmup', '0', '--floor-batches', '20'], profiles: true },
+  { name: 'listing', script: 'listing.ts', args: [], quick: ['--docs', '300', '--pages', '3'], profiles: false },
   { name: 'delivery', script: 'delivery.ts', args: [], quick: ['--events', '100', '--pending', '100', '--writes', '50', '--activities', '1000'], profiles: false },
   // Skipped, saying so, when nats-server is missing.
   { name: 'cluster', script: 'cluster.ts', args: [], quick: ['--docs', '8', '--readers', '2', '--seconds', '2', '--latency-docs', '4', '--latency-seconds', '2'], profiles: false },
