@@ -151,19 +151,22 @@ export class TimeIndexed<R extends { readonly id: string }, S> {
   /**
    * Indexes the records written before this index existed, once per data directory (marked in DB.meta, which is
    * node-local: each cluster node indexes its own cache, and the rows it writes replicate like any other, idempotently).
-   * Answers how many records it indexed.
+   * A directory that was fresh when opened holds nothing written before (a new cluster node's cache came from a stream
+   * whose writers index their rows): it is only marked. Answers how many records it indexed.
    */
   async build(): Promise<number> {
     const meta = this.store.records<unknown>(DB.meta);
     if (meta.get(this.builtKey) === true) return 0;
+    const fresh = this.store.foundSchemaVersion === undefined;
     return this.store.transaction(() => {
+      meta.putSync(this.builtKey, true);
+      if (fresh) return 0;
       let indexed = 0;
       for (const { key, value } of this.records.getRange({})) {
         const [apiKey, scope] = this.options.scopeOf(value, key);
         this.index.putSync([apiKey, scope, this.timeOf(value), value.id], this.summarize(value));
         indexed++;
       }
-      meta.putSync(this.builtKey, true);
       return indexed;
     });
   }

@@ -118,9 +118,17 @@ export class Store {
     if (marker !== undefined && marker.dirty !== true) meta.putSync(CLUSTER_CACHE_KEY, { ...marker, dirty: true });
   }
 
+  private foundVersion: number | undefined;
+
+  /** The schema version the directory was stamped with when this process opened it; undefined: a fresh directory. */
+  get foundSchemaVersion(): number | undefined {
+    return this.foundVersion;
+  }
+
   private checkSchema(): void {
     const meta = this.records<unknown>(DB.meta);
     const stamped = meta.get('schemaVersion');
+    this.foundVersion = typeof stamped === 'number' ? stamped : undefined;
     if (stamped === undefined || (typeof stamped === 'number' && READABLE_SCHEMA_VERSIONS.includes(stamped))) {
       meta.putSync('schemaVersion', SCHEMA_VERSION);
       return;

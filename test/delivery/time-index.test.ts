@@ -233,6 +233,17 @@ t.test('records of a directory written before the index (schema 3) are indexed o
   t.equal(await activities.buildIndex(), 0, 'the second start builds nothing');
 });
 
+t.test('a directory that was fresh when opened is only marked: everything in it was written with its index rows', async (t) => {
+  const store = Store.open(t.testdir());
+  t.teardown(() => store.close());
+  t.equal(store.foundSchemaVersion, undefined, 'a fresh directory');
+  const activities = new ActivityStore(store);
+  await activities.addAll([activity('a', { documentId: 'd', userId: 'u', timestamp: 1 })]);
+  t.equal(await activities.buildIndex(), 0, 'nothing scanned');
+  t.equal(store.records<unknown>(DB.meta).get('timeIndexBuilt:activity-times'), true, 'and marked');
+  t.same(activities.page(API, { organizationId: 'org-1' }, { pageSize: 10 }).rows.map((r) => r.id), ['a']);
+});
+
 t.test('an endpoint’s message log lists its newest messages, by status, without reading the rest; deleting the endpoint takes the index', async (t) => {
   const store = Store.open(t.testdir());
   t.teardown(() => store.close());
