@@ -1,4 +1,4 @@
-// Owns the durable timer queue of deliveries (DB.deliveryJobs + DB.deliveryDue): enqueue in a caller's transaction, take due jobs, settle.
+// Owns the durable timer queue of deliveries (DB.deliveryJobs + DB.deliveryDue + DB.deliveryFinished): enqueue in a caller's transaction, take due jobs, settle, prune.
 import type { Database, Key } from 'lmdb';
 import type { WriteTx } from '../store/env.js';
 import type { Store } from '../store/env.js';
@@ -43,9 +43,13 @@ export type Settlement =
   /** Not an attempt: the job waits (rate limit) and keeps its attempt count. */
   | { readonly kind: 'postpone'; readonly at: number };
 
+const FINISHED_INDEX_BUILT = 'finishedIndexBuilt';
+
 export class DeliveryQueue {
   private readonly jobs: Database<DeliveryJob, Key>;
   private readonly dueIndex: Database<string, Key>;
+  /** [updatedAt, jobId] of every finished job: pruning reads only the rows it removes. */
+  private readonly finishedIndex: Database<null, Key>;
   private readonly listeners = new Set<() => void>();
   /** Counts job writes (enqueue, replace, remove): a caller compares it before and after to know whether it wrote any. */
   private writes = 0;
@@ -53,6 +57,7 @@ export class DeliveryQueue {
   constructor(private readonly store: Store) {
     this.jobs = store.records<DeliveryJob>(DB.deliveryJobs);
     this.dueIndex = store.records<string>(DB.deliveryDue);
+    this.finishedIndex = store.records<null>(DB.deliveryFinished);
   }
 
   /** Called after a transaction that enqueued commits, so the runner wakes for an earlier due time. */
@@ -86,17 +91,24 @@ export class DeliveryQueue {
   /** Rewrites a pending job (a batch gaining an item, or moving its due time). */
   replace(_tx: WriteTx, job: DeliveryJob): void {
     const previous = this.jobs.get(job.id);
-    if (previous !== undefined && previous.state === 'pending') this.dueIndex.removeSync([previous.due, previous.id]);
+    if (previous !== undefined) this.unindex(previous);
     this.jobs.putSync(job.id, job);
     if (job.state === 'pending') this.dueIndex.putSync([job.due, job.id], job.target);
+    else this.finishedIndex.putSync([job.updatedAt, job.id], null);
     this.writes++;
+  }
+
+  /** Drops the index row a stored job has: its due time while pending, its finishing time once finished. */
+  private unindex(job: DeliveryJob): void {
+    if (job.state === 'pending') this.dueIndex.removeSync([job.due, job.id]);
+    else this.finishedIndex.removeSync([job.updatedAt, job.id]);
   }
 
   /** Removes a job row (batches, once flushed, free their id for the next window). */
   remove(_tx: WriteTx, id: string): void {
     const previous = this.jobs.get(id);
     if (previous === undefined) return;
-    if (previous.state === 'pending') this.dueIndex.removeSync([previous.due, previous.id]);
+    this.unindex(previous);
     this.jobs.removeSync(id);
     this.writes++;
   }
@@ -191,20 +203,41 @@ export class DeliveryQueue {
   }
 
   /**
-   * Deletes finished rows (delivered, failed, cancelled) last touched before `before`. They must outlive the
-   * outbox lease: a row deleted while its event could still be replanned would let that event enqueue again.
+   * Deletes finished rows (delivered, failed, cancelled) last touched before `before`, oldest first, at most `limit`,
+   * through the finished index: it reads only what it removes. They must outlive the outbox lease: a row deleted while
+   * its event could still be replanned would let that event enqueue again.
    */
   prune(before: number, limit = 1000): Promise<number> {
     return this.store.transaction(() => {
       let removed = 0;
-      for (const { key, value } of this.jobs.getRange({})) {
+      for (const key of Array.from(this.finishedIndex.getKeys({ start: [0], end: [before] }))) {
         if (removed >= limit) break;
-        if (value.state !== 'pending' && value.updatedAt < before) {
-          this.jobs.removeSync(key);
-          removed++;
-        }
+        this.jobs.removeSync((key as [number, string])[1]);
+        this.finishedIndex.removeSync(key);
+        removed++;
       }
       return removed;
+    });
+  }
+
+  /**
+   * Indexes the finished rows written before the finished index existed (schema 3 and older), once per data directory
+   * (marked in DB.meta); a directory that was fresh when opened is only marked. Answers how many it indexed.
+   */
+  async buildFinishedIndex(): Promise<number> {
+    const meta = this.store.records<unknown>(DB.meta);
+    if (meta.get(FINISHED_INDEX_BUILT) === true) return 0;
+    const fresh = this.store.foundSchemaVersion === undefined;
+    return this.store.transaction(() => {
+      meta.putSync(FINISHED_INDEX_BUILT, true);
+      if (fresh) return 0;
+      let indexed = 0;
+      for (const { value } of this.jobs.getRange({})) {
+        if (value.state === 'pending') continue;
+        this.finishedIndex.putSync([value.updatedAt, value.id], null);
+        indexed++;
+      }
+      return indexed;
     });
   }
 

@@ -112,11 +112,12 @@ export class Delivery {
     });
   }
 
-  /** Indexes by time the activity logs, notifications and webhook messages written before schema 4 (once; a no-op after). */
+  /** Indexes by time the activity logs, notifications, webhook messages and finished jobs written before schema 4 (once; a no-op after). */
   async buildIndexes(): Promise<void> {
     await this.activities.buildIndex();
     await this.notifications.buildIndex();
     await this.endpoints.buildIndex();
+    await this.queue.buildFinishedIndex();
   }
 
   start(): void {

@@ -85,6 +85,8 @@ export const DB = {
   deliveryJobs: 'delivery-jobs',
   /** [dueMs, jobId] -> null, for every pending job: the timer queue's index */
   deliveryDue: 'delivery-due',
+  /** [updatedAt, jobId] -> null, for every finished job: pruning's index */
+  deliveryFinished: 'delivery-finished',
   /** [apiKey, endpointId] -> EndpointRecord (advanced webhook endpoints, secret sealed) */
   webhookEndpoints: 'webhook-endpoints',
   /** [apiKey, endpointId, messageId] -> MessageRecord with its attempts (Plait extension: messages/attempts/resend) */
@@ -116,8 +118,8 @@ export const KEY_END = new Uint8Array([0xff]);
  * (docs/storage.md, "Encoding"), which builds stamped 1 read back as `Map`s, so they must refuse such a directory.
  * 3: comment threads are keyed by annotation number; a build stamped 2 would write a changed thread under its id
  * beside the numbered row, so it must refuse such a directory.
- * 4: activity logs, notifications and webhook messages have a time index beside them; a build stamped 3 would write
- * records without their index rows, so it must refuse such a directory.
+ * 4: activity logs, notifications and webhook messages have a time index beside them, and finished delivery jobs an
+ * index by finishing time; a build stamped 3 would write rows without their index rows, so it must refuse such a directory.
  */
 export const SCHEMA_VERSION = 4;
 

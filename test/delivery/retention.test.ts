@@ -3,7 +3,7 @@ import t from 'tap';
 import { Secrets } from '../../src/auth/secrets.js';
 import { ManualClock } from '../../src/delivery/clock.js';
 import { Endpoints, type MessageRecord } from '../../src/delivery/endpoints.js';
-import { DeliveryQueue, type ChannelName } from '../../src/delivery/queue.js';
+import { DeliveryQueue, type ChannelName, type DeliveryJob } from '../../src/delivery/queue.js';
 import { DeliveryRunner, type ChannelRunner } from '../../src/delivery/runner.js';
 import { createLogger, type Logger } from '../../src/log.js';
 import { Store } from '../../src/store/env.js';
@@ -68,4 +68,49 @@ t.test('the runner prunes in batches until one comes back short, or until one fa
   };
   t.same(await pass([1000, 1000, 7]), { limits: [1000, 1000, 1000], errors: [] }, 'two full batches, then a short one ends the pass');
   t.same(await pass([1000, new Error('disk full')]), { limits: [1000, 1000], errors: ['pruning delivery logs failed'] }, 'a failed batch ends the pass, logged');
+});
+
+t.test('finished jobs are pruned through their finishing time: pending ones and newer ones stay, a re-finished job moves', async (t) => {
+  const store = Store.open(t.testdir());
+  t.teardown(() => store.close());
+  const queue = new DeliveryQueue(store);
+  const job = (id: string): Omit<DeliveryJob, 'state' | 'attempt' | 'updatedAt'> => ({ id, channel: 'webhook', apiKey: API, target: 't', due: 0, createdAt: 0, payload: {} });
+  await store.transaction((tx) => {
+    for (const id of ['a', 'b', 'c', 'd', 'e']) queue.enqueue(tx, job(id));
+  });
+  const finish = (id: string, state: 'delivered' | 'failed' | 'cancelled', at: number): Promise<void> =>
+    store.transaction((tx) => queue.replace(tx, { ...(queue.get(id) as DeliveryJob), state, updatedAt: at }));
+  await finish('a', 'delivered', 100);
+  await finish('b', 'failed', 200);
+  await finish('c', 'cancelled', 5_000);
+  await finish('d', 'delivered', 150);
+  // `d` finished again later (a resend): only its latest finishing time counts.
+  await finish('d', 'delivered', 6_000);
+  t.equal(await queue.prune(1_000, 1), 1, 'at most the limit');
+  t.equal(await queue.prune(1_000), 1);
+  t.equal(await queue.prune(1_000), 0, 'nothing else finished before the cut');
+  t.same(queue.counts(), { pending: 1, delivered: 1, failed: 0, cancelled: 1 }, 'e pending, c and d finished after the cut');
+  t.same(queue.list().map((j) => j.id).sort(), ['c', 'd', 'e']);
+  t.equal(await queue.prune(10_000), 2, 'later cuts take the rest of the finished ones');
+  t.same(Array.from(store.records<unknown>(DB.deliveryFinished).getKeys()), [], 'no index row left behind');
+});
+
+t.test('finished jobs of a directory written before their index (schema 3) are indexed once at start', async (t) => {
+  const dir = t.testdir();
+  const old = Store.open(dir);
+  await old.transaction(() => {
+    const jobs = old.records<DeliveryJob>(DB.deliveryJobs);
+    jobs.putSync('old', { id: 'old', channel: 'webhook', apiKey: API, target: 't', due: 0, attempt: 1, state: 'delivered', createdAt: 0, updatedAt: 10, payload: {} });
+    jobs.putSync('live', { id: 'live', channel: 'webhook', apiKey: API, target: 't', due: 0, attempt: 0, state: 'pending', createdAt: 0, updatedAt: 0, payload: {} });
+    old.records<number>(DB.meta).putSync('schemaVersion', 3);
+  });
+  await old.close();
+  const store = Store.open(dir);
+  t.teardown(() => store.close());
+  const queue = new DeliveryQueue(store);
+  t.equal(await queue.prune(1_000), 0, 'before the build, the index knows nothing');
+  t.equal(await queue.buildFinishedIndex(), 1, 'the finished row, not the pending one');
+  t.equal(await queue.buildFinishedIndex(), 0, 'once');
+  t.equal(await queue.prune(1_000), 1);
+  t.same(queue.list().map((j) => j.id), ['live']);
 });
