@@ -1,9 +1,8 @@
 // Owns activity-log records: DB.activities and their time index (spec 2.12, upstream 2.19), with the immutability rule.
 import type { UserRef } from '../doc/annotations/model.js';
-import type { Store, WriteTx } from '../store/env.js';
+import type { Store } from '../store/env.js';
 import { DB } from '../store/keys.js';
-import type { Page } from './paging.js';
-import { TimeIndexed, type PageOptions, type Scope } from './time-index.js';
+import { OrganizationRecords } from './organization-records.js';
 
 export type FeatureType = 'comment' | 'reaction' | 'recorder' | 'crdt' | 'custom';
 
@@ -49,10 +48,6 @@ export interface ActivitySummary {
   readonly userId: string;
 }
 
-function scopeOf(record: ActivityRecord): Scope {
-  return [record.metadata.apiKey, record.metadata.organizationId];
-}
-
 function summarize(record: ActivityRecord): ActivitySummary {
   return {
     documentId: record.metadata.documentId,
@@ -73,19 +68,9 @@ function matcher(filter: ActivityFilter): (summary: ActivitySummary) => boolean 
     (filter.userId === undefined || s.userId === filter.userId);
 }
 
-export class ActivityStore {
-  private readonly rows: TimeIndexed<ActivityRecord, ActivitySummary>;
-
-  constructor(private readonly store: Store) {
-    this.rows = new TimeIndexed(store, { records: DB.activities, index: DB.activityTimes, summarize, scopeOf, timeOf: (record) => record.timestamp });
-  }
-
-  get(apiKey: string, organizationId: string, id: string): ActivityRecord | undefined {
-    return this.rows.get([apiKey, organizationId], id);
-  }
-
-  put(tx: WriteTx, record: ActivityRecord): void {
-    this.rows.put(tx, scopeOf(record), record);
+export class ActivityStore extends OrganizationRecords<ActivityRecord, ActivitySummary, ActivityFilter> {
+  constructor(store: Store) {
+    super(store, { records: DB.activities, index: DB.activityTimes }, summarize, { matcher, ids: (filter) => filter.activityIds });
   }
 
   /** All or nothing: an immutable id among them refuses the whole add (returned), nothing written. */
@@ -97,35 +82,6 @@ export class ActivityStore {
       for (const record of records) this.put(tx, record);
       return undefined;
     });
-  }
-
-  /** One page of the organization's activities in time order (src/delivery/time-index.ts). */
-  page(apiKey: string, filter: ActivityFilter, options: PageOptions): Page<ActivityRecord> {
-    return this.rows.page([apiKey, filter.organizationId], matcher(filter), options, filter.activityIds);
-  }
-
-  /** Every matching activity of the organization, oldest first. */
-  find(apiKey: string, filter: ActivityFilter): ActivityRecord[] {
-    if (filter.activityIds !== undefined) return this.page(apiKey, filter, { pageSize: filter.activityIds.length, order: 'asc' }).rows;
-    return Array.from(this.rows.matching([apiKey, filter.organizationId], matcher(filter)));
-  }
-
-  /** Every activity of the API key, or of one organization: GDPR export and erase, document deletion. */
-  all(apiKey: string, organizationId?: string): Iterable<ActivityRecord> {
-    return this.rows.all(apiKey, organizationId);
-  }
-
-  remove(tx: WriteTx, record: ActivityRecord): void {
-    this.rows.remove(tx, scopeOf(record), record);
-  }
-
-  removeOrganization(tx: WriteTx, apiKey: string, organizationId: string): number {
-    return this.rows.removeScope(tx, [apiKey, organizationId]);
-  }
-
-  /** Indexes by time the activities written before schema 4, once. */
-  buildIndex(): Promise<number> {
-    return this.rows.build();
   }
 
   async updateEach(apiKey: string, organizationId: string, changes: ReadonlyArray<{ id: string; fields: Partial<ActivityRecord> }>): Promise<Record<string, ItemOutcome>> {

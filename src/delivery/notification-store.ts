@@ -1,10 +1,9 @@
 // Owns in-app notifications, their time index and per-user channel preferences: DB.notifications, DB.notificationPrefs (upstream 2.18, spec 2.11).
 import type { Database, Key } from 'lmdb';
 import type { UserRef } from '../doc/annotations/model.js';
-import type { Store, WriteTx } from '../store/env.js';
+import type { Store } from '../store/env.js';
 import { DB } from '../store/keys.js';
-import type { Page } from './paging.js';
-import { TimeIndexed, type PageOptions, type Scope } from './time-index.js';
+import { OrganizationRecords } from './organization-records.js';
 
 export interface NotificationRecord {
   readonly id: string;
@@ -50,10 +49,6 @@ export interface NotificationSummary {
   readonly userIds: readonly string[];
 }
 
-function scopeOf(record: NotificationRecord): Scope {
-  return [record.metadata.apiKey, record.metadata.organizationId];
-}
-
 function summarize(record: NotificationRecord): NotificationSummary {
   return {
     documentId: record.metadata.documentId,
@@ -72,55 +67,16 @@ function matcher(filter: NotificationFilter): (summary: NotificationSummary) => 
     (userId === undefined || s.notifyAll || s.userIds.includes(userId));
 }
 
-export class NotificationStore {
-  private readonly rows: TimeIndexed<NotificationRecord, NotificationSummary>;
+export class NotificationStore extends OrganizationRecords<NotificationRecord, NotificationSummary, NotificationFilter> {
   private readonly prefs: Database<NotificationPrefs, Key>;
 
-  constructor(private readonly store: Store) {
-    this.rows = new TimeIndexed(store, { records: DB.notifications, index: DB.notificationTimes, summarize, scopeOf, timeOf: (record) => record.timestamp });
+  constructor(store: Store) {
+    super(store, { records: DB.notifications, index: DB.notificationTimes }, summarize, { matcher, ids: (filter) => filter.notificationIds });
     this.prefs = store.records<NotificationPrefs>(DB.notificationPrefs);
-  }
-
-  get(apiKey: string, organizationId: string, id: string): NotificationRecord | undefined {
-    return this.rows.get([apiKey, organizationId], id);
-  }
-
-  /** Idempotent by id: a delivery retried after a crash writes the same row again. */
-  put(tx: WriteTx, record: NotificationRecord): void {
-    this.rows.put(tx, scopeOf(record), record);
   }
 
   add(record: NotificationRecord): Promise<void> {
     return this.store.transaction((tx) => this.put(tx, record));
-  }
-
-  /** One page of the organization's notifications in time order (src/delivery/time-index.ts). */
-  page(apiKey: string, filter: NotificationFilter, options: PageOptions): Page<NotificationRecord> {
-    return this.rows.page([apiKey, filter.organizationId], matcher(filter), options, filter.notificationIds);
-  }
-
-  /** Every matching notification of the organization, oldest first. */
-  find(apiKey: string, filter: NotificationFilter): NotificationRecord[] {
-    if (filter.notificationIds !== undefined) return this.page(apiKey, filter, { pageSize: filter.notificationIds.length, order: 'asc' }).rows;
-    return Array.from(this.rows.matching([apiKey, filter.organizationId], matcher(filter)));
-  }
-
-  /** Every notification of the API key, or of one organization: GDPR export and erase, document deletion. */
-  all(apiKey: string, organizationId?: string): Iterable<NotificationRecord> {
-    return this.rows.all(apiKey, organizationId);
-  }
-
-  remove(tx: WriteTx, record: NotificationRecord): void {
-    this.rows.remove(tx, scopeOf(record), record);
-  }
-
-  removeOrganization(tx: WriteTx, apiKey: string, organizationId: string): number {
-    return this.rows.removeScope(tx, [apiKey, organizationId]);
-  }
-
-  /** Indexes by time the notifications written before schema 4, once. */
-  buildIndex(): Promise<number> {
-    return this.rows.build();
   }
 
   /** Applies `change` to each id in one transaction; per-id whether it existed. */

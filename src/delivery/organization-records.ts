@@ -1,0 +1,75 @@
+// Owns what the organization-scoped record stores share (activity logs, notifications): reads and writes through their time index.
+import type { Store, WriteTx } from '../store/env.js';
+import type { DbName } from '../store/keys.js';
+import type { Page } from './paging.js';
+import { TimeIndexed, type PageOptions, type Scope } from './time-index.js';
+
+/** A record listed under its organization by its `timestamp`. */
+export interface OrganizationRecord {
+  readonly id: string;
+  readonly timestamp: number;
+  readonly metadata: { readonly apiKey: string; readonly organizationId: string };
+}
+
+/** How a store's filter reads: the test on an index row's summary, and the ids it names (read by id, not walked). */
+export interface FilterReading<F, S> {
+  readonly matcher: (filter: F) => (summary: S) => boolean;
+  readonly ids: (filter: F) => readonly string[] | undefined;
+}
+
+function scopeOf(record: OrganizationRecord): Scope {
+  return [record.metadata.apiKey, record.metadata.organizationId];
+}
+
+/** Records of an organization, each with its time-index row; the stores add their own rules on top. */
+export class OrganizationRecords<R extends OrganizationRecord, S, F extends { readonly organizationId: string }> {
+  private readonly rows: TimeIndexed<R, S>;
+
+  constructor(
+    protected readonly store: Store,
+    names: { readonly records: DbName; readonly index: DbName },
+    summarize: (record: R) => S,
+    private readonly filters: FilterReading<F, S>,
+  ) {
+    this.rows = new TimeIndexed(store, { ...names, summarize, scopeOf, timeOf: (record) => record.timestamp });
+  }
+
+  get(apiKey: string, organizationId: string, id: string): R | undefined {
+    return this.rows.get([apiKey, organizationId], id);
+  }
+
+  /** Idempotent by id: the same record written again (a delivery retried after a crash) leaves one row and one index row. */
+  put(tx: WriteTx, record: R): void {
+    this.rows.put(tx, scopeOf(record), record);
+  }
+
+  remove(tx: WriteTx, record: R): void {
+    this.rows.remove(tx, scopeOf(record), record);
+  }
+
+  /** One page of the organization's records in time order (src/delivery/time-index.ts). */
+  page(apiKey: string, filter: F, options: PageOptions): Page<R> {
+    return this.rows.page([apiKey, filter.organizationId], this.filters.matcher(filter), options, this.filters.ids(filter));
+  }
+
+  /** Every matching record of the organization, oldest first. */
+  find(apiKey: string, filter: F): R[] {
+    const ids = this.filters.ids(filter);
+    if (ids !== undefined) return this.page(apiKey, filter, { pageSize: ids.length, order: 'asc' }).rows;
+    return Array.from(this.rows.matching([apiKey, filter.organizationId], this.filters.matcher(filter)));
+  }
+
+  /** Every record of the API key, or of one organization: GDPR export and erase, document deletion. */
+  all(apiKey: string, organizationId?: string): Iterable<R> {
+    return this.rows.all(apiKey, organizationId);
+  }
+
+  removeOrganization(tx: WriteTx, apiKey: string, organizationId: string): number {
+    return this.rows.removeScope(tx, [apiKey, organizationId]);
+  }
+
+  /** Indexes by time the records written before schema 4, once. */
+  buildIndex(): Promise<number> {
+    return this.rows.build();
+  }
+}
