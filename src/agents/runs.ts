@@ -5,7 +5,7 @@ import type { CollabDocuments } from '../doc/collab-state.js';
 import { AppError, failedPrecondition, invalidArgument, notFound } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Store } from '../store/env.js';
-import { DB } from '../store/keys.js';
+import { DB, KEY_END } from '../store/keys.js';
 import { NotOwnerError } from '../doc/ownership.js';
 import type { AgentDefinitions } from './definitions.js';
 import { stageOn } from './model.js';
@@ -60,8 +60,15 @@ const byId = (apiKey: string, id: string): Key => [apiKey, '#', id];
 const RUNNING = 0;
 const runningKey = (id: string): Key => [RUNNING, id];
 type RunningEntry = readonly [apiKey: string, createdAt: number];
-type Row = ExecutionRecord | number | RunningEntry;
-const isRecord = (value: Row | undefined): value is ExecutionRecord => typeof value === 'object' && !Array.isArray(value);
+/**
+ * [apiKey, '%', agentId, status, createdAt, executionId] -> null for every run: `count` counts keys per agent and
+ * status instead of decoding every run record (results included). A string second, so no list range meets them.
+ */
+const byStatus = (apiKey: string, record: Pick<ExecutionRecord, 'agentId' | 'status' | 'createdAt' | 'executionId'>): Key => [apiKey, '%', record.agentId, record.status, record.createdAt, record.executionId];
+const STATUSES = ['running', 'completed', 'failed', 'cancelled'] as const;
+const STATUS_INDEX_BUILT = 'runStatusIndexBuilt';
+type Row = ExecutionRecord | number | RunningEntry | null;
+const isRecord = (value: Row | undefined): value is ExecutionRecord => typeof value === 'object' && value !== null && !Array.isArray(value);
 
 export class AgentRuns {
   private readonly db: Database<Row, Key>;
@@ -113,13 +120,12 @@ export class AgentRuns {
     if (stale.length === 0) return 0;
     let count = 0;
     await this.deps.store.transaction(() => {
-      for (const { key, executionId } of stale) {
+      for (const { key } of stale) {
         const value = this.db.get(key);
         // Read again inside the transaction: it may have finished meanwhile.
         if (!isRecord(value) || value.status !== 'running') continue;
         if (value.node === self && this.mine.has(value.executionId)) continue;
-        this.db.putSync(key, { ...value, status: 'failed', completedAt: this.now(), error: { code: 'INTERRUPTED', message: 'the server running it stopped during the run' } });
-        this.db.removeSync(runningKey(executionId));
+        this.settle(apiKeyOf(key, value), value, { ...value, status: 'failed', completedAt: this.now(), error: { code: 'INTERRUPTED', message: 'the server running it stopped during the run' } });
         count++;
       }
     });
@@ -156,6 +162,7 @@ export class AgentRuns {
         this.db.putSync(byTime(apiKey, createdAt, executionId), record);
         this.db.putSync(byId(apiKey, executionId), createdAt);
         this.db.putSync(runningKey(executionId), [apiKey, createdAt]);
+        this.db.putSync(byStatus(apiKey, record), null);
       });
       await this.deps.definitions.countRun(apiKey, input.agentId, createdAt);
     } catch (error) {
@@ -206,10 +213,15 @@ export class AgentRuns {
   }
 
   private async finish(apiKey: string, record: ExecutionRecord, outcome: Pick<ExecutionRecord, 'status' | 'error' | 'summary'> & Partial<ExecutionRecord>): Promise<void> {
-    await this.deps.store.transaction(() => {
-      this.db.putSync(byTime(apiKey, record.createdAt, record.executionId), { ...record, ...outcome, completedAt: this.now() });
-      this.db.removeSync(runningKey(record.executionId));
-    });
+    await this.deps.store.transaction(() => this.settle(apiKey, record, { ...record, ...outcome, completedAt: this.now() }));
+  }
+
+  /** Inside a transaction: a running run's final record, its status key moved, its running entry gone. */
+  private settle(apiKey: string, running: ExecutionRecord, settled: ExecutionRecord): void {
+    this.db.putSync(byTime(apiKey, running.createdAt, running.executionId), settled);
+    this.db.removeSync(runningKey(running.executionId));
+    this.db.removeSync(byStatus(apiKey, running));
+    this.db.putSync(byStatus(apiKey, settled), null);
   }
 
   private record(apiKey: string, executionId: string): ExecutionRecord {
@@ -265,17 +277,55 @@ export class AgentRuns {
     return more && last !== undefined ? { executions, pageToken: encodeToken(last.createdAt, last.executionId) } : { executions };
   }
 
+  /** Runs by status and by agent, counted on the status keys (no run record is read). */
   count(apiKey: string, agentId: string | undefined): { total: number; byStatus: Record<string, number>; byAgent: Record<string, number> } {
-    const byStatus: Record<string, number> = { running: 0, completed: 0, failed: 0, cancelled: 0 };
+    const byStatusCount: Record<string, number> = { running: 0, completed: 0, failed: 0, cancelled: 0 };
     const byAgent: Record<string, number> = {};
     let total = 0;
-    for (const { value } of this.db.getRange({ start: [apiKey, 0], end: [apiKey, Number.MAX_SAFE_INTEGER] })) {
-      if (!isRecord(value) || (agentId !== undefined && value.agentId !== agentId)) continue;
-      total++;
-      byStatus[value.status] = (byStatus[value.status] ?? 0) + 1;
-      byAgent[value.agentId] = (byAgent[value.agentId] ?? 0) + 1;
+    for (const agent of agentId === undefined ? this.agentsWithRuns(apiKey) : [agentId]) {
+      for (const status of STATUSES) {
+        const n = this.db.getKeysCount({ start: [apiKey, '%', agent, status], end: [apiKey, '%', agent, status, KEY_END] });
+        if (n === 0) continue;
+        total += n;
+        byStatusCount[status] = (byStatusCount[status] ?? 0) + n;
+        byAgent[agent] = (byAgent[agent] ?? 0) + n;
+      }
     }
-    return { total, byStatus, byAgent };
+    return { total, byStatus: byStatusCount, byAgent };
+  }
+
+  /** The agents of the API key that have runs, from the status keys (one key read per agent). */
+  private agentsWithRuns(apiKey: string): string[] {
+    const agents: string[] = [];
+    let start: Key = [apiKey, '%'];
+    for (;;) {
+      let agent: unknown;
+      for (const key of this.db.getKeys({ start, end: [apiKey, '%', KEY_END], limit: 1 })) agent = (key as Key[])[2];
+      if (typeof agent !== 'string') return agents;
+      agents.push(agent);
+      start = [apiKey, '%', agent, KEY_END];
+    }
+  }
+
+  /**
+   * Writes the status keys of the runs recorded before they existed (schema 4), once per data directory (marked in
+   * DB.meta); a directory that was fresh when opened is only marked. Answers how many runs it indexed.
+   */
+  async buildStatusIndex(): Promise<number> {
+    const meta = this.deps.store.records<unknown>(DB.meta);
+    if (meta.get(STATUS_INDEX_BUILT) === true) return 0;
+    const fresh = this.deps.store.foundSchemaVersion === undefined;
+    return this.deps.store.transaction(() => {
+      meta.putSync(STATUS_INDEX_BUILT, true);
+      if (fresh) return 0;
+      let indexed = 0;
+      for (const { key, value } of this.db.getRange({})) {
+        if (!isRecord(value) || typeof (key as Key[])[1] !== 'number') continue;
+        this.db.putSync(byStatus(String((key as Key[])[0]), value), null);
+        indexed++;
+      }
+      return indexed;
+    });
   }
 
   /** Cancels what is running and waits for it to be recorded (server stop). */

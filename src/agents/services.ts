@@ -58,6 +58,8 @@ export async function openAgents(deps: AgentDeps): Promise<AgentServices> {
     chromiumPath: config.chromiumPath,
   };
   const runs = new AgentRuns({ store: deps.store, definitions, pool, collab: deps.collab, env, log, ...(deps.processId === undefined ? {} : { processId: deps.processId }) });
+  // Before anything counts: runs of a directory from before the status keys get theirs (once).
+  await runs.buildStatusIndex();
   const memory = new Memory(deps.store, log);
   deps.collab.onAnnotationsCommitted((ref, changes) => memory.observe(ref, changes));
   // Runs a stop interrupted are marked failed by the holder of the worker role (src/background-work.ts), which knows

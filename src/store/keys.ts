@@ -64,7 +64,8 @@ export const DB = {
   agentStats: 'agent-stats',
   /**
    * [apiKey, createdAt, executionId] -> ExecutionRecord (lists by time); [apiKey, '#', executionId] -> createdAt (the
-   * lookup by id); [0, executionId] -> [apiKey, createdAt] while running (recovery's index); src/agents/runs.ts
+   * lookup by id); [0, executionId] -> [apiKey, createdAt] while running (recovery's index); [apiKey, '%', agentId,
+   * status, createdAt, executionId] -> null (the count's status keys); src/agents/runs.ts
    */
   agentExecutions: 'agent-executions',
   /**
@@ -118,8 +119,9 @@ export const KEY_END = new Uint8Array([0xff]);
  * (docs/storage.md, "Encoding"), which builds stamped 1 read back as `Map`s, so they must refuse such a directory.
  * 3: comment threads are keyed by annotation number; a build stamped 2 would write a changed thread under its id
  * beside the numbered row, so it must refuse such a directory.
- * 4: activity logs, notifications and webhook messages have a time index beside them, and finished delivery jobs an
- * index by finishing time; a build stamped 3 would write rows without their index rows, so it must refuse such a directory.
+ * 4: activity logs, notifications and webhook messages have a time index beside them, finished delivery jobs an
+ * index by finishing time, agent runs a status key; a build stamped 3 would write rows without their index rows, so
+ * it must refuse such a directory.
  */
 export const SCHEMA_VERSION = 4;
 

@@ -30,6 +30,7 @@ t.test('bounded: queue limit answers RESOURCE_EXHAUSTED, cancellation ends a run
   t.equal(third.status, 429);
   expectError(t, third, 'RESOURCE_EXHAUSTED', /agent queue is full/);
 
+  t.match(dataOf(t, await f.call('/v2/agents/execution/count', {})), { total: 2, byStatus: { running: 2, completed: 0 } }, 'both counted running');
   const cancelled = dataOf(t, await f.call<{ execution: { status: string; error: { code: string } } }>('/v2/agents/execution/cancel', { executionId: first.executionId }));
   t.match(cancelled.execution, { status: 'cancelled', error: { code: 'CANCELLED' } });
   held.release();
@@ -37,5 +38,9 @@ t.test('bounded: queue limit answers RESOURCE_EXHAUSTED, cancellation ends a run
   const secondRun = dataOf(t, await f.call<{ execution: { error: unknown } }>('/v2/agents/execution/get', { executionId: second.executionId })).execution;
   t.match(secondRun, { status: "completed" }, JSON.stringify([secondRun.error, pages.requests]));
   expectError(t, await f.call('/v2/agents/execution/cancel', { executionId: second.executionId }), 'FAILED_PRECONDITION', /completed, not running/);
+  const settled = { total: 2, byStatus: { running: 0, completed: 1, failed: 0, cancelled: 1 }, byAgent: { readability: 2 } };
+  t.same(dataOf(t, await f.call('/v2/agents/execution/count', {})), settled, 'each run counted once, under its final status');
+  t.same(dataOf(t, await f.call('/v2/agents/execution/count', { agentId: 'readability' })), settled);
+  t.same(dataOf(t, await f.call('/v2/agents/execution/count', { agentId: 'broken-links' })), { total: 0, byStatus: { running: 0, completed: 0, failed: 0, cancelled: 0 }, byAgent: {} });
 });
 
