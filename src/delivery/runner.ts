@@ -58,6 +58,8 @@ export class DeliveryRunner {
   private timer: NodeJS.Timeout | undefined;
   private running = false;
   private lastPrune = 0;
+  /** Set by `stop()`: a pruning pass under way starts no further batch (the store is about to close). */
+  private stopped = false;
   private timerAt = 0;
 
   constructor(private readonly options: RunnerOptions) {
@@ -70,12 +72,14 @@ export class DeliveryRunner {
   /** Starts waking on its own (production); tests call `runDue()` with a manual clock instead. */
   start(): void {
     this.running = true;
+    this.stopped = false;
     this.schedule(0);
   }
 
   /** Stops starting attempts; resolves when the ones in flight have settled. */
   async stop(): Promise<void> {
     this.running = false;
+    this.stopped = true;
     if (this.timer !== undefined) clearTimer(this.timer);
     this.timer = undefined;
     await Promise.allSettled([...this.inFlight.values()]);
@@ -185,7 +189,7 @@ export class DeliveryRunner {
 
   private async pruneBatches(what: string, batch: (limit: number) => Promise<number>): Promise<void> {
     try {
-      while ((await batch(PRUNE_BATCH)) >= PRUNE_BATCH) {
+      while ((await batch(PRUNE_BATCH)) >= PRUNE_BATCH && !this.stopped) {
         // A full batch: more may be left.
       }
     } catch (error) {

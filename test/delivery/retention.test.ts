@@ -68,6 +68,24 @@ t.test('the runner prunes in batches until one comes back short, or until one fa
   };
   t.same(await pass([1000, 1000, 7]), { limits: [1000, 1000, 1000], errors: [] }, 'two full batches, then a short one ends the pass');
   t.same(await pass([1000, new Error('disk full')]), { limits: [1000, 1000], errors: ['pruning delivery logs failed'] }, 'a failed batch ends the pass, logged');
+
+  // A runner stopped during a pass (the store is about to close) starts no further batch.
+  let stop: () => Promise<void> = () => Promise.resolve();
+  const limits: number[] = [];
+  const stopping = new DeliveryRunner({
+    queue,
+    channels,
+    clock,
+    log: createLogger('silent'),
+    pruneLogs: async (_now, limit) => {
+      limits.push(limit);
+      await stop();
+      return limit;
+    },
+  });
+  stop = () => stopping.stop();
+  await stopping.prune(clock.now());
+  t.same(limits, [1000], 'one full batch, then nothing after the stop');
 });
 
 t.test('finished jobs are pruned through their finishing time: pending ones and newer ones stay, a re-finished job moves', async (t) => {
