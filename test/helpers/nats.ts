@@ -10,6 +10,16 @@ const READY = /Listening for client connections on ([\d.]+):(\d+)/;
 /** A server that has not printed its ready line by then is reported, not waited for. */
 const START_TIMEOUT_MS = 20_000;
 
+/**
+ * nats-server runs under a shell that ends it when the test process goes, however it goes: tap ends a timed-out test
+ * with SIGALRM, and then no teardown or exit handler runs, which left servers behind. The shell prints the server's
+ * pid, waits for it, and a watchdog reads the shell's stdin, which only the test process holds: end of file (the test
+ * process is gone) kills the server; the line `done` (the server has already exited) ends the watchdog quietly, so
+ * it never signals a pid that may have been reused. (The shell gives a background job /dev/null for stdin unless told
+ * otherwise: the watchdog reads the shell's own stdin through fd 3.)
+ */
+const WATCHDOG = 'exec 3<&0; "$0" "$@" & server=$!; echo "$server"; (read -r line <&3; [ "$line" = done ] || kill -9 "$server" 2>/dev/null) & wait "$server"';
+
 export interface NatsServer {
   readonly url: string;
   readonly port: number;
@@ -47,13 +57,33 @@ export async function startNats(t: Test, bin: string, storeDir = t.testdir(), po
     writeFileSync(file, `${config}\n`);
     args.push('-c', file);
   }
-  const child = spawn(bin, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn('sh', ['-c', WATCHDOG, bin, ...args], { stdio: ['pipe', 'pipe', 'pipe'] });
   let output = '';
   const exited = new Promise<void>((resolve) => child.on('exit', () => resolve()));
-  t.teardown(async () => {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-    await exited;
+  // The shell's first line: the server's own pid, which stop() signals (the shell passes no signal on).
+  const serverPid = new Promise<number>((resolve) => {
+    let line = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      line += chunk.toString();
+      if (line.includes('\n')) resolve(Number(line.split('\n')[0]));
+    });
   });
+  // A watchdog gone already (its shell was killed) makes the write fail: kept in the output, which tests can show.
+  child.stdin.on('error', (error) => (output += `\n[watchdog stdin: ${error.message}]`));
+  const running = (): boolean => child.exitCode === null && child.signalCode === null;
+  const signal = async (name: NodeJS.Signals): Promise<void> => {
+    if (running()) {
+      try {
+        process.kill(await serverPid, name);
+      } catch (error) {
+        // The server exited between the check and the signal: what was asked for has happened.
+        if ((error as NodeJS.ErrnoException).code !== 'ESRCH') throw error;
+      }
+    }
+    await exited;
+    if (!child.stdin.writableEnded) child.stdin.end('done\n');
+  };
+  t.teardown(() => signal('SIGKILL'));
   const bound = await new Promise<number>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`nats-server did not start within ${START_TIMEOUT_MS} ms: ${output}`)), START_TIMEOUT_MS);
     child.stderr.on('data', (chunk: Buffer) => {
@@ -77,9 +107,6 @@ export async function startNats(t: Test, bin: string, storeDir = t.testdir(), po
     url: `nats://127.0.0.1:${bound}`,
     port: bound,
     output: () => output,
-    stop: async (signal = 'SIGTERM') => {
-      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
-      await exited;
-    },
+    stop: (name = 'SIGTERM') => signal(name),
   };
 }
