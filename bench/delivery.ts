@@ -4,7 +4,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { finish, flags, main, num, profileDir, reportProfiles, servers } from './lib/cli.js';
-import { plaitCredentials } from './lib/clients.js';
+import { plaitCredentials, postPlait } from './lib/clients.js';
 import { launchServer, type ServerHandle, type ServerKind } from './lib/launch.js';
 import { emit, isMain, progress, type Figure } from './lib/report.js';
 import { percentile } from './lib/stats.js';
@@ -40,12 +40,6 @@ async function startReceiver(): Promise<Receiver> {
   return Object.assign(receiver, { url: `http://127.0.0.1:${(receiver.server.address() as AddressInfo).port}` });
 }
 
-async function post(port: number, headers: Record<string, string>, path: string, data: unknown): Promise<void> {
-  const res = await fetch(`http://127.0.0.1:${port}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify({ data }) });
-  if (res.status !== 200) throw new Error(`${path} answered ${res.status}: ${await res.text()}`);
-  await res.arrayBuffer();
-}
-
 /** Runs `count` calls of `task` with `concurrency` in flight; returns each call's latency in ms. */
 async function pool(count: number, concurrency: number, task: (i: number) => Promise<void>): Promise<number[]> {
   const latencies: number[] = [];
@@ -74,7 +68,7 @@ export async function runDelivery(options: { events: number; pending: number; wr
   const plait: ServerHandle = await launchServer(kind, { env: { OUTBOUND_ALLOWED_NETWORKS: '127.0.0.0/8', LOG_LEVEL: 'warn' }, ...(cpuProfileDir === undefined ? {} : { cpuProfileDir }) });
   try {
     const { organizationId, headers } = await plaitCredentials(plait.port);
-    const call = (path: string, data: unknown): Promise<void> => post(plait.port, headers, path, data);
+    const call = (path: string, data: unknown): Promise<void> => postPlait(plait.port, headers, path, data);
     await call('/v2/workspace/advancedwebhookconfig/update', { isEnabled: true });
     await call('/v2/workspace/advancedwebhook/endpoints/create', { url: `${fast.url}/hook`, channels: ['throughput'] });
 

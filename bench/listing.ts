@@ -2,7 +2,7 @@
 // restart and warm, with the server's CPU and memory around the first page (it must not load every document).
 import { rmSync } from 'node:fs';
 import { finish, flags, main, num, servers } from './lib/cli.js';
-import { plaitCredentials } from './lib/clients.js';
+import { plaitCredentials, postPlait } from './lib/clients.js';
 import { launchServer, type ServerKind } from './lib/launch.js';
 import { emit, isMain, MB, progress, type Figure } from './lib/report.js';
 import { median } from './lib/stats.js';
@@ -11,12 +11,6 @@ const USAGE = `node --import=tsx bench/listing.ts [flags]
   --docs N     documents of the organization, one thread each (default 5000)
   --pages P    warm pages timed after the first (default 20)
   --server K   plait (default) or plait-base (the build in BENCH_BASE_DIST, for before/after)`;
-
-async function post(port: number, headers: Record<string, string>, path: string, data: unknown): Promise<void> {
-  const res = await fetch(`http://127.0.0.1:${port}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify({ data }) });
-  if (res.status !== 200) throw new Error(`${path} answered ${res.status}: ${await res.text()}`);
-  await res.arrayBuffer();
-}
 
 export async function runListing(kind: ServerKind, options: { docs: number; pages: number }): Promise<Figure[]> {
   // The threads are written by one server, and read by a second one started on the same data: nothing is loaded then.
@@ -29,14 +23,14 @@ export async function runListing(kind: ServerKind, options: { docs: number; page
       Array.from({ length: 16 }, async () => {
         while (next < options.docs) {
           const i = next++;
-          await post(writer.port, headers, '/v1/commentannotations/add', { organizationId, documentId: `doc-${i}`, commentAnnotations: [{ commentData: [{ commentText: `comment ${i}`, from: { userId: `u${i % 7}` } }] }] });
+          await postPlait(writer.port, headers, '/v1/commentannotations/add', { organizationId, documentId: `doc-${i}`, commentAnnotations: [{ commentData: [{ commentText: `comment ${i}`, from: { userId: `u${i % 7}` } }] }] });
         }
       }),
     );
     await writer.stop();
     const reader = await launchServer(kind, { dataDir });
     try {
-      const page = (): Promise<void> => post(reader.port, headers, '/v2/commentannotations/get', { organizationId, pageSize: 50 });
+      const page = (): Promise<void> => postPlait(reader.port, headers, '/v2/commentannotations/get', { organizationId, pageSize: 50 });
       const before = await reader.gcStats();
       let started = performance.now();
       await page();

@@ -46,6 +46,13 @@ export async function plaitCredentials(port: number): Promise<{ organizationId: 
   return { organizationId: ORGANIZATION_ID, token, headers: apiKeyHeaders(credentials) };
 }
 
+/** POSTs `{ data }` to a Plait on `port` with `headers`; anything but 200 throws with the answer. */
+export async function postPlait(port: number, headers: Record<string, string>, path: string, data: unknown): Promise<void> {
+  const res = await fetch(`http://127.0.0.1:${port}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify({ data }) });
+  if (res.status !== 200) throw new Error(`${path} answered ${res.status}: ${await res.text()}`);
+  await res.arrayBuffer();
+}
+
 export async function syncTarget(server: ServerHandle): Promise<SyncTarget> {
   const protocol = protocolOf(server.kind);
   if (protocol === 'http') throw new Error(`${server.kind} is not a sync server`);

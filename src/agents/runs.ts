@@ -5,7 +5,7 @@ import type { CollabDocuments } from '../doc/collab-state.js';
 import { AppError, failedPrecondition, invalidArgument, notFound } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Store } from '../store/env.js';
-import { DB, KEY_END } from '../store/keys.js';
+import { DB, distinctAfter, KEY_END } from '../store/keys.js';
 import { NotOwnerError } from '../doc/ownership.js';
 import type { AgentDefinitions } from './definitions.js';
 import { stageOn } from './model.js';
@@ -282,7 +282,7 @@ export class AgentRuns {
     const byStatusCount: Record<string, number> = { running: 0, completed: 0, failed: 0, cancelled: 0 };
     const byAgent: Record<string, number> = {};
     let total = 0;
-    for (const agent of agentId === undefined ? this.agentsWithRuns(apiKey) : [agentId]) {
+    for (const agent of agentId === undefined ? distinctAfter(this.db, [apiKey, '%']) : [agentId]) {
       for (const status of STATUSES) {
         const n = this.db.getKeysCount({ start: [apiKey, '%', agent, status], end: [apiKey, '%', agent, status, KEY_END] });
         if (n === 0) continue;
@@ -294,30 +294,9 @@ export class AgentRuns {
     return { total, byStatus: byStatusCount, byAgent };
   }
 
-  /** The agents of the API key that have runs, from the status keys (one key read per agent). */
-  private agentsWithRuns(apiKey: string): string[] {
-    const agents: string[] = [];
-    let start: Key = [apiKey, '%'];
-    for (;;) {
-      let agent: unknown;
-      for (const key of this.db.getKeys({ start, end: [apiKey, '%', KEY_END], limit: 1 })) agent = (key as Key[])[2];
-      if (typeof agent !== 'string') return agents;
-      agents.push(agent);
-      start = [apiKey, '%', agent, KEY_END];
-    }
-  }
-
-  /**
-   * Writes the status keys of the runs recorded before they existed (schema 4), once per data directory (marked in
-   * DB.meta); a directory that was fresh when opened is only marked. Answers how many runs it indexed.
-   */
-  async buildStatusIndex(): Promise<number> {
-    const meta = this.deps.store.records<unknown>(DB.meta);
-    if (meta.get(STATUS_INDEX_BUILT) === true) return 0;
-    const fresh = this.deps.store.foundSchemaVersion === undefined;
-    return this.deps.store.transaction(() => {
-      meta.putSync(STATUS_INDEX_BUILT, true);
-      if (fresh) return 0;
+  /** Writes the status keys of the runs recorded before they existed (schema 3 and older), once (`Store.backfillOnce`). */
+  buildStatusIndex(): Promise<number> {
+    return this.deps.store.backfillOnce(STATUS_INDEX_BUILT, () => {
       let indexed = 0;
       for (const { key, value } of this.db.getRange({})) {
         if (!isRecord(value) || typeof (key as Key[])[1] !== 'number') continue;

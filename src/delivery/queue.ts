@@ -220,17 +220,9 @@ export class DeliveryQueue {
     });
   }
 
-  /**
-   * Indexes the finished rows written before the finished index existed (schema 3 and older), once per data directory
-   * (marked in DB.meta); a directory that was fresh when opened is only marked. Answers how many it indexed.
-   */
-  async buildFinishedIndex(): Promise<number> {
-    const meta = this.store.records<unknown>(DB.meta);
-    if (meta.get(FINISHED_INDEX_BUILT) === true) return 0;
-    const fresh = this.store.foundSchemaVersion === undefined;
-    return this.store.transaction(() => {
-      meta.putSync(FINISHED_INDEX_BUILT, true);
-      if (fresh) return 0;
+  /** Indexes the finished rows written before the finished index existed (schema 3 and older), once (`Store.backfillOnce`). */
+  buildFinishedIndex(): Promise<number> {
+    return this.store.backfillOnce(FINISHED_INDEX_BUILT, () => {
       let indexed = 0;
       for (const { value } of this.jobs.getRange({})) {
         if (value.state === 'pending') continue;

@@ -2,7 +2,7 @@
 // one row per record keyed [apiKey, scope, time, id] holding what reads filter on, so a page reads only as far as it returns.
 import type { Database, Key } from 'lmdb';
 import type { Store, WriteTx } from '../store/env.js';
-import { DB, KEY_END, type DbName } from '../store/keys.js';
+import { KEY_END, type DbName } from '../store/keys.js';
 import { afterToken, encodeToken, page, type Page, type Timestamped } from './paging.js';
 
 /** What a record is listed under: its API key and its organization (or endpoint). */
@@ -99,8 +99,8 @@ export class TimeIndexed<R extends { readonly id: string }, S> {
   }
 
   /** The scope's records whose summary matches, oldest first; a record is read only when it matches. */
-  *matching(scope: Scope, matches: (summary: S) => boolean): Generator<R> {
-    for (const record of this.walk(scope, matches, 'asc', undefined)) yield record;
+  matching(scope: Scope, matches: (summary: S) => boolean): Iterable<R> {
+    return this.walk(scope, matches, 'asc', undefined);
   }
 
   /**
@@ -148,19 +148,9 @@ export class TimeIndexed<R extends { readonly id: string }, S> {
     }
   }
 
-  /**
-   * Indexes the records written before this index existed, once per data directory (marked in DB.meta, which is
-   * node-local: each cluster node indexes its own cache, and the rows it writes replicate like any other, idempotently).
-   * A directory that was fresh when opened holds nothing written before (a new cluster node's cache came from a stream
-   * whose writers index their rows): it is only marked. Answers how many records it indexed.
-   */
-  async build(): Promise<number> {
-    const meta = this.store.records<unknown>(DB.meta);
-    if (meta.get(this.builtKey) === true) return 0;
-    const fresh = this.store.foundSchemaVersion === undefined;
-    return this.store.transaction(() => {
-      meta.putSync(this.builtKey, true);
-      if (fresh) return 0;
+  /** Indexes the records written before this index existed (schema 3 and older), once (`Store.backfillOnce`). */
+  build(): Promise<number> {
+    return this.store.backfillOnce(this.builtKey, () => {
       let indexed = 0;
       for (const { key, value } of this.records.getRange({})) {
         const [apiKey, scope] = this.options.scopeOf(value, key);

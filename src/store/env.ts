@@ -319,6 +319,23 @@ export class Store {
     this.group.submit(new Grouped(change, this.replicating));
   }
 
+  /**
+   * Runs `backfill` (index rows for data written before their index existed) in one transaction, once per data
+   * directory: `marker` in DB.meta records it, in the same transaction. A directory that was fresh when opened holds
+   * nothing written before (a new cluster node's cache came from writers that index their rows): it is only marked.
+   * DB.meta is node-local, so each cluster node backfills its own cache; the rows it writes replicate, idempotently.
+   * Answers what `backfill` answered (how many rows it indexed), 0 when it did not run.
+   */
+  async backfillOnce(marker: string, backfill: () => number): Promise<number> {
+    const meta = this.records<unknown>(DB.meta);
+    if (meta.get(marker) === true) return 0;
+    const fresh = this.foundVersion === undefined;
+    return this.transaction(() => {
+      meta.putSync(marker, true);
+      return fresh ? 0 : backfill();
+    });
+  }
+
   /** Cluster mode: this store is a node's cache of the cluster's rows, which may lag other nodes' commits. */
   get replicated(): boolean {
     return this.replicating !== undefined;

@@ -1,4 +1,5 @@
 // Owns the LMDB key layout: every named database and the shape of its keys, in one place (docs/storage.md mirrors it).
+import type { Database, Key } from 'lmdb';
 
 /**
  * Named databases. Keys are lmdb-js ordered-binary arrays, so a key prefix is a range scan.
@@ -113,6 +114,23 @@ export type DbName = (typeof DB)[keyof typeof DB];
  * `{ start: prefix, end: [...prefix, KEY_END] }` is the range of every longer key starting with prefix.
  */
 export const KEY_END = new Uint8Array([0xff]);
+
+/**
+ * The distinct string values of the key element right after `prefix`, in key order, one key read per value (a
+ * skip-scan: after each value the next read starts past all its keys). Stops at the first non-string element.
+ */
+export function distinctAfter(db: Pick<Database<unknown, Key>, 'getKeys'>, prefix: readonly Key[]): string[] {
+  const found: string[] = [];
+  const end: Key = [...prefix, KEY_END];
+  let start: Key = [...prefix];
+  for (;;) {
+    let value: unknown;
+    for (const key of db.getKeys({ start, end, limit: 1 })) value = Array.isArray(key) ? key[prefix.length] : undefined;
+    if (typeof value !== 'string') return found;
+    found.push(value);
+    start = [...prefix, value, KEY_END];
+  }
+}
 
 /**
  * Bumped when a stored shape changes incompatibly; checked at start. 2: msgpack records are written as plain maps

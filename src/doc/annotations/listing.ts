@@ -63,10 +63,14 @@ export function folderDocumentsFrom(documents: DocumentPages): DocumentSource['f
   };
 }
 
+/** The documents a query names (`documentId`, `documentIds`), each once; none: every document of the organization. */
+function namedDocuments(input: ListInput): string[] {
+  return [...new Set([...(input.documentId === undefined ? [] : [input.documentId]), ...(input.documentIds ?? [])])];
+}
+
 /** The documents a query covers: the ones named, else every document of the organization that has threads; within the folder when one is given. */
-function documentsOf(source: DocumentSource, apiKey: string, input: ListInput): string[] {
-  const named = [...(input.documentId === undefined ? [] : [input.documentId]), ...(input.documentIds ?? [])];
-  const candidates = named.length > 0 ? [...new Set(named)] : AnnotationState.documentIds(source.store, apiKey, input.organizationId);
+function documentsOf(source: DocumentSource, apiKey: string, input: ListInput, named: readonly string[]): readonly string[] {
+  const candidates = named.length > 0 ? named : AnnotationState.documentIds(source.store, apiKey, input.organizationId);
   if (input.folderId === undefined) return candidates;
   const inFolder = new Set(source.folderDocuments(apiKey, input.organizationId, input.folderId));
   return candidates.filter((id) => inFolder.has(id));
@@ -75,7 +79,8 @@ function documentsOf(source: DocumentSource, apiKey: string, input: ListInput): 
 export async function listAnnotations(docs: CollabDocuments, source: DocumentSource, apiKey: string, input: ListInput): Promise<Listing> {
   const refOf = (documentId: string): DocumentKey => ({ apiKey, organizationId: input.organizationId, documentId });
   const rows: Row[] = [];
-  if (source.scanCommitted === true && input.documentId === undefined && input.documentIds === undefined) {
+  const named = namedDocuments(input);
+  if (source.scanCommitted === true && named.length === 0) {
     // Every thread of the organization: one chunked scan of the committed rows, no document loaded. Every change a
     // client was answered for has committed, so it is there.
     const inFolder = input.folderId === undefined ? undefined : new Set(source.folderDocuments(apiKey, input.organizationId, input.folderId));
@@ -83,7 +88,7 @@ export async function listAnnotations(docs: CollabDocuments, source: DocumentSou
       if ((inFolder === undefined || inFolder.has(documentId)) && matches(record, input)) rows.push({ documentId, record });
     });
   } else {
-    for (const documentId of documentsOf(source, apiKey, input)) {
+    for (const documentId of documentsOf(source, apiKey, input, named)) {
       const records = await docs.read(refOf(documentId), (doc) => [...doc.annotations.all()].filter((record) => matches(record, input)));
       for (const record of records) rows.push({ documentId, record });
     }

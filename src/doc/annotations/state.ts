@@ -5,7 +5,7 @@ import { randomBase62 } from '../../ids.js';
 import { invalidArgument, notFound } from '../../errors.js';
 import type { Outbox } from '../../events/outbox.js';
 import type { Store } from '../../store/env.js';
-import { DB, KEY_END } from '../../store/keys.js';
+import { DB, distinctAfter, KEY_END } from '../../store/keys.js';
 import { DocumentWrites } from '../document-writes.js';
 import { deleteComments, updateComments, type CommentChange, type CommentUpdate } from './comment-mutations.js';
 import { annotationView, commentView, type AnnotationInput, type AnnotationRecord, type AnnotationView, type CommentInput, type CommentRecord, type CommentView } from './model.js';
@@ -126,17 +126,7 @@ export class AnnotationState {
 
   /** Ids of the organization's documents that have at least one thread, from the stored keys (skip-scan). */
   static documentIds(store: Store, apiKey: string, organizationId: string): string[] {
-    const db = store.records<AnnotationRecord>(DB.annotations);
-    const found: string[] = [];
-    let start: Key = [apiKey, organizationId];
-    const end: Key = [apiKey, organizationId, KEY_END];
-    for (;;) {
-      let documentId: unknown;
-      for (const key of db.getKeys({ start, end, limit: 1 })) documentId = Array.isArray(key) ? key[2] : undefined;
-      if (typeof documentId !== 'string') return found;
-      found.push(documentId);
-      start = [apiKey, organizationId, documentId, KEY_END];
-    }
+    return distinctAfter(store.records<AnnotationRecord>(DB.annotations), [apiKey, organizationId]);
   }
 
   get size(): number {
