@@ -1,4 +1,5 @@
 // Owns the domain-event vocabulary: event types, their upstream action names, and the stored outbox event shape.
+import type { WriteTx } from '../store/env.js';
 
 /** Event types raised by comment annotations (spec 6, upstream notes 3.2), plus two Plait extensions marked below. */
 export const EVENT_TYPES = [
@@ -69,18 +70,38 @@ export interface EventDraft {
   readonly data: EventPayload;
 }
 
+/** An event as raised, before (or without) its outbox row: the draft with its id and creation time. */
+export interface RaisedEvent extends EventDraft {
+  /** Stable id for deliveries (the webhook-id of every attempt), and what records made from the event derive theirs from. */
+  readonly id: string;
+  readonly createdAt: number;
+}
+
+/**
+ * Who keeps a local record of events (the activity log): it writes the record in the transaction that raises the
+ * event, so such an event needs no outbox row, no dispatcher round and no second commit (`Outbox.raise`).
+ */
+export interface EventRecorder {
+  /** Whether it keeps a record of events of `type` under `apiKey` as configured now. */
+  wants(apiKey: string, type: EventType): boolean;
+  /** Writes its record of `event` with the raising change (synchronous; it may decide per event to keep none). */
+  record(tx: WriteTx, event: RaisedEvent): void;
+}
+
 /** One row of DB.outbox. */
-export interface OutboxEvent extends EventDraft {
+export interface OutboxEvent extends RaisedEvent {
   /** Key in DB.outbox (with `node` in a cluster); increasing in commit order on one process. */
   readonly seq: number;
   /** Cluster mode: the node that appended the event, the second part of its key (src/events/outbox.ts). */
   readonly node?: string;
-  /** Stable id for deliveries (the webhook-id of every attempt). */
-  readonly id: string;
+  /**
+   * The recorder already wrote its records of this event with the change (`Outbox.raise`): the dispatcher's planners
+   * must not write them again. Absent on rows raised before the recorder existed, which the dispatcher records.
+   */
+  readonly recorded?: true;
   /** V2 `actionType` is the part after the dot; this is the V1 one (V1_ACTION). */
   readonly actionType: string;
   readonly source: 'comment';
-  readonly createdAt: number;
   /** Set by claim(): until this time (ms) no other dispatcher takes the event. */
   readonly claimedUntil?: number;
   /** How many times the event has been claimed. */

@@ -29,22 +29,28 @@ t.test('an event no channel wants is not written; a channel acts on the events c
   t.equal(outbox.wants(apiKey, 'comment_annotation.add'), false, 'a trigger turned off is not wanted');
   t.equal((await call('/v1/commentannotations/add', threadBody('t2'))).status, 200);
   t.equal((await call('/v2/commentannotations/comments/add', reply('t1', 'a reply'))).status, 200);
-  t.same(types(), ['comment.add'], 'only the event the activity log acts on is written');
+  // The activity log is written with the comment (Outbox.raise): the event needs no outbox row and no dispatcher round.
+  t.same(types(), [], 'an event only the activity log acts on gets no outbox row');
+  const activities = async (): Promise<string[]> =>
+    (await call<Activity[]>('/v2/activities/get', { organizationId: scope.organizationId, featureTypes: ['comment'] })).data.map((a) => `${a.actionType} ${a.targetEntityId}`);
+  t.same(await activities(), ['comment.add t1'], 'logged at once, before any dispatcher round; the thread added before the config was not');
 
-  await env.pump();
-  t.same(types(), [], 'the dispatcher took it');
-  const logged = (await call<Activity[]>('/v2/activities/get', { organizationId: scope.organizationId, featureTypes: ['comment'] })).data;
-  t.same(logged.map((a) => `${a.actionType} ${a.targetEntityId}`), ['comment.add t1'], 'logged; the thread added before the config was not');
-
-  // Written while enabled, disabled before it was planned: planning reads the config again and logs nothing.
+  // Logged when it commits: a config disabled afterwards does not take it back.
   t.equal((await call('/v2/commentannotations/comments/add', reply('t2', 'second reply'))).status, 200);
-  t.same(types(), ['comment.add']);
   t.equal((await call('/v2/workspace/activityconfig/update', { activityServiceConfig: { isEnabled: false } })).status, 200);
-  await env.pump();
-  t.same(types(), [], 'acked');
-  t.equal((await call<Activity[]>('/v2/activities/get', { organizationId: scope.organizationId, featureTypes: ['comment'] })).data.length, 1, 'not logged');
+  t.same((await activities()).sort(), ['comment.add t1', 'comment.add t2'], 'still logged');
   t.equal((await call('/v2/commentannotations/comments/add', reply('t2', 'third reply'))).status, 200);
   t.same(types(), [], 'disabled: not written either');
+  t.equal((await activities()).length, 2, 'nor logged');
+
+  // With a channel the dispatcher plans for (basic webhooks), the event gets its row, marked as recorded already.
+  t.equal((await call('/v2/workspace/activityconfig/update', { activityServiceConfig: { isEnabled: true } })).status, 200);
+  t.equal((await call('/v2/workspace/webhookconfig/update', { useWebhookService: true, webhookServiceConfig: { rawNotificationUrl: 'https://hooks.example.com/raw' } })).status, 200);
+  t.equal((await call('/v2/commentannotations/comments/add', reply('t1', 'fourth reply'))).status, 200);
+  t.same(outbox.read().map((event) => [event.type, event.recorded]), [['comment.add', true]], 'one row, its activity recorded');
+  t.equal((await activities()).length, 3, 'logged with the comment');
+  await env.pump();
+  t.equal((await activities()).length, 3, 'the dispatcher does not log it again');
 });
 
 t.test('answers are kept until the configs change: a row written past the config store is seen only after `changed()`', async (t) => {

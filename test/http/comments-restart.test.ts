@@ -22,8 +22,9 @@ async function allPages(call: Env['call'], order: 'asc' | 'desc', pageSize: numb
 t.test('1,000 threads of 10 comments survive a restart identically, with stable ordering and paging', async (t) => {
   // Delivery stays off, so the outbox keeps the events and the test can see them survive the restart.
   const first = await env(t, {}, { autoDeliver: false });
-  // A channel that acts on new threads: events nothing acts on are not written (docs/delivery.md).
-  t.equal((await first.call('/v2/workspace/activityconfig/update', { activityServiceConfig: { isEnabled: true } })).status, 200);
+  // A channel the dispatcher plans for, which acts on new threads: events nothing acts on are not written, and those
+  // only the activity log keeps are recorded with the change, without an outbox row (docs/delivery.md).
+  t.equal((await first.call('/v2/workspace/webhookconfig/update', { useWebhookService: true, webhookServiceConfig: { rawNotificationUrl: 'https://hooks.example.com/raw' } })).status, 200);
   for (let start = 0; start < THREADS; start += PER_REQUEST) {
     const commentAnnotations = Array.from({ length: PER_REQUEST }, (_, j) => {
       const i = start + j;

@@ -1,34 +1,67 @@
 // Owns the activity-log channel: events recorded as activity logs when the activity config enables their trigger.
 import { commentData } from '../comment-event.js';
 import type { WriteTx } from '../../store/env.js';
-import type { EventType, OutboxEvent } from '../../events/types.js';
+import type { EventRecorder, EventType, OutboxEvent, RaisedEvent } from '../../events/types.js';
+import type { ActivityConfig } from '../../tenant/delivery-configs.js';
 import type { DeliveryConfigStore } from '../../tenant/delivery-config-store.js';
 import { triggerOn } from '../../tenant/triggers.js';
 import type { ActivityRecord, ActivityStore } from '../activity-store.js';
 import type { Planner } from '../channel.js';
 import { activityTemplate, templateValues } from '../templates.js';
 
-export class ActivityChannel implements Planner {
+/** How many API keys' configs are kept; past it they are all dropped and read again (a bound, as in src/delivery/audience.ts). */
+const MAX_KEYS = 10_000;
+
+/**
+ * The recorder of the outbox (`Outbox.setRecorder`): a comment's activity record is written in the comment's own
+ * transaction. It is also a planner, for outbox rows raised before that (`recorded` absent), which it records as
+ * the dispatcher plans them; rows raised since are skipped there. Configs are read through a copy kept per API key,
+ * dropped whenever a delivery config may have changed (the same rule as the audience's answers), since every
+ * comment asks and a config read is an LMDB read and a decode.
+ */
+export class ActivityChannel implements Planner, EventRecorder {
   readonly name = 'activity';
+  private readonly configs = new Map<string, ActivityConfig | null>();
 
-  constructor(private readonly deps: { readonly configs: DeliveryConfigStore; readonly activities: ActivityStore }) {}
-
-  wants(apiKey: string, type: EventType): boolean {
-    const config = this.deps.configs.stored(apiKey, 'activity');
-    return config !== undefined && config.isEnabled && triggerOn(config.triggers?.comment, type);
+  constructor(private readonly deps: { readonly configs: DeliveryConfigStore; readonly activities: ActivityStore }) {
+    deps.configs.onChanged(() => this.configs.clear());
   }
 
-  /** Written in the planning transaction: a local record needs no retry queue. Its id comes from the event, so replanning overwrites. */
-  plan(tx: WriteTx, event: OutboxEvent, _now: number): void {
-    const config = this.deps.configs.stored(event.apiKey, 'activity');
-    if (config === undefined || !this.wants(event.apiKey, event.type)) return;
+  wants(apiKey: string, type: EventType): boolean {
+    return logs(this.config(apiKey), type);
+  }
+
+  /** Written with the change that raised the event; its id comes from the event, so a replan would overwrite it. */
+  record(tx: WriteTx, event: RaisedEvent): void {
+    const config = this.config(event.apiKey);
+    if (config === undefined || !logs(config, event.type)) return;
     // Events raised before logging was (re-)enabled are not logged.
     if (config.enabledTime !== undefined && event.createdAt < config.enabledTime) return;
     this.deps.activities.put(tx, activityFromEvent(event, config.immutable !== false));
   }
+
+  /** An outbox row the recorder did not see (raised before it existed): recorded in the planning transaction. */
+  plan(tx: WriteTx, event: OutboxEvent, _now: number): void {
+    if (event.recorded === true) return;
+    this.record(tx, event);
+  }
+
+  private config(apiKey: string): ActivityConfig | undefined {
+    const known = this.configs.get(apiKey);
+    if (known !== undefined) return known ?? undefined;
+    const config = this.deps.configs.stored(apiKey, 'activity');
+    if (this.configs.size >= MAX_KEYS) this.configs.clear();
+    this.configs.set(apiKey, config ?? null);
+    return config;
+  }
 }
 
-export function activityFromEvent(event: OutboxEvent, immutable: boolean): ActivityRecord {
+/** Whether `config` logs events of `type`: enabled, with the comment trigger on for it. */
+function logs(config: ActivityConfig | undefined, type: EventType): boolean {
+  return config !== undefined && config.isEnabled && triggerOn(config.triggers?.comment, type);
+}
+
+export function activityFromEvent(event: RaisedEvent, immutable: boolean): ActivityRecord {
   const data = commentData(event);
   const changes: Record<string, { from: unknown; to: unknown }> = {};
   if (data.oldStatus !== undefined || data.newStatus !== undefined) changes.status = { from: data.oldStatus ?? null, to: data.newStatus ?? null };

@@ -72,8 +72,11 @@ export class ThreadChanges implements DocumentChange {
       // A thread still under its schema-2 key moves to the numbered one with its first change.
       if (this.deps.legacy?.has(view.annotationId) === true) db.removeSync([ref.apiKey, ref.organizationId, ref.documentId, view.annotationId]);
       for (const raised of change.events) {
-        // An event nothing acts on (no channel of the API key wants its type) is not written (`Outbox.wants`).
-        if (outbox.wants(ref.apiKey, raised.type)) this.appended.push(outbox.append(tx, eventDraft(ref, view, raised, thread), this.now));
+        // An event nothing acts on (no channel of the API key wants its type) is not raised (`Outbox.wants`); one only
+        // the activity log keeps is recorded here and gets no outbox row (`Outbox.raise`).
+        if (!outbox.wants(ref.apiKey, raised.type)) continue;
+        const seq = outbox.raise(tx, eventDraft(ref, view, raised, thread), this.now);
+        if (seq !== undefined) this.appended.push(seq);
       }
     });
   }
