@@ -1,6 +1,7 @@
 // Tests which comment events are written to the outbox: only those a delivery channel of the API key acts on, as configured when they commit.
 import t from 'tap';
 import { DB } from '../../src/store/keys.js';
+import type { OutboxEvent } from '../../src/events/types.js';
 import type { ActivityConfig } from '../../src/tenant/delivery-configs.js';
 import { alice, deliveryEnv, scope, threadBody } from './delivery-env.js';
 
@@ -66,4 +67,27 @@ t.test('answers are kept until the configs change: a row written past the config
   t.equal(outbox.wants(apiKey, 'comment.add'), true, 'asked again');
   t.equal(outbox.wants(apiKey, 'comment.update'), false, 'per event type');
   t.equal(outbox.wants('another-key', 'comment.add'), false, 'per API key');
+});
+
+t.test('an outbox row raised before the recorder existed (no `recorded` mark) is logged by the dispatcher, once', async (t) => {
+  const env = await deliveryEnv(t);
+  const { call, running } = env;
+  const { outbox, store } = running.services;
+  const activities = async (): Promise<string[]> =>
+    (await call<Array<{ id: string }>>('/v2/activities/get', { organizationId: scope.organizationId, featureTypes: ['comment'] })).data.map((a) => a.id);
+  t.equal((await call('/v2/workspace/activityconfig/update', { activityServiceConfig: { isEnabled: true } })).status, 200);
+  t.equal((await call('/v2/workspace/webhookconfig/update', { useWebhookService: true, webhookServiceConfig: { rawNotificationUrl: 'https://hooks.example.com/raw' } })).status, 200);
+  t.equal((await call('/v1/commentannotations/add', threadBody('t1'))).status, 200);
+  const [raised] = outbox.read();
+  t.equal(raised?.recorded, true);
+  // What an older build left in the outbox: the same event appended as a plain row, its activity not written.
+  const legacy = raised as OutboxEvent;
+  await store.transaction((tx) => void outbox.append(tx, { type: legacy.type, apiKey: legacy.apiKey, organizationId: legacy.organizationId, documentId: legacy.documentId, data: legacy.data }, Date.now()));
+  t.equal(outbox.read()[1]?.recorded, undefined, 'a plain row carries no mark');
+  t.equal((await activities()).length, 1, 'only the raised event is logged before planning');
+  await env.pump();
+  t.same(outbox.read(), [], 'both planned and acked');
+  const logged = await activities();
+  t.equal(logged.length, 2, 'the plain row was logged by the dispatcher, the raised one not again');
+  t.ok(logged.includes(`act_${legacy.id.replace(/^evt_/, '')}`), 'the raised event keeps its one record, under its own id');
 });
