@@ -1,6 +1,6 @@
 // Owns the words of deliveries: one headline per event type, and the text and HTML email bodies built from it.
 import { commentData } from './comment-event.js';
-import type { EventType, OutboxEvent, RaisedEvent } from '../events/types.js';
+import type { EventType, OutboxEvent, StampedEvent } from '../events/types.js';
 import type { Recipient } from './recipients.js';
 
 /** `{actionUser}` and `{recipientUser}` are filled from the event (spec 2.11 single-curly template variables). */
@@ -23,7 +23,7 @@ export function headlineTemplate(type: EventType): string {
 }
 
 /** Values for the headline's variables; custom ones are strings, users are names. */
-export function templateValues(event: RaisedEvent): Record<string, string> {
+export function templateValues(event: StampedEvent): Record<string, string> {
   const data = commentData(event);
   return {
     actionUser: data.actionUser?.name ?? data.actionUser?.userId ?? 'Someone',

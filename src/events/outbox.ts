@@ -3,7 +3,7 @@ import type { Database, Key } from 'lmdb';
 import { timeOrderedHex } from '../ids.js';
 import type { Store, WriteTx } from '../store/env.js';
 import { DB } from '../store/keys.js';
-import { V1_ACTION, type EventAudience, type EventDraft, type EventPayload, type EventRecorder, type EventType, type OutboxEvent, type RaisedEvent } from './types.js';
+import { V1_ACTION, type EventAudience, type EventDraft, type EventPayload, type EventRecorder, type EventType, type OutboxEvent, type StampedEvent } from './types.js';
 
 export interface ClaimOptions {
   readonly limit: number;
@@ -183,7 +183,7 @@ export class Outbox {
     const recorder = this.recorder;
     const recorded = recorder !== undefined && recorder.wants(draft.apiKey, draft.type);
     if (recorded) {
-      const event: RaisedEvent = { type: draft.type, apiKey: draft.apiKey, organizationId: draft.organizationId, documentId: draft.documentId, data: draft.data, id, createdAt: now };
+      const event: StampedEvent = { type: draft.type, apiKey: draft.apiKey, organizationId: draft.organizationId, documentId: draft.documentId, data: draft.data, id, createdAt: now };
       recorder.record(tx, event);
     }
     return this.dispatched(draft.apiKey, draft.type) ? this.append(tx, draft, now, id, recorded) : undefined;

@@ -70,8 +70,8 @@ export interface EventDraft {
   readonly data: EventPayload;
 }
 
-/** An event as raised, before (or without) its outbox row: the draft with its id and creation time. */
-export interface RaisedEvent extends EventDraft {
+/** A draft stamped with its id and creation time: the event as raised, before (or without) its outbox row. */
+export interface StampedEvent extends EventDraft {
   /** Stable id for deliveries (the webhook-id of every attempt), and what records made from the event derive theirs from. */
   readonly id: string;
   readonly createdAt: number;
@@ -85,11 +85,11 @@ export interface EventRecorder {
   /** Whether it keeps a record of events of `type` under `apiKey` as configured now. */
   wants(apiKey: string, type: EventType): boolean;
   /** Writes its record of `event` with the raising change (synchronous; it may decide per event to keep none). */
-  record(tx: WriteTx, event: RaisedEvent): void;
+  record(tx: WriteTx, event: StampedEvent): void;
 }
 
 /** One row of DB.outbox. */
-export interface OutboxEvent extends RaisedEvent {
+export interface OutboxEvent extends StampedEvent {
   /** Key in DB.outbox (with `node` in a cluster); increasing in commit order on one process. */
   readonly seq: number;
   /** Cluster mode: the node that appended the event, the second part of its key (src/events/outbox.ts). */

@@ -1,7 +1,7 @@
 // Owns the activity-log channel: events recorded as activity logs when the activity config enables their trigger.
 import { commentData } from '../comment-event.js';
 import type { WriteTx } from '../../store/env.js';
-import type { EventRecorder, EventType, OutboxEvent, RaisedEvent } from '../../events/types.js';
+import type { EventRecorder, EventType, OutboxEvent, StampedEvent } from '../../events/types.js';
 import type { ActivityConfig } from '../../tenant/delivery-configs.js';
 import type { DeliveryConfigStore } from '../../tenant/delivery-config-store.js';
 import { triggerOn } from '../../tenant/triggers.js';
@@ -32,7 +32,7 @@ export class ActivityChannel implements Planner, EventRecorder {
   }
 
   /** Written with the change that raised the event; its id comes from the event, so a replan would overwrite it. */
-  record(tx: WriteTx, event: RaisedEvent): void {
+  record(tx: WriteTx, event: StampedEvent): void {
     const config = this.config(event.apiKey);
     if (config === undefined || !logs(config, event.type)) return;
     // Events raised before logging was (re-)enabled are not logged.
@@ -61,7 +61,7 @@ function logs(config: ActivityConfig | undefined, type: EventType): boolean {
   return config !== undefined && config.isEnabled && triggerOn(config.triggers?.comment, type);
 }
 
-export function activityFromEvent(event: RaisedEvent, immutable: boolean): ActivityRecord {
+export function activityFromEvent(event: StampedEvent, immutable: boolean): ActivityRecord {
   const data = commentData(event);
   const changes: Record<string, { from: unknown; to: unknown }> = {};
   if (data.oldStatus !== undefined || data.newStatus !== undefined) changes.status = { from: data.oldStatus ?? null, to: data.newStatus ?? null };
