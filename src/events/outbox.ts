@@ -155,8 +155,8 @@ export class Outbox {
   }
 
   /**
-   * Whether an event of `type` under `apiKey` is to be written at all: one nothing would act on is not (an appender asks
-   * before it builds the draft). In a workspace with no delivery channel configured, the usual case, an event was most
+   * Whether an event of `type` under `apiKey` is to be raised at all (the recorder keeps a record of it, or a channel
+   * the dispatcher plans for acts on it): one nothing would act on is not (an appender asks before it builds the draft). In a workspace with no delivery channel configured, the usual case, an event was most
    * of a REST comment's cost: its JSON, its row, the dispatcher's round to claim it and the commit that removed it
    * again (bench/README.md, "Fifteenth session"). A channel therefore acts on the events committed while it is
    * configured, not on those committed before (docs/delivery.md, "Which events are written").
@@ -181,12 +181,12 @@ export class Outbox {
   raise(tx: WriteTx, draft: EventDraft, now: number): number | undefined {
     const id = eventId(now);
     const recorder = this.recorder;
-    const recorded = recorder !== undefined && recorder.wants(draft.apiKey, draft.type);
-    if (recorded) {
+    if (recorder?.wants(draft.apiKey, draft.type) === true) {
       const event: StampedEvent = { type: draft.type, apiKey: draft.apiKey, organizationId: draft.organizationId, documentId: draft.documentId, data: draft.data, id, createdAt: now };
       recorder.record(tx, event);
     }
-    return this.dispatched(draft.apiKey, draft.type) ? this.append(tx, draft, now, id, recorded) : undefined;
+    // The row says the recorder saw the event, whether it kept a record or not: the dispatcher then records nothing.
+    return this.dispatched(draft.apiKey, draft.type) ? this.append(tx, draft, now, id, recorder !== undefined) : undefined;
   }
 
   /** Told after a transaction that appended events committed (the worker's wake-up; see src/worker-role.ts). */
@@ -201,7 +201,7 @@ export class Outbox {
 
   /**
    * Writes one event's row in the caller's transaction and answers its seq: one past the highest committed or pending
-   * seq. `id`: the event's (`raise` made it); `recorded`: the recorder wrote its records already. The row is built
+   * seq. `id`: the event's (`raise` made it); `recorded`: the recorder saw it already. The row is built
    * field by field (no spread or rest: copying unknown keys is V8's slow path, and this runs for every comment written).
    */
   append(_tx: WriteTx, draft: EventDraft, now: number, id = eventId(now), recorded = false): number {

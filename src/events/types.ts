@@ -95,8 +95,9 @@ export interface OutboxEvent extends StampedEvent {
   /** Cluster mode: the node that appended the event, the second part of its key (src/events/outbox.ts). */
   readonly node?: string;
   /**
-   * The recorder already wrote its records of this event with the change (`Outbox.raise`): the dispatcher's planners
-   * must not write them again. Absent on rows raised before the recorder existed, which the dispatcher records.
+   * The recorder saw this event when the change raised it (`Outbox.raise`) and wrote its record then, if it keeps one:
+   * the dispatcher's planners must not record it again. Absent on rows raised before the recorder existed, which the
+   * dispatcher records as it plans them.
    */
   readonly recorded?: true;
   /** V2 `actionType` is the part after the dot; this is the V1 one (V1_ACTION). */

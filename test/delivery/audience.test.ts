@@ -91,3 +91,15 @@ t.test('an outbox row raised before the recorder existed (no `recorded` mark) is
   t.equal(logged.length, 2, 'the plain row was logged by the dispatcher, the raised one not again');
   t.ok(logged.includes(`act_${legacy.id.replace(/^evt_/, '')}`), 'the raised event keeps its one record, under its own id');
 });
+
+t.test('a row raised while the activity log is off is marked too: the recorder saw it and kept nothing', async (t) => {
+  const env = await deliveryEnv(t);
+  const { call, running } = env;
+  const { outbox } = running.services;
+  t.equal((await call('/v2/workspace/webhookconfig/update', { useWebhookService: true, webhookServiceConfig: { rawNotificationUrl: 'https://hooks.example.com/raw' } })).status, 200);
+  t.equal((await call('/v1/commentannotations/add', threadBody('t1'))).status, 200);
+  t.same(outbox.read().map((event) => event.recorded), [true]);
+  t.equal((await call('/v2/workspace/activityconfig/update', { activityServiceConfig: { isEnabled: true } })).status, 200);
+  await env.pump();
+  t.same((await call<unknown[]>('/v2/activities/get', { organizationId: scope.organizationId })).data, [], 'enabled after it committed: not logged when planned');
+});
