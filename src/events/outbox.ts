@@ -156,10 +156,11 @@ export class Outbox {
 
   /**
    * Whether an event of `type` under `apiKey` is to be raised at all (the recorder keeps a record of it, or a channel
-   * the dispatcher plans for acts on it): one nothing would act on is not (an appender asks before it builds the draft). In a workspace with no delivery channel configured, the usual case, an event was most
-   * of a REST comment's cost: its JSON, its row, the dispatcher's round to claim it and the commit that removed it
-   * again (bench/README.md, "Fifteenth session"). A channel therefore acts on the events committed while it is
-   * configured, not on those committed before (docs/delivery.md, "Which events are written").
+   * the dispatcher plans for acts on it): one nothing would act on is not (an appender asks before it builds the
+   * draft). In a workspace with no delivery channel configured, the usual case, an event was most of a REST comment's
+   * cost: its JSON, its row, the dispatcher's round to claim it and the commit that removed it again (bench/README.md,
+   * "Fifteenth session"). A channel therefore acts on the events committed while it is configured, not on those
+   * committed before (docs/delivery.md, "Which events are written").
    */
   wants(apiKey: string, type: EventType): boolean {
     return this.dispatched(apiKey, type) || this.recorder?.wants(apiKey, type) === true;
