@@ -58,16 +58,30 @@ function operations(spread: number, only: ReadonlySet<string>): Operation[] {
     documentId: 'rest-doc-0',
     commentAnnotations: [{ commentData: [{ commentText: 'x', from: { userId: 'u1' } }] }],
   });
+  // A comment that mentions another user: one in-app notification to write when the service is on.
+  const mention = (organizationId: string): unknown => ({
+    organizationId,
+    documentId: 'rest-doc-0',
+    commentAnnotations: [{ commentData: [{ commentText: '@u2 x', from: { userId: 'u1' }, taggedUserContacts: [{ text: '@u2', userId: 'u2', contact: { userId: 'u2', name: 'U2', email: 'u2@example.com' } }] }] }],
+  });
   const commentOps: Operation[] = [
     // A workspace with no delivery channel configured: the thread is written, its event is not (docs/delivery.md).
     { bench: 'REST Add Comment Annotations', path: '/v1/commentannotations/add', variants: 1, body: comment },
-    // Last, since the config stays: every comment's event is written, and the dispatcher writes its activity row.
+    // The configs stay, so these come last, in this order: each comment's activity record is written with it.
     {
       bench: 'REST Add Comment Annotations, activity log on',
       path: '/v1/commentannotations/add',
       variants: 1,
       body: comment,
       setup: { path: '/v2/workspace/activityconfig/update', body: { activityServiceConfig: { isEnabled: true } } },
+    },
+    // And its notification to the mentioned user (sent at once: no delay, no batching, the default).
+    {
+      bench: 'REST Add Comment Annotations with a mention, activity log and in-app notifications on',
+      path: '/v1/commentannotations/add',
+      variants: 1,
+      body: mention,
+      setup: { path: '/v2/workspace/notificationconfig/update', body: { useNotificationService: true } },
     },
   ];
   return [...(only.has('presence') ? presenceOps : []), ...(only.has('comments') ? commentOps : [])];

@@ -10,10 +10,11 @@ import type { Planner } from './channel.js';
 const MAX_KEYS = 10_000;
 
 /**
- * The outbox's audience (`Outbox.setAudience`): an event is written only when some planner wants it. Every comment
- * asks, so the answers are kept; they are dropped whenever a delivery config is written on this process (before the
- * write and again after it commits, so an answer read in between cannot outlive the change) or, in a cluster, when
- * the applier brings in another node's (src/replicated-caches.ts).
+ * The outbox's audience (`Outbox.setAudience`): an event gets an outbox row only when some planner must plan it (a
+ * channel that records events in the raising transaction says which of them it still needs planned: `dispatches`).
+ * Every comment asks, so the answers are kept; they are dropped whenever a delivery config is written on this process
+ * (before the write and again after it commits, so an answer read in between cannot outlive the change) or, in a
+ * cluster, when the applier brings in another node's (src/replicated-caches.ts).
  */
 export class DeliveryAudience implements EventAudience {
   private readonly byKey = new Map<string, Map<EventType, boolean>>();
@@ -26,7 +27,7 @@ export class DeliveryAudience implements EventAudience {
     let byType = this.byKey.get(apiKey);
     const known = byType?.get(type);
     if (known !== undefined) return known;
-    const wanted = this.configs.memoized(() => this.planners.some((planner) => planner.wants(apiKey, type)));
+    const wanted = this.configs.memoized(() => this.planners.some((planner) => (planner.dispatches === undefined ? planner.wants(apiKey, type) : planner.dispatches(apiKey, type))));
     if (byType === undefined) {
       if (this.byKey.size >= MAX_KEYS) this.byKey.clear();
       this.byKey.set(apiKey, (byType = new Map()));

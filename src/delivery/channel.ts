@@ -11,6 +11,11 @@ export interface Planner {
    * `plan` checks again, since a config may have changed since the event committed.
    */
   wants(apiKey: string, type: EventType): boolean;
+  /**
+   * A channel that is also a recorder of the outbox (`EventRecorder`): whether the dispatcher must plan events of
+   * `type` under `apiKey`, beside what the channel records in the raising transaction. Absent: `wants`.
+   */
+  dispatches?(apiKey: string, type: EventType): boolean;
   plan(tx: WriteTx, event: OutboxEvent, now: number): void;
 }
 

@@ -1,7 +1,7 @@
 // Owns who an event concerns: mentioned users, the assignee and the thread's participants, never the actor.
 import { commentData } from './comment-event.js';
 import type { UserRef } from '../doc/annotations/model.js';
-import type { OutboxEvent } from '../events/types.js';
+import type { StampedEvent } from '../events/types.js';
 
 export interface Recipient {
   readonly userId: string;
@@ -13,7 +13,7 @@ export interface Recipient {
 
 const RANK: Record<Recipient['reason'], number> = { mention: 3, assignee: 2, participant: 1 };
 
-export function recipientsOf(event: OutboxEvent): Recipient[] {
+export function recipientsOf(event: StampedEvent): Recipient[] {
   const data = commentData(event);
   const actor = data.actionUser?.userId;
   const found = new Map<string, Recipient>();

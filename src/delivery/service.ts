@@ -88,11 +88,11 @@ export class Delivery {
     this.account = new AccountEmailChannel({ ...options.account, transport: accountTransport, queue: this.queue, clock: this.clock });
     const deliveryLog = log.child({ component: 'delivery' });
     const planners = [activity, notification, email, webhook, this.advanced];
-    // The activity log is written with the change that raises the event; an event gets an outbox row only when a
-    // channel the dispatcher plans for acts on it (src/delivery/audience.ts). The dispatcher still plans activity for
-    // rows raised before the recorder existed.
-    options.outbox.setRecorder(activity);
-    options.outbox.setAudience(new DeliveryAudience(this.configs, [notification, email, webhook, this.advanced]));
+    // Activity logs and notifications sent at once are written with the change that raises the event; an event gets
+    // an outbox row only when the dispatcher must plan something for it (src/delivery/audience.ts). The dispatcher
+    // still plans them for rows its recorders did not record (raised before they did).
+    options.outbox.setRecorders([activity, notification.recorder]);
+    options.outbox.setAudience(new DeliveryAudience(this.configs, planners));
     this.dispatcher = new Dispatcher({ store, outbox: options.outbox, queue: this.queue, planners, clock: this.clock, log: deliveryLog, planning: (body) => this.configs.memoized(body), ...(options.mayRun === undefined ? {} : { mayRun: options.mayRun }), ...(options.dispatcherPollMs === undefined ? {} : { pollMs: options.dispatcherPollMs }) });
     this.documentData = new DeliveryDocumentData({
       store,

@@ -102,7 +102,7 @@ function eventOf(row: StoredEvent, parsed?: EventPayload): OutboxEvent {
     documentId: row.documentId,
     seq: row.seq,
     ...(row.node === undefined ? {} : { node: row.node }),
-    ...(row.recorded === undefined ? {} : { recorded: row.recorded }),
+    ...(row.recordedBy === undefined ? {} : { recordedBy: row.recordedBy }),
     id: row.id,
     actionType: row.actionType,
     source: row.source,
@@ -133,8 +133,8 @@ export class Outbox {
   /** Who acts on events (`wants`); undefined: every event is written (a process without the delivery room, tests). */
   private audience: EventAudience | undefined;
 
-  /** Who keeps a record of events in the raising transaction (`raise`); undefined: nobody. */
-  private recorder: EventRecorder | undefined;
+  /** Who keep a record of events in the raising transaction (`raise`). */
+  private recorders: readonly EventRecorder[] = [];
 
   constructor(private readonly store: Store, options: { readonly node?: string } = {}) {
     this.node = options.node;
@@ -149,13 +149,13 @@ export class Outbox {
     this.audience = audience;
   }
 
-  /** Sets who records events with the raising change (the delivery room's activity log): `raise` hands it each event. */
-  setRecorder(recorder: EventRecorder): void {
-    this.recorder = recorder;
+  /** Sets who record events with the raising change (the delivery room's activity log and in-app notifications). */
+  setRecorders(recorders: readonly EventRecorder[]): void {
+    this.recorders = recorders;
   }
 
   /**
-   * Whether an event of `type` under `apiKey` is to be raised at all (the recorder keeps a record of it, or a channel
+   * Whether an event of `type` under `apiKey` is to be raised at all (a recorder keeps a record of it, or a channel
    * the dispatcher plans for acts on it): one nothing would act on is not (an appender asks before it builds the
    * draft). In a workspace with no delivery channel configured, the usual case, an event was most of a REST comment's
    * cost: its JSON, its row, the dispatcher's round to claim it and the commit that removed it again (bench/README.md,
@@ -163,7 +163,7 @@ export class Outbox {
    * committed before (docs/delivery.md, "Which events are written").
    */
   wants(apiKey: string, type: EventType): boolean {
-    return this.dispatched(apiKey, type) || this.recorder?.wants(apiKey, type) === true;
+    return this.dispatched(apiKey, type) || this.recorders.some((recorder) => recorder.wants(apiKey, type));
   }
 
   /** Whether a channel the dispatcher plans for acts on the event: then it needs an outbox row. */
@@ -172,22 +172,24 @@ export class Outbox {
   }
 
   /**
-   * Raises one event in the caller's transaction: the recorder writes its record of it (the activity log), and the
-   * event gets an outbox row only when a channel the dispatcher plans for acts on it. Answers the row's seq, or
-   * undefined when none was written. The record used to be written by the dispatcher from the outbox row, and an event
-   * only the activity log wanted cost a row, a claim, a second commit and the removal of the row: with the record
-   * written here a comment with the activity log on wrote about half the bytes (bench/README.md, "Seventeenth
-   * session"). A recorder that throws fails the change with it: the record and the change are one write.
+   * Raises one event in the caller's transaction: each recorder that keeps a record of it (the activity log, an in-app
+   * notification sent at once) writes it, and the event gets an outbox row only when a channel the dispatcher plans for
+   * acts on it. Answers the row's seq, or undefined when none was written. The records used to be written by the
+   * dispatcher from the outbox row, and an event only the activity log wanted cost a row, a claim, a second commit and
+   * the removal of the row: with the record written here a comment with the activity log on wrote about half the bytes
+   * (bench/README.md, "Seventeenth session"). A recorder that throws fails the change with it: the record and the
+   * change are one write.
    */
   raise(tx: WriteTx, draft: EventDraft, now: number): number | undefined {
     const id = eventId(now);
-    const recorder = this.recorder;
-    if (recorder?.wants(draft.apiKey, draft.type) === true) {
+    let recordedBy: string[] | undefined;
+    for (const recorder of this.recorders) {
+      if (!recorder.wants(draft.apiKey, draft.type)) continue;
       const event: StampedEvent = { type: draft.type, apiKey: draft.apiKey, organizationId: draft.organizationId, documentId: draft.documentId, data: draft.data, id, createdAt: now };
       recorder.record(tx, event);
+      (recordedBy ??= []).push(recorder.name);
     }
-    // The row says the recorder saw the event, whether it kept a record or not: the dispatcher then records nothing.
-    return this.dispatched(draft.apiKey, draft.type) ? this.append(tx, draft, now, id, recorder !== undefined) : undefined;
+    return this.dispatched(draft.apiKey, draft.type) ? this.append(tx, draft, now, id, recordedBy) : undefined;
   }
 
   /** Told after a transaction that appended events committed (the worker's wake-up; see src/worker-role.ts). */
@@ -202,10 +204,10 @@ export class Outbox {
 
   /**
    * Writes one event's row in the caller's transaction and answers its seq: one past the highest committed or pending
-   * seq. `id`: the event's (`raise` made it); `recorded`: the recorder saw it already. The row is built
+   * seq. `id`: the event's (`raise` made it); `recordedBy`: the recorders that wrote their records of it. The row is built
    * field by field (no spread or rest: copying unknown keys is V8's slow path, and this runs for every comment written).
    */
-  append(_tx: WriteTx, draft: EventDraft, now: number, id = eventId(now), recorded = false): number {
+  append(_tx: WriteTx, draft: EventDraft, now: number, id = eventId(now), recordedBy?: readonly string[]): number {
     const seq = this.nextSeq();
     const row: StoredEvent = {
       type: draft.type,
@@ -215,7 +217,7 @@ export class Outbox {
       payload: JSON.stringify(draft.data),
       seq,
       ...(this.node === undefined ? {} : { node: this.node }),
-      ...(recorded ? { recorded: true as const } : {}),
+      ...(recordedBy === undefined ? {} : { recordedBy }),
       id,
       actionType: V1_ACTION[draft.type],
       source: 'comment',

@@ -78,11 +78,14 @@ export interface StampedEvent extends EventDraft {
 }
 
 /**
- * Who keeps a local record of events (the activity log): it writes the record in the transaction that raises the
- * event, so such an event needs no outbox row, no dispatcher round and no second commit (`Outbox.raise`).
+ * A channel that keeps a local record of events (the activity log, an in-app notification sent at once): it writes the
+ * record in the transaction that raises the event, so an event only recorders want needs no outbox row, no dispatcher
+ * round and no second commit (`Outbox.raise`).
  */
 export interface EventRecorder {
-  /** Whether it keeps a record of events of `type` under `apiKey` as configured now. */
+  /** The channel's name, as the planner of the same channel knows it (`OutboxEvent.recordedBy`). */
+  readonly name: string;
+  /** Whether it records events of `type` under `apiKey` in the raising transaction, as configured now. */
   wants(apiKey: string, type: EventType): boolean;
   /** Writes its record of `event` with the raising change (synchronous; it may decide per event to keep none). */
   record(tx: WriteTx, event: StampedEvent): void;
@@ -95,11 +98,11 @@ export interface OutboxEvent extends StampedEvent {
   /** Cluster mode: the node that appended the event, the second part of its key (src/events/outbox.ts). */
   readonly node?: string;
   /**
-   * The recorder saw this event when the change raised it (`Outbox.raise`) and wrote its record then, if it keeps one:
-   * the dispatcher's planners must not record it again. Absent on rows raised before the recorder existed, which the
-   * dispatcher records as it plans them.
+   * The recorders that recorded this event when the change raised it (`Outbox.raise`, by `EventRecorder.name`): the
+   * planners of those channels leave it alone. Absent when none did, and on rows raised before recorders existed,
+   * which the planners record as before.
    */
-  readonly recorded?: true;
+  readonly recordedBy?: readonly string[];
   /** V2 `actionType` is the part after the dot; this is the V1 one (V1_ACTION). */
   readonly actionType: string;
   readonly source: 'comment';

@@ -26,15 +26,35 @@ export type DeliveryConfigKind = keyof DeliveryConfigKinds;
 /** What the memo holds for a config never configured (one Map lookup, not has() then get()). */
 const ABSENT = Symbol('absent');
 
+/** How many (kind, API key) configs `current` keeps (10,000 API keys' worth of the two recorders'). */
+const MAX_KEPT = 20_000;
+
 /** Per API key (a workspace's configs are per key, as the API-key config is). Never-configured reads give undefined. */
 export class DeliveryConfigStore {
   private readonly db: Database<unknown, Key>;
   /** While `memoized` runs: what each (kind, API key) read gave, ABSENT for a config never configured. */
   private memo: Map<DeliveryConfigKind, Map<string, unknown>> | undefined;
+  /** What `current` read, kept until a config may have changed (`changed`); ABSENT for a config never configured. */
+  private readonly kept = new Map<string, unknown>();
   private readonly changedListeners: Array<() => void> = [];
 
   constructor(private readonly store: Store) {
     this.db = store.records<unknown>(DB.deliveryConfigs);
+  }
+
+  /**
+   * `stored`, read through a copy kept until a config may have changed (dropped by `changed`, as the audience's
+   * answers are): for what every comment asks, the recorders of `Outbox.raise`, where a read is an LMDB read and a
+   * decode per event. Past MAX_KEPT (kind, API key) pairs the copies are all dropped: a bound on memory, not a policy.
+   */
+  current<K extends DeliveryConfigKind>(apiKey: string, kind: K): DeliveryConfigKinds[K] | undefined {
+    const id = `${kind}\u0000${apiKey}`;
+    const known = this.kept.get(id);
+    if (known !== undefined) return known === ABSENT ? undefined : (known as DeliveryConfigKinds[K]);
+    const config = this.stored(apiKey, kind);
+    if (this.kept.size >= MAX_KEPT) this.kept.clear();
+    this.kept.set(id, config === undefined ? ABSENT : config);
+    return config;
   }
 
   stored<K extends DeliveryConfigKind>(apiKey: string, kind: K): DeliveryConfigKinds[K] | undefined {
@@ -89,6 +109,7 @@ export class DeliveryConfigStore {
    * they settled, and a cluster node's applier when another node's writes came in (src/replicated-caches.ts).
    */
   changed(): void {
+    this.kept.clear();
     for (const listener of this.changedListeners) listener();
   }
 

@@ -48,7 +48,7 @@ t.test('an event no channel wants is not written; a channel acts on the events c
   t.equal((await call('/v2/workspace/activityconfig/update', { activityServiceConfig: { isEnabled: true } })).status, 200);
   t.equal((await call('/v2/workspace/webhookconfig/update', { useWebhookService: true, webhookServiceConfig: { rawNotificationUrl: 'https://hooks.example.com/raw' } })).status, 200);
   t.equal((await call('/v2/commentannotations/comments/add', reply('t1', 'fourth reply'))).status, 200);
-  t.same(outbox.read().map((event) => [event.type, event.recorded]), [['comment.add', true]], 'one row, its activity recorded');
+  t.same(outbox.read().map((event) => [event.type, event.recordedBy]), [['comment.add', ['activity']]], 'one row, its activity recorded');
   t.equal((await activities()).length, 3, 'logged with the comment');
   await env.pump();
   t.equal((await activities()).length, 3, 'the dispatcher does not log it again');
@@ -69,7 +69,7 @@ t.test('answers are kept until the configs change: a row written past the config
   t.equal(outbox.wants('another-key', 'comment.add'), false, 'per API key');
 });
 
-t.test('an outbox row raised before the recorder existed (no `recorded` mark) is logged by the dispatcher, once', async (t) => {
+t.test('an outbox row raised before the recorders existed (no `recordedBy`) is logged by the dispatcher, once', async (t) => {
   const env = await deliveryEnv(t);
   const { call, running } = env;
   const { outbox, store } = running.services;
@@ -79,11 +79,11 @@ t.test('an outbox row raised before the recorder existed (no `recorded` mark) is
   t.equal((await call('/v2/workspace/webhookconfig/update', { useWebhookService: true, webhookServiceConfig: { rawNotificationUrl: 'https://hooks.example.com/raw' } })).status, 200);
   t.equal((await call('/v1/commentannotations/add', threadBody('t1'))).status, 200);
   const [raised] = outbox.read();
-  t.equal(raised?.recorded, true);
+  t.same(raised?.recordedBy, ['activity']);
   // What an older build left in the outbox: the same event appended as a plain row, its activity not written.
   const legacy = raised as OutboxEvent;
   await store.transaction((tx) => void outbox.append(tx, { type: legacy.type, apiKey: legacy.apiKey, organizationId: legacy.organizationId, documentId: legacy.documentId, data: legacy.data }, Date.now()));
-  t.equal(outbox.read()[1]?.recorded, undefined, 'a plain row carries no mark');
+  t.equal(outbox.read()[1]?.recordedBy, undefined, 'a plain row names no recorder');
   t.equal((await activities()).length, 1, 'only the raised event is logged before planning');
   await env.pump();
   t.same(outbox.read(), [], 'both planned and acked');
@@ -92,14 +92,18 @@ t.test('an outbox row raised before the recorder existed (no `recorded` mark) is
   t.ok(logged.includes(`act_${legacy.id.replace(/^evt_/, '')}`), 'the raised event keeps its one record, under its own id');
 });
 
-t.test('a row raised while the activity log is off is marked too: the recorder saw it and kept nothing', async (t) => {
+t.test('a row raised while the activity log is off names no recorder, and is not logged when planned after it was enabled', async (t) => {
   const env = await deliveryEnv(t);
   const { call, running } = env;
   const { outbox } = running.services;
   t.equal((await call('/v2/workspace/webhookconfig/update', { useWebhookService: true, webhookServiceConfig: { rawNotificationUrl: 'https://hooks.example.com/raw' } })).status, 200);
   t.equal((await call('/v1/commentannotations/add', threadBody('t1'))).status, 200);
-  t.same(outbox.read().map((event) => event.recorded), [true]);
-  t.equal((await call('/v2/workspace/activityconfig/update', { activityServiceConfig: { isEnabled: true } })).status, 200);
+  const [row] = outbox.read();
+  t.equal(row?.recordedBy, undefined);
+  // Enabled after the event (enabledTime past its creation, on any clock): the planner reads the config and keeps out.
+  const enabledTime = (row?.createdAt ?? 0) + 1;
+  t.equal((await call('/v2/workspace/activityconfig/update', { activityServiceConfig: { isEnabled: true, enabledTime } })).status, 200);
   await env.pump();
+  t.same(outbox.read(), [], 'planned');
   t.same((await call<unknown[]>('/v2/activities/get', { organizationId: scope.organizationId })).data, [], 'enabled after it committed: not logged when planned');
 });

@@ -21,10 +21,27 @@ async function reply(env: DeliveryEnv, annotationId: string, text: string): Prom
   if (res.status !== 200) throw new Error(JSON.stringify(res));
 }
 
+t.test('a notification sent at once is written with the comment: no outbox row, nothing for the dispatcher', async (t) => {
+  const env = await deliveryEnv(t);
+  const { outbox } = env.running.services;
+  await env.call('/v2/workspace/notificationconfig/update', { useNotificationService: true });
+  await env.call('/v1/commentannotations/add', threadBody());
+  t.same(outbox.read(), [], 'no delay, no batching, no other channel: the event gets no row');
+  const [sent] = await forBob(env);
+  t.same(sent?.notifyUsersByUserId, { bob: true, carol: true }, 'bob (mentioned) and carol (assigned) are notified before any dispatcher round');
+  // With a channel the dispatcher plans for, the row names the recorder and the planner leaves it alone.
+  await env.call('/v2/workspace/webhookconfig/update', { useWebhookService: true, webhookServiceConfig: { rawNotificationUrl: 'https://hooks.example.com/raw' } });
+  await reply(env, 'thread-1', 'again, @bob');
+  t.same(outbox.read().map((event) => event.recordedBy), [['notification']]);
+  await env.pump();
+  t.equal((await forBob(env)).length, 2, 'one notification per event, none planned twice');
+});
+
 t.test('delayConfig holds a notification back exactly delaySeconds', async (t) => {
   const env = await deliveryEnv(t);
   await env.call('/v2/workspace/notificationconfig/update', { useNotificationService: true, notificationServiceConfig: { delayConfig: { isEnabled: true, delaySeconds: 60 } } });
   await env.call('/v1/commentannotations/add', threadBody());
+  t.same(env.running.services.outbox.read().map((event) => event.recordedBy), [undefined], 'a delayed notification is the dispatcher\'s: a row that names no recorder');
   await env.pump();
   t.same(await forBob(env), [], 'nothing yet');
   await env.advance(59_999);

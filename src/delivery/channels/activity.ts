@@ -9,50 +9,39 @@ import type { ActivityRecord, ActivityStore } from '../activity-store.js';
 import type { Planner } from '../channel.js';
 import { activityTemplate, templateValues } from '../templates.js';
 
-/** How many API keys' configs are kept; past it they are all dropped and read again (a bound, as in src/delivery/audience.ts). */
-const MAX_KEYS = 10_000;
-
 /**
- * The recorder of the outbox (`Outbox.setRecorder`): a comment's activity record is written in the comment's own
- * transaction. It is also a planner, for outbox rows raised before that (`recorded` absent), which it records as
- * the dispatcher plans them; rows raised since are skipped there. Configs are read through a copy kept per API key,
- * dropped whenever a delivery config may have changed (the same rule as the audience's answers), since every
- * comment asks and a config read is an LMDB read and a decode.
+ * A recorder of the outbox (`Outbox.setRecorders`): a comment's activity record is written in the comment's own
+ * transaction, so the dispatcher never needs to plan one (`dispatches`). It is still a planner, for outbox rows raised
+ * before that (`recordedBy` without it), which it records as the dispatcher plans them. The config is read through
+ * the copy the config store keeps (`DeliveryConfigStore.current`), since every comment asks.
  */
 export class ActivityChannel implements Planner, EventRecorder {
   readonly name = 'activity';
-  private readonly configs = new Map<string, ActivityConfig | null>();
 
-  constructor(private readonly deps: { readonly configs: DeliveryConfigStore; readonly activities: ActivityStore }) {
-    deps.configs.onChanged(() => this.configs.clear());
-  }
+  constructor(private readonly deps: { readonly configs: DeliveryConfigStore; readonly activities: ActivityStore }) {}
 
   wants(apiKey: string, type: EventType): boolean {
-    return logs(this.config(apiKey), type);
+    return logs(this.deps.configs.current(apiKey, 'activity'), type);
+  }
+
+  /** Everything it keeps is recorded with the change. */
+  dispatches(): boolean {
+    return false;
   }
 
   /** Written with the change that raised the event; its id comes from the event, so a replan would overwrite it. */
   record(tx: WriteTx, event: StampedEvent): void {
-    const config = this.config(event.apiKey);
+    const config = this.deps.configs.current(event.apiKey, 'activity');
     if (config === undefined || !logs(config, event.type)) return;
     // Events raised before logging was (re-)enabled are not logged.
     if (config.enabledTime !== undefined && event.createdAt < config.enabledTime) return;
     this.deps.activities.put(tx, activityFromEvent(event, config.immutable !== false));
   }
 
-  /** An outbox row the recorder did not see (raised before it existed): recorded in the planning transaction. */
+  /** An outbox row it did not record when raised (raised before it recorded events): recorded while planning. */
   plan(tx: WriteTx, event: OutboxEvent, _now: number): void {
-    if (event.recorded === true) return;
+    if (event.recordedBy?.includes(this.name) === true) return;
     this.record(tx, event);
-  }
-
-  private config(apiKey: string): ActivityConfig | undefined {
-    const known = this.configs.get(apiKey);
-    if (known !== undefined) return known ?? undefined;
-    const config = this.deps.configs.stored(apiKey, 'activity');
-    if (this.configs.size >= MAX_KEYS) this.configs.clear();
-    this.configs.set(apiKey, config ?? null);
-    return config;
   }
 }
 

@@ -2,9 +2,9 @@
 import { commentData } from '../comment-event.js';
 import { createHash } from 'node:crypto';
 import type { WriteTx } from '../../store/env.js';
-import type { EventType, OutboxEvent } from '../../events/types.js';
+import type { EventRecorder, EventType, OutboxEvent, StampedEvent } from '../../events/types.js';
 import type { DeliveryConfigStore } from '../../tenant/delivery-config-store.js';
-import type { NotificationConfig } from '../../tenant/delivery-configs.js';
+import { DEFAULT_NOTIFICATION_CONFIG, type NotificationConfig } from '../../tenant/delivery-configs.js';
 import { triggerOn } from '../../tenant/triggers.js';
 import type { Planner } from '../channel.js';
 import { prefAllows, type NotificationRecord, type NotificationStore } from '../notification-store.js';
@@ -34,23 +34,57 @@ export function notificationId(seed: string): string {
   return `ntf_${createHash('sha256').update(seed).digest('base64url').slice(0, 24).replaceAll('-', '_')}`;
 }
 
+/** Whether `config` notifies of events of `type`: the service on, with the comment trigger on for it. */
+function notifies(config: NotificationConfig, type: EventType): boolean {
+  return config.useNotificationService && triggerOn(config.notificationServiceConfig.triggers.comment, type);
+}
+
+/** Sent as soon as the event is: neither delayed nor batched. */
+function atOnce(config: NotificationConfig): boolean {
+  const { delayConfig, batchConfig } = config.notificationServiceConfig;
+  return !delayConfig.isEnabled && !batchConfig.document.isEnabled && !batchConfig.user.isEnabled;
+}
+
 export class NotificationChannel implements Planner, ChannelRunner {
   readonly name = 'notification';
   /** A local write; retried quickly if LMDB refuses it. */
   readonly retryDelaysMs: readonly number[] = [1_000, 10_000, 60_000];
 
+  /**
+   * The outbox's recorder of notifications sent at once (no delay, no batching, the default): written in the
+   * transaction of the change that raised the event (`Outbox.raise`), so such an event needs no outbox row for them.
+   * Delayed and batched ones are jobs, planned by the dispatcher from the row (`dispatches`).
+   */
+  readonly recorder: EventRecorder = {
+    name: this.name,
+    wants: (apiKey, type) => {
+      const config = this.current(apiKey);
+      return notifies(config, type) && atOnce(config);
+    },
+    record: (tx, event) => {
+      const recipients = this.recipients(event);
+      if (recipients.length > 0) this.deps.notifications.put(tx, singleRecord(event, recipients));
+    },
+  };
+
   constructor(private readonly deps: { readonly configs: DeliveryConfigStore; readonly queue: DeliveryQueue; readonly notifications: NotificationStore }) {}
 
   wants(apiKey: string, type: EventType): boolean {
-    const config = this.deps.configs.notification(apiKey);
-    return config.useNotificationService && triggerOn(config.notificationServiceConfig.triggers.comment, type);
+    return notifies(this.deps.configs.notification(apiKey), type);
   }
 
+  /** Only delayed and batched notifications need the dispatcher; the recorder writes the others. */
+  dispatches(apiKey: string, type: EventType): boolean {
+    const config = this.current(apiKey);
+    return notifies(config, type) && !atOnce(config);
+  }
+
+  /** Rows the recorder wrote its notification for are left alone; the others are planned as configured now. */
   plan(tx: WriteTx, event: OutboxEvent, now: number): void {
-    if (!this.wants(event.apiKey, event.type)) return;
+    if (event.recordedBy?.includes(this.name) === true || !this.wants(event.apiKey, event.type)) return;
     const config = this.deps.configs.notification(event.apiKey);
     const service = config.notificationServiceConfig;
-    const recipients = recipientsOf(event).filter((r) => prefAllows(this.deps.notifications.prefsOf(event.apiKey, event.organizationId, r.userId, event.documentId).inbox, r.reason));
+    const recipients = this.recipients(event);
     if (recipients.length === 0) return;
     const delayMs = service.delayConfig.isEnabled ? service.delayConfig.delaySeconds * SECOND : 0;
     const { document, user } = service.batchConfig;
@@ -95,6 +129,16 @@ export class NotificationChannel implements Planner, ChannelRunner {
     this.deps.queue.replace(tx, { ...open, due: full ? Math.min(open.due, now + payload.delayMs) : open.due, payload: { ...payload, items, users: { ...payload.users, ...users } } });
   }
 
+  /** The config through the copy the config store keeps (`DeliveryConfigStore.current`): every comment asks. */
+  private current(apiKey: string): NotificationConfig {
+    return this.deps.configs.current(apiKey, 'notification') ?? DEFAULT_NOTIFICATION_CONFIG;
+  }
+
+  /** Who is told of the event in-app: those concerned whose inbox preference lets it through. */
+  private recipients(event: StampedEvent): Recipient[] {
+    return recipientsOf(event).filter((r) => prefAllows(this.deps.notifications.prefsOf(event.apiKey, event.organizationId, r.userId, event.documentId).inbox, r.reason));
+  }
+
   /** Nothing to send: the notification is written with the settlement (`settled`). */
   attempt(): Promise<AttemptResult> {
     return Promise.resolve({ ok: true });
@@ -112,7 +156,7 @@ export class NotificationChannel implements Planner, ChannelRunner {
   }
 }
 
-function singleRecord(event: OutboxEvent, recipients: readonly Recipient[]): NotificationRecord {
+function singleRecord(event: StampedEvent, recipients: readonly Recipient[]): NotificationRecord {
   const users = Object.fromEntries(recipients.map((r) => [r.userId, true as const]));
   const data = commentData(event);
   return {
