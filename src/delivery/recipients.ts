@@ -1,6 +1,7 @@
 // Owns who an event concerns: mentioned users, the assignee and the thread's participants, never the actor.
 import { commentData } from './comment-event.js';
 import type { UserRef } from '../doc/annotations/model.js';
+import { ERASED_USER } from '../doc/user-data.js';
 import type { StampedEvent } from '../events/types.js';
 
 export interface Recipient {
@@ -18,7 +19,8 @@ export function recipientsOf(event: StampedEvent): Recipient[] {
   const actor = data.actionUser?.userId;
   const found = new Map<string, Recipient>();
   const add = (user: { userId: string; name?: string | undefined; email?: string | undefined } | undefined, reason: Recipient['reason']): void => {
-    if (user === undefined || user.userId === '' || user.userId === actor) return;
+    // The placeholder a GDPR erase leaves in threads is nobody to tell (its own rewrite raises update events).
+    if (user === undefined || user.userId === '' || user.userId === actor || user.userId === ERASED_USER.userId) return;
     const previous = found.get(user.userId);
     const email = user.email ?? previous?.email;
     const name = user.name ?? previous?.name;

@@ -157,8 +157,13 @@ t.test('GDPR: a user’s notifications and activity logs are exported, and erase
   t.equal(erase.status, 202);
   await env.running.services.jobs.idle();
   t.same((await env.call<Notification[]>('/v1/notifications/get', { ...scope, notificationIds: ['only-bob'] })).data, [], 'a notification only for bob is gone');
-  const [shared] = (await env.call<Notification[]>('/v1/notifications/get', { ...scope, userId: 'carol' })).data;
+  // Erasing bob rewrote the thread (he was mentioned in it), an update carol is notified of at once: its recipients
+  // are the thread's people, never the erased-user placeholder.
+  const forCarol = (await env.call<Array<Notification & { notificationSourceData: { eventType?: string } }>>('/v1/notifications/get', { ...scope, userId: 'carol' })).data;
+  const shared = forCarol.find((n) => n.notificationSourceData.eventType === 'comment_annotation.add');
   t.same(shared?.notifyUsersByUserId, { carol: true }, 'bob left the shared one');
+  const update = forCarol.find((n) => n.notificationSourceData.eventType === 'comment_annotation.update');
+  t.same(update?.notifyUsersByUserId, { alice: true, carol: true }, 'the placeholder is told nothing');
   t.same((await env.call<Notification[]>('/v1/notifications/get', { ...scope, userId: 'bob' })).data, [], 'a read filtered on bob finds neither (the time index follows the erase)');
   await env.server.api.call(env.creds, '/v2/users/data/delete', { userId: 'alice' });
   await env.running.services.jobs.idle();
