@@ -1,4 +1,4 @@
-// Tests DeliveryConfigStore.memoized: one read per config inside it (what the dispatcher plans a round with), fresh reads outside.
+// Tests DeliveryConfigStore.memoized (one read per config inside it, what the dispatcher plans a round with; fresh reads outside) and current (a copy kept until changed()).
 import t from 'tap';
 import type { Planner } from '../../src/delivery/channel.js';
 import { Dispatcher } from '../../src/delivery/dispatcher.js';
@@ -7,6 +7,7 @@ import { Outbox } from '../../src/events/outbox.js';
 import type { EventDraft } from '../../src/events/types.js';
 import { createLogger } from '../../src/log.js';
 import { Store } from '../../src/store/env.js';
+import { DB } from '../../src/store/keys.js';
 import { DeliveryConfigStore } from '../../src/tenant/delivery-config-store.js';
 import type { ActivityConfig } from '../../src/tenant/delivery-configs.js';
 
@@ -75,4 +76,20 @@ t.test('the dispatcher plans a round through `planning`: every event of the roun
   t.same(seen[3], { documentId: 'd', config: { isEnabled: false } }, 'the next round reads the updated config');
   t.same(outbox.read(), [], 'all acked');
   t.same(lines, [], 'nothing logged');
+});
+
+t.test('current keeps what it read (absent configs too) until a config may have changed, then reads again', async (t) => {
+  const store = Store.open(t.testdir());
+  t.teardown(() => store.close());
+  const configs = new DeliveryConfigStore(store);
+  t.equal(configs.current('key', 'activity'), undefined, 'never configured');
+  await store.transaction(() => void store.records<ActivityConfig>(DB.deliveryConfigs).putSync(['key', 'activity'], activity(true)));
+  t.equal(configs.current('key', 'activity'), undefined, 'the absence is kept: a row written past the store is not seen');
+  configs.changed();
+  const read = configs.current('key', 'activity');
+  t.same(read, { isEnabled: true }, 'read again after changed()');
+  t.equal(configs.current('key', 'activity'), read, 'the same object, kept');
+  t.equal(configs.current('key', 'notification'), undefined, 'per kind');
+  await configs.update('key', 'activity', () => activity(false));
+  t.same(configs.current('key', 'activity'), { isEnabled: false }, 'an update through the store drops the copy');
 });
