@@ -156,3 +156,30 @@ t.test('a lookup that misses catches up first: a node whose NATS link lags still
   await n2.server.stop();
   await n1.server.stop();
 });
+
+t.test('records written with the change (activity log, a notification sent at once) reach the other nodes with it', async (t) => {
+  const bin = natsOrSkip(t);
+  if (bin === undefined) return;
+  const nats = await startNats(t, bin);
+  const root = t.testdir();
+  const node = (nodeId: string): Promise<TestServer> => startTestServer(t, { natsUrl: nats.url, nodeId, secretKey: 'c'.repeat(64) }, `${root}/${nodeId}`);
+  const n1 = await node('n1');
+  const n2 = await node('n2');
+  const credentials = await n1.api.createWorkspace();
+  const configsApplied = appliedOn(n2, DB.deliveryConfigs);
+  t.equal((await n1.api.call(credentials, '/v2/workspace/activityconfig/update', { activityServiceConfig: { isEnabled: true } })).status, 200);
+  t.equal((await n1.api.call(credentials, '/v2/workspace/notificationconfig/update', { useNotificationService: true })).status, 200);
+  await configsApplied;
+  // Either node may own the document; n1 reads its own cache, which has the records at once or once its applier brings them.
+  const recordsApplied = appliedOn(n1, DB.activities);
+  const mention = { ...scope, commentAnnotations: [{ annotationId: 'r1', commentData: [{ commentText: '@bob look', from: { userId: 'alice' }, taggedUserContacts: [{ text: '@bob', userId: 'bob', contact: { userId: 'bob', name: 'Bob', email: 'bob@example.com' } }] }] }] };
+  t.equal((await n2.api.call(credentials, '/v2/commentannotations/add', mention)).status, 200, 'a comment that mentions bob, through n2');
+  const activities = async (): Promise<unknown[]> => (await n1.api.call<unknown[]>(credentials, '/v2/activities/get', { organizationId: scope.organizationId })).body.result?.data ?? [];
+  if ((await activities()).length === 0) await recordsApplied;
+  t.equal((await activities()).length, 1, "the comment's activity record, read through n1");
+  const forBob = (await n1.api.call<unknown[]>(credentials, '/v1/notifications/get', { ...scope, userId: 'bob' })).body.result?.data ?? [];
+  t.equal(forBob.length, 1, 'and its notification to bob, written in the same transaction');
+  for (const n of [n1, n2]) t.same(n.server.services.outbox.read(), [], 'no outbox row on either node: nothing for a dispatcher to plan');
+  await n2.server.stop();
+  await n1.server.stop();
+});
