@@ -133,7 +133,7 @@ export class Outbox {
   /** Who acts on events (`wants`); undefined: every event is written (a process without the delivery room, tests). */
   private audience: EventAudience | undefined;
 
-  /** Who keep a record of events in the raising transaction (`raise`). */
+  /** The channels that keep a record of events, written in the raising transaction (`raise`). */
   private recorders: readonly EventRecorder[] = [];
 
   constructor(private readonly store: Store, options: { readonly node?: string } = {}) {
@@ -149,7 +149,7 @@ export class Outbox {
     this.audience = audience;
   }
 
-  /** Sets who record events with the raising change (the delivery room's activity log and in-app notifications). */
+  /** Sets the channels that record events with the raising change (the delivery room's activity log and notifications). */
   setRecorders(recorders: readonly EventRecorder[]): void {
     this.recorders = recorders;
   }

@@ -73,7 +73,8 @@ export class ThreadChanges implements DocumentChange {
       if (this.deps.legacy?.has(view.annotationId) === true) db.removeSync([ref.apiKey, ref.organizationId, ref.documentId, view.annotationId]);
       for (const raised of change.events) {
         // An event nothing acts on (no channel of the API key wants its type) is not raised (`Outbox.wants`); one only
-        // the activity log keeps is recorded here and gets no outbox row (`Outbox.raise`).
+        // recorders keep (the activity log, a notification sent at once) is recorded here, without an outbox row
+        // (`Outbox.raise`).
         if (!outbox.wants(ref.apiKey, raised.type)) continue;
         const seq = outbox.raise(tx, eventDraft(ref, view, raised, thread), this.now);
         if (seq !== undefined) this.appended.push(seq);
