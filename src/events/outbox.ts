@@ -1,4 +1,4 @@
-// Owns DB.outbox: appending domain events inside the caller's transaction, and the read/claim/ack API a dispatcher uses.
+// Owns DB.outbox and raising domain events: records and rows written inside the caller's transaction, and the read/claim/ack API a dispatcher uses.
 import type { Database, Key } from 'lmdb';
 import { timeOrderedHex } from '../ids.js';
 import type { Store, WriteTx } from '../store/env.js';
