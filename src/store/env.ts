@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import { open, type Database, type DatabaseOptions, type Key, type RootDatabase } from 'lmdb';
 import type { Logger } from '../log.js';
 import { GroupCommit, type GroupedChange, type TransactionRoot } from './group-commit.js';
-import { DB, READABLE_SCHEMA_VERSIONS, SCHEMA_VERSION, type DbName } from './keys.js';
+import { DB, type DbName } from './keys.js';
+import { stampSchema, stampPresent } from './schema.js';
 import { CLUSTER_CACHE_KEY, isRange, keyId, LOCAL_ONLY, numberedKeys, Outgoing, PendingKeys, Recorder, type ChangeListener, type KeyOp, type ReplicatedOp, type Replication } from './replication.js';
 
 /**
@@ -126,19 +127,9 @@ export class Store {
   }
 
   private checkSchema(): void {
-    const meta = this.records<unknown>(DB.meta);
-    const stamped = meta.get('schemaVersion');
-    this.foundVersion = typeof stamped === 'number' ? stamped : undefined;
-    if (stamped === undefined || (typeof stamped === 'number' && READABLE_SCHEMA_VERSIONS.includes(stamped))) {
-      meta.putSync('schemaVersion', SCHEMA_VERSION);
-      return;
-    }
-    if (stamped !== SCHEMA_VERSION) {
-      throw new StoreError(
-        `data directory ${this.path} has schema version ${String(stamped)}, this server reads version ${SCHEMA_VERSION}; ` +
-          'use a matching server version or a fresh DATA_DIR',
-      );
-    }
+    const reading = stampSchema(this.records<unknown>(DB.meta), this.path);
+    if ('refused' in reading) throw new StoreError(reading.refused);
+    this.foundVersion = reading.found;
   }
 
   /**
@@ -350,7 +341,7 @@ export class Store {
   problem(): string | undefined {
     if (this.closing) return 'the store is closing';
     try {
-      return this.records<unknown>(DB.meta).get('schemaVersion') === SCHEMA_VERSION ? undefined : 'the schema stamp is missing';
+      return stampPresent(this.records<unknown>(DB.meta)) ? undefined : 'the schema stamp is missing';
     } catch (error) {
       return `the store cannot be read: ${(error as Error).message}`;
     }
