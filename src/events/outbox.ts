@@ -183,9 +183,10 @@ export class Outbox {
   raise(tx: WriteTx, draft: EventDraft, now: number): number | undefined {
     const id = eventId(now);
     let recordedBy: string[] | undefined;
+    let event: StampedEvent | undefined;
     for (const recorder of this.recorders) {
       if (!recorder.wants(draft.apiKey, draft.type)) continue;
-      const event: StampedEvent = { type: draft.type, apiKey: draft.apiKey, organizationId: draft.organizationId, documentId: draft.documentId, data: draft.data, id, createdAt: now };
+      event ??= { type: draft.type, apiKey: draft.apiKey, organizationId: draft.organizationId, documentId: draft.documentId, data: draft.data, id, createdAt: now };
       recorder.record(tx, event);
       (recordedBy ??= []).push(recorder.name);
     }

@@ -23,19 +23,22 @@ export interface DeliveryConfigKinds {
 
 export type DeliveryConfigKind = keyof DeliveryConfigKinds;
 
-/** What the memo holds for a config never configured (one Map lookup, not has() then get()). */
+/** What a copy holds for a config never configured (one Map lookup, not has() then get()). */
 const ABSENT = Symbol('absent');
 
-/** How many (kind, API key) configs `current` keeps (10,000 API keys' worth of the two recorders'). */
-const MAX_KEPT = 20_000;
+/** Configs read, by kind and API key (ABSENT for a config never configured). */
+type Copies = Map<DeliveryConfigKind, Map<string, unknown>>;
+
+/** How many API keys' configs of one kind `current` keeps. */
+const MAX_KEPT = 10_000;
 
 /** Per API key (a workspace's configs are per key, as the API-key config is). Never-configured reads give undefined. */
 export class DeliveryConfigStore {
   private readonly db: Database<unknown, Key>;
-  /** While `memoized` runs: what each (kind, API key) read gave, ABSENT for a config never configured. */
-  private memo: Map<DeliveryConfigKind, Map<string, unknown>> | undefined;
-  /** What `current` read, kept until a config may have changed (`changed`); ABSENT for a config never configured. */
-  private readonly kept = new Map<string, unknown>();
+  /** While `memoized` runs: what each read gave. */
+  private memo: Copies | undefined;
+  /** What `current` read, kept until a config may have changed (`changed`). */
+  private readonly kept: Copies = new Map();
   private readonly changedListeners: Array<() => void> = [];
 
   constructor(private readonly store: Store) {
@@ -43,28 +46,29 @@ export class DeliveryConfigStore {
   }
 
   /**
-   * `stored`, read through a copy kept until a config may have changed (dropped by `changed`, as the audience's
+   * A config read through a copy kept until a config may have changed (dropped by `changed`, as the audience's
    * answers are): for what every comment asks, the recorders of `Outbox.raise`, where a read is an LMDB read and a
-   * decode per event. Past MAX_KEPT (kind, API key) pairs the copies are all dropped: a bound on memory, not a policy.
+   * decode per event. Past MAX_KEPT API keys of a kind, that kind's copies are all dropped: a bound on memory, not a
+   * policy.
    */
   current<K extends DeliveryConfigKind>(apiKey: string, kind: K): DeliveryConfigKinds[K] | undefined {
-    const id = `${kind}\u0000${apiKey}`;
-    const known = this.kept.get(id);
-    if (known !== undefined) return known === ABSENT ? undefined : (known as DeliveryConfigKinds[K]);
-    const config = this.stored(apiKey, kind);
-    if (this.kept.size >= MAX_KEPT) this.kept.clear();
-    this.kept.set(id, config === undefined ? ABSENT : config);
-    return config;
+    return this.through(this.kept, apiKey, kind, MAX_KEPT);
   }
 
   stored<K extends DeliveryConfigKind>(apiKey: string, kind: K): DeliveryConfigKinds[K] | undefined {
     const memo = this.memo;
     if (memo === undefined) return this.db.get([apiKey, kind]) as DeliveryConfigKinds[K] | undefined;
-    let byKey = memo.get(kind);
-    if (byKey === undefined) memo.set(kind, (byKey = new Map()));
-    const cached = byKey.get(apiKey);
-    if (cached !== undefined) return cached === ABSENT ? undefined : (cached as DeliveryConfigKinds[K]);
+    return this.through(memo, apiKey, kind, Infinity);
+  }
+
+  /** The config from `copies`, read from the database and kept there when missing. */
+  private through<K extends DeliveryConfigKind>(copies: Copies, apiKey: string, kind: K, max: number): DeliveryConfigKinds[K] | undefined {
+    let byKey = copies.get(kind);
+    if (byKey === undefined) copies.set(kind, (byKey = new Map()));
+    const known = byKey.get(apiKey);
+    if (known !== undefined) return known === ABSENT ? undefined : (known as DeliveryConfigKinds[K]);
     const config = this.db.get([apiKey, kind]) as DeliveryConfigKinds[K] | undefined;
+    if (byKey.size >= max) byKey.clear();
     byKey.set(apiKey, config === undefined ? ABSENT : config);
     return config;
   }
