@@ -1,4 +1,4 @@
-// Owns running the shared background work (outbox, delivery queue, jobs, agent-run recovery) only while this process holds the worker role.
+// Owns running the shared background work (outbox, delivery queue, jobs, agent-run recovery and pruning) only while this process holds the worker role.
 import type { AgentRuns } from './agents/runs.js';
 import type { Delivery } from './delivery/service.js';
 import type { Logger } from './log.js';
@@ -7,6 +7,8 @@ import type { WorkerRole } from './worker-role.js';
 
 /** The backstop: how often the holder looks for work nobody woke it for (a lost wake-up, a row from another node). */
 export const WORK_SCAN_MS = 5_000;
+/** How often the holder removes agent runs past their retention (at the first scan after taking the role, then hourly). */
+export const RUN_PRUNE_EVERY_MS = 3_600_000;
 
 export interface BackgroundWorkDeps {
   readonly role: WorkerRole;
@@ -17,6 +19,8 @@ export interface BackgroundWorkDeps {
   /** false: delivery runs only when a test pumps it (ServerOptions.autoDeliver). */
   readonly autoDeliver: boolean;
   readonly scanMs?: number;
+  /** The server's clock (tests pass one they advance): when runs were last pruned. */
+  readonly now?: () => number;
 }
 
 /**
@@ -30,6 +34,9 @@ export class BackgroundWork {
   private stopped = false;
   /** The current start or pause, so a quick lose-then-take never runs both halves at once. */
   private transition: Promise<void> = Promise.resolve();
+  private lastRunPrune = -Infinity;
+  /** The pruning pass under way, awaited by stop() so that no batch writes to a closing store. */
+  private pruning: Promise<void> = Promise.resolve();
 
   constructor(private readonly deps: BackgroundWorkDeps) {}
 
@@ -53,6 +60,7 @@ export class BackgroundWork {
     this.stopped = true;
     if (this.timer !== undefined) clearInterval(this.timer);
     await this.transition;
+    await this.pruning;
     if (this.deps.autoDeliver) await this.deps.delivery.pause();
     await this.deps.jobs.stop();
   }
@@ -75,6 +83,14 @@ export class BackgroundWork {
     // Taking the role reads every job and run row once (rows from before their indexes); later scans read the indexes.
     this.resumeJobs(taken);
     runs.recover((processId) => role.alive(processId), { full: taken }).catch((error: unknown) => log.warn('recovering interrupted agent runs failed; retrying at the next scan', { error: String(error) }));
+    const now = (this.deps.now ?? Date.now)();
+    if (now - this.lastRunPrune >= RUN_PRUNE_EVERY_MS) {
+      this.lastRunPrune = now;
+      this.pruning = runs.prune().then(
+        (count) => (count > 0 ? log.info('agent runs past their retention removed', { count }) : undefined),
+        (error: unknown) => log.warn('pruning agent runs failed; retrying in an hour', { error: String(error) }),
+      );
+    }
   }
 
   private resumeJobs(full: boolean): void {

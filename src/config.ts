@@ -33,6 +33,7 @@ export interface Config {
   readonly agentPoolSize: number;
   readonly agentQueueLimit: number;
   readonly agentRunTimeoutMs: number;
+  readonly agentRunRetentionMs: number;
   readonly agentFetchTimeoutMs: number;
   readonly agentFetchMaxBytes: number;
   readonly chromiumPath: string | undefined;
@@ -223,6 +224,7 @@ const OPTIONS: readonly OptionSpec<keyof Config>[] = [
   { key: 'agentPoolSize', env: 'AGENT_POOL_SIZE', fallback: 2, parse: integer(1, 64), doc: 'Worker threads that run agents, prompt validation and ask-ai (piscina).' },
   { key: 'agentQueueLimit', env: 'AGENT_QUEUE_LIMIT', fallback: 100, parse: integer(1, 100_000), doc: 'Agent tasks waiting for a worker before new ones get RESOURCE_EXHAUSTED.' },
   { key: 'agentRunTimeoutMs', env: 'AGENT_RUN_TIMEOUT_MS', fallback: 120_000, parse: integer(1000, 3_600_000), doc: 'Time limit of one agent task; past it the worker thread is ended and the run fails with TIMEOUT.' },
+  { key: 'agentRunRetentionMs', env: 'AGENT_RUN_RETENTION', fallback: 90 * 86_400_000, parse: duration(3_600_000, true), doc: 'How long a settled agent run (`completed`, `failed`, `cancelled`) is kept with its results, counted from when it started (`90d`, `12h`, …; `off`: forever); older runs are removed hourly. Runs still running stay; the agents\' run counts keep counting.', shown: '90d' },
   { key: 'agentFetchTimeoutMs', env: 'AGENT_FETCH_TIMEOUT_MS', fallback: 10_000, parse: integer(100, 600_000), doc: 'Time limit of each page, link or API fetch an agent makes.' },
   { key: 'agentFetchMaxBytes', env: 'AGENT_FETCH_MAX_BYTES', fallback: 5 * MiB, parse: integer(1024, 256 * MiB), doc: 'Largest response body an agent fetch reads; a larger page fails the run with TOO_LARGE.' },
   { key: 'chromiumPath', env: 'CHROMIUM_PATH', fallback: '/usr/bin/chromium', parse: optionalText, doc: 'Chromium for browser strategies (screenshot, computed styles, site audit, browser-agent); when missing those runs fail with FAILED_PRECONDITION.' },

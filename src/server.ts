@@ -217,7 +217,7 @@ export async function startServer(config: Config, log: Logger, options: ServerOp
   boundPorts.set(config, port);
   // Every job kind is registered by now. The holder of the worker role (this process, unless a cluster node holds it
   // elsewhere) runs the dispatcher and the delivery queue and resumes jobs a crash interrupted (each is idempotent).
-  const background = new BackgroundWork({ role: services.workerRole, delivery: services.delivery, jobs: services.jobs, runs: services.agents.runs, log: log.child({ component: 'background' }), autoDeliver: options.autoDeliver !== false });
+  const background = new BackgroundWork({ role: services.workerRole, delivery: services.delivery, jobs: services.jobs, runs: services.agents.runs, log: log.child({ component: 'background' }), autoDeliver: options.autoDeliver !== false, now: services.clock.now });
   background.start();
   // In a cluster, compete for the worker role only now that this node can do the work.
   await cluster?.worker.begin();

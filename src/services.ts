@@ -80,8 +80,8 @@ export interface Services {
 /** Test seams: a manual clock, the account-email transport. */
 export interface ServerOptions {
   /**
-   * The clock of rate limits, email links, key, token and grant expiry, presence and the stop's drain (default: the
-   * system clock). One that only tells the time (`now`) gets the system's timers.
+   * The clock of rate limits, email links, key, token and grant expiry, presence, agent runs and the stop's drain
+   * (default: the system clock). One that only tells the time (`now`) gets the system's timers.
    */
   readonly clock?: Pick<Clock, 'now'> & Partial<Pick<Clock, 'setTimer'>>;
   /** Where account emails go (default: the transport configured by SMTP_URL, else the dev log transport). */
@@ -182,7 +182,7 @@ export async function openServices(config: Config, log: Logger, publisher: Topic
     loginLinkTtlMs: config.loginLinkTtlMs,
     now,
   });
-  const agents = await openAgents({ store, secrets, config, collab, log, processId: workerRole.processId, ...(options.agentVersions === undefined ? {} : { versions: options.agentVersions }) });
+  const agents = await openAgents({ store, secrets, config, collab, log, now, processId: workerRole.processId, ...(options.agentVersions === undefined ? {} : { versions: options.agentVersions }) });
   const sender = parseSender(config.emailFrom);
   const delivery = new Delivery({
     config,

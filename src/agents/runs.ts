@@ -1,4 +1,4 @@
-// Owns agent executions: start (async, in the pool), record, cancel, get, list newest first, count; post-processing on completion.
+// Owns agent executions: start (async, in the pool), record, cancel, get, list newest first, count, prune past retention; post-processing on completion.
 import type { Database, Key } from 'lmdb';
 import { randomId } from '../auth/secrets.js';
 import type { CollabDocuments } from '../doc/collab-state.js';
@@ -67,6 +67,8 @@ type RunningEntry = readonly [apiKey: string, createdAt: number];
 const byStatus = (apiKey: string, record: Pick<ExecutionRecord, 'agentId' | 'status' | 'createdAt' | 'executionId'>): Key => [apiKey, '%', record.agentId, record.status, record.createdAt, record.executionId];
 const STATUSES = ['running', 'completed', 'failed', 'cancelled'] as const;
 const STATUS_INDEX_BUILT = 'runStatusIndexBuilt';
+/** Runs removed per pruning transaction: bounds the write transaction and the main thread's turn. */
+const PRUNE_BATCH = 1000;
 type Row = ExecutionRecord | number | RunningEntry | null;
 const isRecord = (value: Row | undefined): value is ExecutionRecord => typeof value === 'object' && value !== null && !Array.isArray(value);
 
@@ -87,6 +89,8 @@ export class AgentRuns {
       readonly now?: () => number;
       /** This process's id, recorded with each run it executes (default: one process, `local`). */
       readonly processId?: string;
+      /** How long a settled run is kept, from its creation (`AGENT_RUN_RETENTION`); 0 or absent: forever. */
+      readonly retentionMs?: number;
     },
   ) {
     this.db = deps.store.records<Row>(DB.agentExecutions);
@@ -305,6 +309,42 @@ export class AgentRuns {
       }
       return indexed;
     });
+  }
+
+  /**
+   * Removes the settled runs (completed, failed, cancelled) past their retention, with their id and status keys,
+   * across every API key, in batches of `batch` runs, one transaction each, until a batch comes back short; a run still
+   * running stays until it settles (recovery settles one whose process is gone). Answers how many went. The holder of
+   * the worker role calls it hourly (src/background-work.ts); the agents' statistics (`executionCount`) keep counting.
+   */
+  async prune(batch = PRUNE_BATCH): Promise<number> {
+    const retentionMs = this.deps.retentionMs ?? 0;
+    if (retentionMs === 0) return 0;
+    const before = this.now() - retentionMs;
+    let removed = 0;
+    for (;;) {
+      const n = await this.deps.store.transaction(() => this.removeSettledBefore(before, batch));
+      removed += n;
+      if (n < batch) return removed;
+    }
+  }
+
+  /** Inside a transaction: at most `limit` settled runs created before `before`, oldest first per API key. */
+  private removeSettledBefore(before: number, limit: number): number {
+    let removed = 0;
+    for (const apiKey of distinctAfter(this.db, [], '')) {
+      // Read first, then remove: the range is not walked while it changes.
+      const expired = Array.from(this.db.getRange({ start: [apiKey, 0], end: [apiKey, before] }));
+      for (const { key, value } of expired) {
+        if (removed >= limit) return removed;
+        if (!isRecord(value) || value.status === 'running') continue;
+        this.db.removeSync(key);
+        this.db.removeSync(byId(apiKey, value.executionId));
+        this.db.removeSync(byStatus(apiKey, value));
+        removed++;
+      }
+    }
+    return removed;
   }
 
   /** Cancels what is running and waits for it to be recorded (server stop). */

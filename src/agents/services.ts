@@ -30,6 +30,8 @@ export interface AgentDeps {
   readonly config: Config;
   readonly collab: CollabDocuments;
   readonly log: Logger;
+  /** The server's clock (tests pass one they advance): run and definition times, run retention. */
+  readonly now?: () => number;
   /** Recorded with each run this process executes (WorkerRole.processId). */
   readonly processId?: string;
   /** Cluster mode: agent version numbers from the cluster's counter (src/cluster/agent-versions.ts). */
@@ -47,7 +49,8 @@ export function providersOf(config: Config): ProviderConfig[] {
 export async function openAgents(deps: AgentDeps): Promise<AgentServices> {
   const { config } = deps;
   const log = deps.log.child({ component: 'agents' });
-  const definitions = new AgentDefinitions(deps.store, deps.secrets, Date.now, deps.versions);
+  const now = deps.now ?? Date.now;
+  const definitions = new AgentDefinitions(deps.store, deps.secrets, now, deps.versions);
   const groups = new AgentGroups(deps.store, (apiKey, agentId) => definitions.exists(apiKey, agentId));
   const pool = new AgentPool({ size: config.agentPoolSize, queueLimit: config.agentQueueLimit, taskTimeoutMs: config.agentRunTimeoutMs });
   const env: WorkerEnv = {
@@ -57,7 +60,7 @@ export async function openAgents(deps: AgentDeps): Promise<AgentServices> {
     fetchMaxBytes: config.agentFetchMaxBytes,
     chromiumPath: config.chromiumPath,
   };
-  const runs = new AgentRuns({ store: deps.store, definitions, pool, collab: deps.collab, env, log, ...(deps.processId === undefined ? {} : { processId: deps.processId }) });
+  const runs = new AgentRuns({ store: deps.store, definitions, pool, collab: deps.collab, env, log, now, retentionMs: config.agentRunRetentionMs, ...(deps.processId === undefined ? {} : { processId: deps.processId }) });
   // Before anything counts: runs of a directory from before the status keys get theirs (once).
   await runs.buildStatusIndex();
   const memory = new Memory(deps.store, log);

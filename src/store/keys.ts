@@ -118,11 +118,12 @@ export const KEY_END = new Uint8Array([0xff]);
 /**
  * The distinct string values of the key element right after `prefix`, in key order, one key read per value (a
  * skip-scan: after each value the next read starts past all its keys). Stops at the first non-string element.
+ * `from`: start at this value (`''` skips the keys whose element there is a number, which sort before strings).
  */
-export function distinctAfter(db: Pick<Database<unknown, Key>, 'getKeys'>, prefix: readonly Key[]): string[] {
+export function distinctAfter(db: Pick<Database<unknown, Key>, 'getKeys'>, prefix: readonly Key[], from?: string): string[] {
   const found: string[] = [];
   const end: Key = [...prefix, KEY_END];
-  let start: Key = [...prefix];
+  let start: Key = from === undefined ? [...prefix] : [...prefix, from];
   for (;;) {
     let value: unknown;
     for (const key of db.getKeys({ start, end, limit: 1 })) value = Array.isArray(key) ? key[prefix.length] : undefined;
