@@ -1,6 +1,7 @@
 // Owns the delivery benchmark: events per second from REST through the outbox dispatcher to a local webhook receiver, and
-// the latency of a REST comment write with 1,000 deliveries pending (it must stay flat), and the cost of an activity-log
-// page in a large organization (it must not grow with the log).
+// the latency of a REST comment write with 1,000 deliveries pending (it must stay flat), the server's CPU with deliveries
+// held behind an endpoint that never answers (it must stay idle), and the cost of an activity-log page in a large
+// organization (it must not grow with the log).
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { finish, flags, main, num, profileDir, reportProfiles, servers } from './lib/cli.js';
@@ -12,6 +13,7 @@ import { percentile } from './lib/stats.js';
 const USAGE = `node --import=tsx bench/delivery.ts [flags]
   --events N        comments written for the throughput phase (default 2000)
   --pending N       deliveries held pending for the latency phase (default 1000)
+  --held N          deliveries held behind an endpoint that never answers (default 5000)
   --writes N        comment writes timed in each latency phase (default 400)
   --concurrency C   REST requests in flight (default 8)
   --activities N    activities in the organization whose log pages are read (default 20000)
@@ -23,6 +25,8 @@ interface Receiver {
   readonly server: Server;
   count: number;
   onCount?: () => void;
+  /** Never answer: requests are read and left open until the server closes (an endpoint that hangs). */
+  hang?: boolean;
 }
 
 async function startReceiver(): Promise<Receiver> {
@@ -31,6 +35,7 @@ async function startReceiver(): Promise<Receiver> {
     req.resume();
     req.on('end', () => {
       receiver.count++;
+      if (receiver.hang === true) return;
       res.statusCode = 204;
       res.end();
       receiver.onCount?.();
@@ -61,10 +66,11 @@ function comment(organizationId: string, documentId: string, i: number): unknown
   return { organizationId, documentId, commentAnnotations: [{ annotationId: `t${i}`, commentData: [{ commentText: `comment ${i}`, from: { userId: 'u1' } }] }] };
 }
 
-export async function runDelivery(options: { events: number; pending: number; writes: number; concurrency: number; activities: number }, cpuProfileDir?: string, kind: ServerKind = 'plait'): Promise<Figure[]> {
+export async function runDelivery(options: { events: number; pending: number; held: number; writes: number; concurrency: number; activities: number }, cpuProfileDir?: string, kind: ServerKind = 'plait'): Promise<Figure[]> {
   const figures: Figure[] = [];
   const fast = await startReceiver();
   const slow = await startReceiver();
+  const stuck = Object.assign(await startReceiver(), { hang: true });
   const plait: ServerHandle = await launchServer(kind, { env: { OUTBOUND_ALLOWED_NETWORKS: '127.0.0.0/8', LOG_LEVEL: 'warn' }, ...(cpuProfileDir === undefined ? {} : { cpuProfileDir }) });
   try {
     const { organizationId, headers } = await plaitCredentials(plait.port);
@@ -108,15 +114,36 @@ export async function runDelivery(options: { events: number; pending: number; wr
         { bench: `delivery: comment write, ${label}`, metric: 'latency p99', unit: 'ms', server: plait.kind, value: percentile(latencies, 99), better: 'lower' },
       );
     }
+    figures.push(...(await heldBehindAHang(plait, call, organizationId, stuck, options.held)));
     figures.push(...(await activityPages(plait, call, organizationId, options.activities)));
   } finally {
     await plait.stop();
     fast.server.closeAllConnections();
     slow.server.closeAllConnections();
+    stuck.server.closeAllConnections();
     fast.server.close();
     slow.server.close();
+    stuck.server.close();
   }
   return figures;
+}
+
+/**
+ * `count` deliveries due at once to an endpoint that never answers (8 attempts hang at a time, 15 s each): the
+ * server's CPU over the next 2 s, when nothing else happens, must stay that of an idle server. Before the eighteenth
+ * session every due job held back made the runner look again at once, and each look walked the whole backlog.
+ */
+async function heldBehindAHang(plait: ServerHandle, call: (path: string, data: unknown) => Promise<void>, organizationId: string, stuck: Receiver, count: number): Promise<Figure[]> {
+  await call('/v2/workspace/advancedwebhook/endpoints/create', { url: `${stuck.url}/never`, channels: ['held'] });
+  await pool(count, 8, (i) => call('/v1/commentannotations/add', comment(organizationId, 'held', i)));
+  // The first attempts are out once the endpoint has been asked 8 times.
+  while (stuck.count < 8) await new Promise<void>((resolve) => setImmediate(resolve));
+  const before = await plait.stats();
+  const started = performance.now();
+  await new Promise<void>((resolve) => setTimeout(resolve, 2000));
+  const share = ((await plait.stats()).cpuMicros - before.cpuMicros) / 1000 / (performance.now() - started);
+  progress(`delivery: ${count} deliveries held behind an endpoint that never answers (${stuck.count} attempts out): server CPU ${(share * 100).toFixed(1)} % of a core over 2 s`);
+  return [{ bench: `delivery: ${count} deliveries held behind an endpoint that never answers`, metric: 'server CPU while nothing else happens', unit: '% of a core', server: plait.kind, value: share * 100, better: 'lower' }];
 }
 
 /**
@@ -149,7 +176,7 @@ async function activityPages(plait: ServerHandle, call: (path: string, data: unk
 
 if (isMain(import.meta.url)) {
   main(async () => {
-    const values = flags(USAGE, { events: { type: 'string' }, pending: { type: 'string' }, writes: { type: 'string' }, concurrency: { type: 'string' }, activities: { type: 'string' }, profile: { type: 'boolean' } });
+    const values = flags(USAGE, { events: { type: 'string' }, pending: { type: 'string' }, held: { type: 'string' }, writes: { type: 'string' }, concurrency: { type: 'string' }, activities: { type: 'string' }, profile: { type: 'boolean' } });
     const dir = profileDir(values);
     const kinds = servers(values, ['plait']);
     const kind = kinds[0];
@@ -157,6 +184,7 @@ if (isMain(import.meta.url)) {
     const figures = await runDelivery({
       events: num(values, 'events', 2000, 1),
       pending: num(values, 'pending', 1000, 1),
+      held: num(values, 'held', 5000, 10),
       writes: num(values, 'writes', 400, 10),
       concurrency: num(values, 'concurrency', 8, 1, 256),
       activities: num(values, 'activities', 20_000, 100),

@@ -1,8 +1,9 @@
-// Owns the durable timer queue of deliveries (DB.deliveryJobs + DB.deliveryDue + DB.deliveryFinished): enqueue in a caller's transaction, take due jobs, settle, prune.
+// Owns the durable timer queue of deliveries (DB.deliveryJobs, its due index, DB.deliveryFinished): enqueue in a caller's transaction, take due jobs, settle, prune.
 import type { Database, Key } from 'lmdb';
 import type { WriteTx } from '../store/env.js';
 import type { Store } from '../store/env.js';
 import { DB } from '../store/keys.js';
+import { DueIndex, type Slots } from './due-index.js';
 
 /** `account`: the server's own emails to workspace owners (src/delivery/channels/account-email.ts), about no API key. */
 export type ChannelName = 'email' | 'webhook' | 'advancedWebhook' | 'notification' | 'account';
@@ -44,10 +45,12 @@ export type Settlement =
   | { readonly kind: 'postpone'; readonly at: number };
 
 const FINISHED_INDEX_BUILT = 'finishedIndexBuilt';
+const TARGET_INDEX_BUILT = 'targetDueIndexBuilt';
 
 export class DeliveryQueue {
   private readonly jobs: Database<DeliveryJob, Key>;
-  private readonly dueIndex: Database<string, Key>;
+  /** Every pending job by target and due time (src/delivery/due-index.ts). */
+  private readonly dueIndex: DueIndex;
   /** [updatedAt, jobId] of every finished job: pruning reads only the rows it removes. */
   private readonly finishedIndex: Database<null, Key>;
   private readonly listeners = new Set<() => void>();
@@ -56,7 +59,7 @@ export class DeliveryQueue {
 
   constructor(private readonly store: Store) {
     this.jobs = store.records<DeliveryJob>(DB.deliveryJobs);
-    this.dueIndex = store.records<string>(DB.deliveryDue);
+    this.dueIndex = new DueIndex(store);
     this.finishedIndex = store.records<null>(DB.deliveryFinished);
   }
 
@@ -83,7 +86,7 @@ export class DeliveryQueue {
     if (this.jobs.get(job.id) !== undefined) return false;
     const row: DeliveryJob = { ...job, attempt: job.attempt ?? 0, state: 'pending', updatedAt: job.createdAt };
     this.jobs.putSync(row.id, row);
-    this.dueIndex.putSync([row.due, row.id], row.target);
+    this.dueIndex.add(row);
     this.writes++;
     return true;
   }
@@ -93,14 +96,14 @@ export class DeliveryQueue {
     const previous = this.jobs.get(job.id);
     if (previous !== undefined) this.unindex(previous);
     this.jobs.putSync(job.id, job);
-    if (job.state === 'pending') this.dueIndex.putSync([job.due, job.id], job.target);
+    if (job.state === 'pending') this.dueIndex.add(job);
     else this.finishedIndex.putSync([job.updatedAt, job.id], null);
     this.writes++;
   }
 
   /** Drops the index row a stored job has: its due time while pending, its finishing time once finished. */
   private unindex(job: DeliveryJob): void {
-    if (job.state === 'pending') this.dueIndex.removeSync([job.due, job.id]);
+    if (job.state === 'pending') this.dueIndex.remove(job);
     else this.finishedIndex.removeSync([job.updatedAt, job.id]);
   }
 
@@ -116,8 +119,8 @@ export class DeliveryQueue {
   /** Every pending job, read through the due index: finished rows (kept a week) are never scanned. */
   pending(): DeliveryJob[] {
     const found: DeliveryJob[] = [];
-    for (const key of this.dueIndex.getKeys({ start: [0] })) {
-      const job = this.jobs.get((key as [number, string])[1]);
+    for (const id of this.dueIndex.ids()) {
+      const job = this.jobs.get(id);
       if (job !== undefined && job.state === 'pending') found.push(job);
     }
     return found;
@@ -128,29 +131,25 @@ export class DeliveryQueue {
     this.replace(tx, { ...job, state: 'cancelled', lastError: reason, updatedAt: now });
   }
 
+  /** Without limits: every target may start every job (tests, and scans that only look). */
+  static readonly unlimited: Slots = { free: () => true, take: () => true };
+
   /**
-   * Pending jobs due at or before `now`, earliest first, skipping `busy` ids and targets `full` refuses. The index
-   * holds each job's target, so held-back jobs are skipped without reading their rows.
+   * Pending jobs due at or before `now` that `slots` lets start, at most `limit`, skipping `busy` ids: targets in the
+   * order of their earliest due job, a full target held back at the cost of one index read (src/delivery/due-index.ts).
    */
-  due(now: number, limit: number, busy: ReadonlySet<string>, full: (target: string) => boolean = () => false): DeliveryJob[] {
+  due(now: number, limit: number, busy: ReadonlySet<string>, slots: Slots = DeliveryQueue.unlimited): DeliveryJob[] {
     const found: DeliveryJob[] = [];
-    for (const { key, value: target } of this.dueIndex.getRange({ start: [0], end: [now, '\uffff'] })) {
-      if (found.length >= limit) break;
-      const id = (key as [number, string])[1];
-      if (busy.has(id) || full(target)) continue;
+    for (const id of this.dueIndex.due(now, limit, busy, slots)) {
       const job = this.jobs.get(id);
       if (job !== undefined && job.state === 'pending') found.push(job);
     }
     return found;
   }
 
-  /** Due time of the earliest pending job not in `busy`. */
-  nextDue(busy: ReadonlySet<string>): number | undefined {
-    for (const key of this.dueIndex.getKeys({ start: [0] })) {
-      const [due, id] = key as [number, string];
-      if (!busy.has(id)) return due;
-    }
-    return undefined;
+  /** Due time of the earliest pending job not in `busy` whose target `slots` has room for (jobs held back wake nobody). */
+  nextDue(busy: ReadonlySet<string>, slots: Pick<Slots, 'free'> = DeliveryQueue.unlimited): number | undefined {
+    return this.dueIndex.next(busy, slots);
   }
 
   /**
@@ -230,6 +229,26 @@ export class DeliveryQueue {
         indexed++;
       }
       return indexed;
+    });
+  }
+
+  /**
+   * Moves the pending jobs of the time index of schema 4 and older (DB.deliveryDue, [due, id] -> target) into the
+   * index by target, once (`Store.backfillOnce`); the old rows are removed as they move.
+   */
+  buildTargetIndex(): Promise<number> {
+    return this.store.backfillOnce(TARGET_INDEX_BUILT, () => {
+      const old = this.store.records<string>(DB.deliveryDue);
+      let moved = 0;
+      for (const key of Array.from(old.getKeys({}))) {
+        const job = this.jobs.get((key as [number, string])[1]);
+        if (job !== undefined && job.state === 'pending') {
+          this.dueIndex.add(job);
+          moved++;
+        }
+        old.removeSync(key);
+      }
+      return moved;
     });
   }
 

@@ -1,9 +1,10 @@
-// Owns running due deliveries: bounded concurrency overall and per target, retries by channel schedule, wake-ups by timer.
+// Owns running due deliveries: bounded concurrency overall, per target and per API key, retries by channel schedule, wake-ups by timer.
 import { clearTimer } from '../clock.js';
 import type { Logger } from '../log.js';
 import type { WriteTx } from '../store/env.js';
 import type { Clock } from './clock.js';
 import type { ChannelName, DeliveryJob, DeliveryQueue, Settlement } from './queue.js';
+import type { Slots } from './due-index.js';
 
 /** What a channel's attempt reports. `permanent`: retrying cannot help (bad credentials, target gone). */
 export type AttemptResult =
@@ -30,6 +31,8 @@ export interface RunnerOptions {
   readonly log: Logger;
   readonly maxInFlight?: number;
   readonly maxInFlightPerTarget?: number;
+  /** Attempts in flight for one API key over all its targets (default a quarter of `maxInFlight`). */
+  readonly maxInFlightPerKey?: number;
   /** Whether this process may send now (the worker role, src/worker-role.ts), checked before each attempt; default: always. */
   readonly mayRun?: () => boolean;
   /** Longest sleep between looks at the queue (default DEFAULT_MAX_IDLE_MS); may be long where every enqueue wakes the runner. */
@@ -52,8 +55,12 @@ const PRUNE_BATCH = 1000;
 export class DeliveryRunner {
   private readonly inFlight = new Map<string, Promise<void>>();
   private readonly perTarget = new Map<string, number>();
+  private readonly perKey = new Map<string, number>();
   private readonly maxInFlight: number;
   private readonly maxPerTarget: number;
+  private readonly maxPerKey: number;
+  /** Room as things stand, for the next wake-up: a job held back by a full target or key wakes nobody. */
+  private readonly slots: Pick<Slots, 'free'> = { free: (target, apiKey) => this.free(target, apiKey, undefined) };
   private readonly maxIdleMs: number;
   private timer: NodeJS.Timeout | undefined;
   private running = false;
@@ -65,6 +72,7 @@ export class DeliveryRunner {
   constructor(private readonly options: RunnerOptions) {
     this.maxInFlight = options.maxInFlight ?? 64;
     this.maxPerTarget = options.maxInFlightPerTarget ?? 8;
+    this.maxPerKey = options.maxInFlightPerKey ?? Math.max(1, Math.floor(this.maxInFlight / 4));
     this.maxIdleMs = options.maxIdleMs ?? DEFAULT_MAX_IDLE_MS;
     options.queue.onEnqueue(() => this.schedule(0));
   }
@@ -91,7 +99,7 @@ export class DeliveryRunner {
 
   /**
    * Starts every job due now that fits the concurrency limits and resolves when those attempts have settled.
-   * Jobs held back by a full target stay pending for the next call.
+   * Jobs held back by a full target or API key stay pending for the next call.
    */
   async runDue(): Promise<number> {
     if (this.options.mayRun?.() === false) return 0;
@@ -100,24 +108,25 @@ export class DeliveryRunner {
     if (room <= 0) return 0;
     const busy = new Set(this.inFlight.keys());
     const started: Promise<void>[] = [];
-    // Counts what this scan picks too, so one busy target cannot fill the whole batch.
-    const picked = new Map<string, number>();
-    const full = (target: string): boolean => {
-      const taken = (this.perTarget.get(target) ?? 0) + (picked.get(target) ?? 0);
-      if (taken >= this.maxPerTarget) return true;
-      picked.set(target, (picked.get(target) ?? 0) + 1);
-      return false;
+    // Counts what this scan picks too, so one busy target or key cannot fill the whole batch.
+    const picked: Picked = { targets: new Map(), keys: new Map() };
+    const slots: Slots = {
+      free: (target, apiKey) => this.free(target, apiKey, picked),
+      take: (target, apiKey) => {
+        if (!this.free(target, apiKey, picked)) return false;
+        bump(picked.targets, target, 1);
+        bump(picked.keys, apiKey, 1);
+        return true;
+      },
     };
-    for (const job of this.options.queue.due(now, room, busy, full)) {
+    for (const job of this.options.queue.due(now, room, busy, slots)) {
       if (started.length >= room) break;
-      const used = this.perTarget.get(job.target) ?? 0;
-      if (used >= this.maxPerTarget) continue;
-      this.perTarget.set(job.target, used + 1);
+      bump(this.perTarget, job.target, 1);
+      bump(this.perKey, job.apiKey, 1);
       const run = this.run(job).finally(() => {
         this.inFlight.delete(job.id);
-        const left = (this.perTarget.get(job.target) ?? 1) - 1;
-        if (left <= 0) this.perTarget.delete(job.target);
-        else this.perTarget.set(job.target, left);
+        bump(this.perTarget, job.target, -1);
+        bump(this.perKey, job.apiKey, -1);
         if (this.running) this.schedule(0);
       });
       this.inFlight.set(job.id, run);
@@ -125,6 +134,21 @@ export class DeliveryRunner {
     }
     await Promise.all(started);
     return started.length;
+  }
+
+  /**
+   * When a job not in flight becomes startable: the next wake-up (undefined: none pending). A job held back by a full
+   * target or key does not count, so a backlog behind an endpoint that hangs wakes nobody; an attempt that ends does.
+   */
+  nextDue(): number | undefined {
+    return this.options.queue.nextDue(new Set(this.inFlight.keys()), this.slots);
+  }
+
+  /** Whether one more attempt of `target` (of `apiKey`) fits, counting what a scan has `picked` so far. */
+  private free(target: string, apiKey: string, picked: Picked | undefined): boolean {
+    const ofTarget = (this.perTarget.get(target) ?? 0) + (picked?.targets.get(target) ?? 0);
+    const ofKey = (this.perKey.get(apiKey) ?? 0) + (picked?.keys.get(apiKey) ?? 0);
+    return ofTarget < this.maxPerTarget && ofKey < this.maxPerKey;
   }
 
   /** Runs until nothing is due at the current clock time (tests with a manual clock). */
@@ -169,7 +193,7 @@ export class DeliveryRunner {
     }
     // Attempts settle in the background; the next wake-up is set from what is left pending.
     void this.runDue().catch((error: unknown) => this.options.log.error('delivery runner failed', { error }));
-    const next = this.options.queue.nextDue(new Set(this.inFlight.keys()));
+    const next = this.nextDue();
     this.schedule(next === undefined ? this.maxIdleMs : next - this.options.clock.now());
   }
 
@@ -227,4 +251,17 @@ export class DeliveryRunner {
     if (result.permanent === true || delay === undefined) return { kind: 'failed', error: result.error };
     return { kind: 'retry', at: now + delay, error: result.error };
   }
+}
+
+/** What one scan has picked so far, by target and by API key. */
+interface Picked {
+  readonly targets: Map<string, number>;
+  readonly keys: Map<string, number>;
+}
+
+/** Adds `by` to a count, dropping it at zero so the maps hold only what is in flight. */
+function bump(counts: Map<string, number>, name: string, by: number): void {
+  const next = (counts.get(name) ?? 0) + by;
+  if (next <= 0) counts.delete(name);
+  else counts.set(name, next);
 }

@@ -115,12 +115,13 @@ export class Delivery {
     });
   }
 
-  /** Indexes by time the activity logs, notifications, webhook messages and finished jobs written before schema 4 (once; a no-op after). */
+  /** Indexes the activity logs, notifications, webhook messages and finished jobs written before schema 4 by time, and pending jobs of schema 4 and older by target (once; a no-op after). */
   async buildIndexes(): Promise<void> {
     await this.activities.buildIndex();
     await this.notifications.buildIndex();
     await this.endpoints.buildIndex();
     await this.queue.buildFinishedIndex();
+    await this.queue.buildTargetIndex();
   }
 
   start(): void {

@@ -85,8 +85,12 @@ export const DB = {
   deliveryConfigs: 'delivery-configs',
   /** [jobId] -> DeliveryJob (the durable timer queue's rows); src/delivery/queue.ts */
   deliveryJobs: 'delivery-jobs',
-  /** [dueMs, jobId] -> null, for every pending job: the timer queue's index */
+  /** [dueMs, jobId] -> target: the timer queue's index up to schema 4, moved into the two below once at start */
   deliveryDue: 'delivery-due',
+  /** [target, dueMs, jobId] -> null, for every pending job: the timer queue's index (src/delivery/due-index.ts) */
+  deliveryTargetDue: 'delivery-target-due',
+  /** [dueMs, target] -> apiKey: each target's earliest pending job, so a scan reads a row per target */
+  deliveryHeads: 'delivery-heads',
   /** [updatedAt, jobId] -> null, for every finished job: pruning's index */
   deliveryFinished: 'delivery-finished',
   /** [apiKey, endpointId] -> EndpointRecord (advanced webhook endpoints, secret sealed) */
@@ -141,12 +145,15 @@ export function distinctAfter(db: Pick<Database<unknown, Key>, 'getKeys'>, prefi
  * 4: activity logs, notifications and webhook messages have a time index beside them, finished delivery jobs an
  * index by finishing time, agent runs a status key; a build stamped 3 would write rows without their index rows, so
  * it must refuse such a directory.
+ * 5: pending delivery jobs are indexed by target (`delivery-target-due`, `delivery-heads`) instead of by time alone; a
+ * build stamped 4 would enqueue jobs the runner of this build never sees, so it must refuse such a directory.
  */
-export const SCHEMA_VERSION = 4;
+export const SCHEMA_VERSION = 5;
 
 /**
  * Older stamps this build reads as they are (and re-stamps): version 1's inline records still decode, and threads
  * keyed by annotation id (1 and 2) are read and move to their number with their next change, and the activity logs,
- * notifications and webhook messages of 1 to 3 are indexed by time once at start (src/delivery/time-index.ts).
+ * notifications and webhook messages of 1 to 3 are indexed by time once at start (src/delivery/time-index.ts), and
+ * the pending delivery jobs of 1 to 4 by target (DeliveryQueue.buildTargetIndex).
  */
-export const READABLE_SCHEMA_VERSIONS: readonly number[] = [1, 2, 3];
+export const READABLE_SCHEMA_VERSIONS: readonly number[] = [1, 2, 3, 4];

@@ -1,0 +1,143 @@
+// Tests the delivery runner's limits on a real store: a target whose attempts hang holds only its slots, wakes nobody, and one API key holds at most its share.
+import t, { type Test } from 'tap';
+import type { Key } from 'lmdb';
+import { ManualClock } from '../../src/delivery/clock.js';
+import { DeliveryQueue, type ChannelName, type DeliveryJob } from '../../src/delivery/queue.js';
+import { DeliveryRunner, type AttemptResult, type ChannelRunner } from '../../src/delivery/runner.js';
+import { createLogger } from '../../src/log.js';
+import { Store } from '../../src/store/env.js';
+import { DB } from '../../src/store/keys.js';
+
+/** Attempts on targets named `dead…` hang until released; the others succeed at once and are recorded. */
+function setup(t: Test, limits: { maxInFlight?: number; maxInFlightPerKey?: number } = {}) {
+  const store = Store.open(t.testdir());
+  t.teardown(() => store.close());
+  const queue = new DeliveryQueue(store);
+  const clock = new ManualClock(Date.UTC(2026, 10, 28));
+  const hanging: Array<{ job: DeliveryJob; release: () => void }> = [];
+  const delivered: string[] = [];
+  const channel: ChannelRunner = {
+    retryDelaysMs: [60_000],
+    attempt: (job) => {
+      if (!job.target.startsWith('dead')) {
+        delivered.push(job.id);
+        return Promise.resolve({ ok: true });
+      }
+      return new Promise<AttemptResult>((resolve) => hanging.push({ job, release: () => resolve({ ok: true }) }));
+    },
+  };
+  const channels: Record<ChannelName, ChannelRunner> = { email: channel, webhook: channel, advancedWebhook: channel, notification: channel, account: channel };
+  const runner = new DeliveryRunner({ queue, channels, clock, log: createLogger('silent'), ...limits });
+  const enqueue = (jobs: ReadonlyArray<{ id: string; apiKey: string; target: string; due?: number }>): Promise<void> =>
+    store.transaction((tx) => {
+      for (const job of jobs) queue.enqueue(tx, { id: job.id, channel: 'webhook', apiKey: job.apiKey, target: job.target, due: job.due ?? clock.now(), createdAt: clock.now(), payload: null });
+    });
+  return { store, queue, clock, runner, hanging, delivered, enqueue };
+}
+
+/** Waits, a turn at a time, until `ready` holds (an attempt's settlement commits a few turns after it ends). */
+async function until(ready: () => boolean): Promise<void> {
+  while (!ready()) await new Promise<void>((resolve) => setImmediate(resolve));
+}
+
+const range = (n: number, make: (i: number) => { id: string; apiKey: string; target: string; due?: number }) => Array.from({ length: n }, (_, i) => make(i));
+
+t.test('a backlog behind a target whose attempts hang: 8 in flight, the rest wait without a wake-up, another target runs', async (t) => {
+  const { queue, clock, runner, hanging, delivered, enqueue } = setup(t);
+  await enqueue(range(500, (i) => ({ id: `dead-${i}`, apiKey: 'k1', target: 'dead:1', due: clock.now() - 500 + i })));
+  await enqueue([{ id: 'other', apiKey: 'k2', target: 'alive:1' }]);
+  // A scan resolves when its attempts settle: the hanging ones are released at the end.
+  const scans = [runner.runDue()];
+  t.equal(hanging.length, 8, 'the target holds its 8 slots');
+  t.same(delivered, ['other'], 'another key\'s job behind the backlog ran in the same scan');
+  t.equal(runner.nextDue(), undefined, 'the 492 due jobs held back wake nobody (they used to make the runner look again at once, for ever)');
+  await enqueue([{ id: 'later', apiKey: 'k2', target: 'alive:1', due: clock.now() + 5_000 }]);
+  t.equal(runner.nextDue(), clock.now() + 5_000, 'a job that can start is still woken for');
+  t.equal(queue.due(clock.now(), 1000, new Set(hanging.map((h) => h.job.id))).length, 492, 'without limits the held-back jobs are all due');
+  // One attempt ends: its slot goes to the earliest held-back job.
+  hanging.shift()?.release();
+  await until(() => runner.busy === 7);
+  t.equal(runner.nextDue(), clock.now() - 492, 'with a slot free, the earliest held-back job is due');
+  scans.push(runner.runDue());
+  t.equal(hanging.length, 8);
+  t.equal(hanging.at(-1)?.job.id, 'dead-8', 'the backlog runs in due order');
+  for (const h of hanging.splice(0)) h.release();
+  await Promise.all(scans);
+});
+
+t.test('one API key holds at most a quarter of the slots over all its targets; other keys start beside it', async (t) => {
+  const { clock, runner, hanging, delivered, enqueue } = setup(t);
+  // Five endpoints of one key that never answer: 40 attempts would fit their targets, 64 the runner.
+  await enqueue(range(100, (i) => ({ id: `dead-${i}`, apiKey: 'noisy', target: `dead:${i % 5}` })));
+  await enqueue(range(20, (i) => ({ id: `quiet-${i}`, apiKey: 'quiet', target: `alive:${i % 2}` })));
+  const scan = runner.runDue();
+  t.equal(hanging.length, 16, 'the noisy key holds 16 of the 64');
+  t.equal(delivered.length, 16, 'the other key\'s jobs started beside it, up to its own 16');
+  await until(() => runner.busy === 16);
+  t.equal(runner.nextDue(), clock.now(), 'the other key has room again: its 4 jobs left are due');
+  const second = runner.runDue();
+  t.equal(delivered.length, 20);
+  await until(() => runner.busy === 16);
+  t.equal(runner.nextDue(), undefined, 'the noisy key\'s held-back jobs wake nobody');
+  for (const h of hanging.splice(0)) h.release();
+  await Promise.all([scan, second]);
+});
+
+t.test('the limit per key is an option (a quarter of maxInFlight unless set)', async (t) => {
+  const { runner, hanging, enqueue } = setup(t, { maxInFlight: 10, maxInFlightPerKey: 3 });
+  await enqueue(range(20, (i) => ({ id: `dead-${i}`, apiKey: 'noisy', target: `dead:${i % 4}` })));
+  const scan = runner.runDue();
+  t.equal(hanging.length, 3);
+  for (const h of hanging.splice(0)) h.release();
+  await scan;
+});
+
+t.test('each target\'s earliest job heads the index as jobs are added, moved and settled', async (t) => {
+  const { store, queue, clock, enqueue } = setup(t);
+  const now = clock.now();
+  await enqueue([{ id: 'a30', apiKey: 'k', target: 'T', due: now + 30 }, { id: 'a10', apiKey: 'k', target: 'T', due: now + 10 }, { id: 'b20', apiKey: 'k', target: 'U', due: now + 20 }]);
+  const heads = (): string[] => Array.from(store.records<string>(DB.deliveryHeads).getKeys({})).map((key) => `${(key as [number, string])[1]}@${(key as [number, string])[0] - now}`);
+  t.same(heads(), ['T@10', 'U@20']);
+  t.equal(queue.nextDue(new Set()), now + 10);
+  t.equal(queue.nextDue(new Set(['a10'])), now + 20, 'a job in flight is skipped: U\'s head is next');
+  const a10 = queue.get('a10');
+  if (a10 === undefined) throw new Error('a10 was enqueued');
+  await queue.settle(a10, { kind: 'delivered' }, now);
+  t.same(heads(), ['U@20', 'T@30'], 'T\'s head moved to its next job');
+  const b20 = queue.get('b20');
+  if (b20 === undefined) throw new Error('b20 was enqueued');
+  await queue.settle(b20, { kind: 'postpone', at: now + 5 }, now);
+  t.same(heads(), ['U@5', 'T@30'], 'a job moved earlier moves its head');
+  await store.transaction((tx) => {
+    const a30 = queue.get('a30');
+    if (a30 !== undefined) queue.cancel(tx, a30, 'gone', now);
+  });
+  t.same(heads(), ['U@5'], 'a target with no pending job has no head');
+  t.same(queue.due(now + 100, 10, new Set()).map((j) => j.id), ['b20']);
+  t.same(queue.pending().map((j) => j.id), ['b20']);
+});
+
+t.test('a schema-4 directory: its time index moves into the index by target once, and its jobs run', async (t) => {
+  const dir = t.testdir();
+  const due = Date.UTC(2026, 10, 28);
+  const old = Store.open(dir);
+  await old.transaction(() => {
+    const jobs = old.records<DeliveryJob>(DB.deliveryJobs);
+    const index = old.records<string>(DB.deliveryDue);
+    for (const [id, state] of [['j1', 'pending'], ['j2', 'pending'], ['j3', 'delivered']] as const) {
+      jobs.putSync(id, { id, channel: 'webhook', apiKey: 'k', target: 'alive:1', due, attempt: 0, state, createdAt: due, updatedAt: due, payload: null });
+      index.putSync([due, id] as Key, 'alive:1');
+    }
+    old.records<number>(DB.meta).putSync('schemaVersion', 4);
+  });
+  await old.close();
+  const store = Store.open(dir);
+  t.teardown(() => store.close());
+  const queue = new DeliveryQueue(store);
+  t.same(queue.due(due, 10, new Set()), [], 'before the move the old rows are not read');
+  t.equal(await queue.buildTargetIndex(), 2, 'the two pending jobs (a stale row of a delivered one is dropped)');
+  t.equal(await queue.buildTargetIndex(), 0, 'once');
+  t.equal(Array.from(store.records<string>(DB.deliveryDue).getKeys({})).length, 0, 'the old index is gone');
+  t.same(queue.due(due, 10, new Set()).map((j) => j.id), ['j1', 'j2']);
+  t.equal(store.records<number>(DB.meta).get('schemaVersion'), 5, 're-stamped: a build that reads only 4 now refuses it');
+});
