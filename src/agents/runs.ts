@@ -9,7 +9,7 @@ import { DB, distinctAfter, KEY_END } from '../store/keys.js';
 import { NotOwnerError } from '../doc/ownership.js';
 import type { AgentDefinitions } from './definitions.js';
 import { stageOn } from './model.js';
-import type { AgentPool } from './pool.js';
+import type { AgentPool, Ticket } from './pool.js';
 import { applyToDocument, guardrails } from './postprocess.js';
 import { RunError, type Finding, type RunResult, type WorkerEnv } from './tasks.js';
 
@@ -142,7 +142,9 @@ export class AgentRuns {
     const agent = this.deps.definitions.runnable(apiKey, input.agentId);
     if (!agent.identity.enabled) throw failedPrecondition(`agent ${input.agentId} is disabled`);
     if (!URL.canParse(input.url) || !/^https?:$/.test(new URL(input.url).protocol)) throw invalidArgument('data.url must be an http(s) URL');
-    this.deps.pool.admit();
+    // The pool place is taken before the record is written, so a refusal (queue or this key's share full) records nothing
+    // and the run cannot be refused later, between its record and its queueing.
+    const ticket = this.deps.pool.admit(apiKey);
     const executionId = randomId(24);
     const createdAt = this.now();
     const record: ExecutionRecord = {
@@ -171,10 +173,11 @@ export class AgentRuns {
       await this.deps.definitions.countRun(apiKey, input.agentId, createdAt);
     } catch (error) {
       this.mine.delete(executionId);
+      ticket.release();
       throw error;
     }
     const controller = new AbortController();
-    const done = this.execute(apiKey, record, agent.behaviour, input.userContext ?? {}, controller.signal)
+    const done = this.execute(ticket, record, agent.behaviour, input.userContext ?? {}, controller.signal)
       .catch((error: unknown) => this.deps.log.error('agent run bookkeeping failed', { executionId, error }))
       .finally(() => {
         this.active.delete(executionId);
@@ -184,10 +187,11 @@ export class AgentRuns {
     return { executionId };
   }
 
-  private async execute(apiKey: string, record: ExecutionRecord, behaviour: ReturnType<AgentDefinitions['runnable']>['behaviour'], userContext: Readonly<Record<string, unknown>>, signal: AbortSignal): Promise<void> {
+  private async execute(ticket: Ticket, record: ExecutionRecord, behaviour: ReturnType<AgentDefinitions['runnable']>['behaviour'], userContext: Readonly<Record<string, unknown>>, signal: AbortSignal): Promise<void> {
+    const apiKey = ticket.apiKey;
     const ref = { apiKey, organizationId: record.organizationId, documentId: record.documentId };
     try {
-      const result = await this.deps.pool.run<RunResult>({ kind: 'run', env: this.deps.env, url: record.url, agentId: record.agentId, behaviour, userContext }, signal);
+      const result = await this.deps.pool.run<RunResult>(ticket, { kind: 'run', env: this.deps.env, url: record.url, agentId: record.agentId, behaviour, userContext }, signal);
       const findings = stageOn(behaviour.postProcess?.guardrails) ? guardrails(result.findings) : [...result.findings];
       const applied = await applyToDocument(this.deps.collab, ref, { agentId: record.agentId, agentName: record.agentName, executionId: record.executionId, url: record.url }, findings, behaviour.postProcess);
       if (stageOn(behaviour.postProcess?.analytics)) {

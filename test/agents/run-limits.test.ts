@@ -13,7 +13,7 @@ t.test('the per-run time limit ends the worker and fails the run with TIMEOUT', 
 
 t.test('a crashing worker fails its task, not the process; the pool goes on', async (t) => {
   const { f, pages } = await setup(t, { agentPoolSize: 1 });
-  await t.rejects(f.server.services.agents.pool.run({ kind: 'crash' }), { code: 'WORKER_CRASHED' });
+  await t.rejects(f.server.services.agents.pool.run(f.credentials.apiKey, { kind: 'crash' }), { code: 'WORKER_CRASHED' });
   const next = await runToEnd(t, f, { agentId: 'readability', url: `${pages.url}/page` });
   t.equal(next.status, 'completed');
 });

@@ -14,9 +14,9 @@ export function agentAssistOperations(agents: AgentServices): Operation[] {
       paths: [path],
       auth: 'apiKey',
       schema,
-      handle: async (input) => {
+      handle: async (input, ctx) => {
         const { provider, ...rest } = input;
-        const answer = await inPool(() => agents.pool.run<{ result: Record<string, unknown>; usage: Usage; source: string }>({ kind: 'assist', env: agents.env, op, input: rest, ...(provider === undefined ? {} : { provider }) }));
+        const answer = await inPool(() => agents.pool.run<{ result: Record<string, unknown>; usage: Usage; source: string }>(ctx.identity.apiKey, { kind: 'assist', env: agents.env, op, input: rest, ...(provider === undefined ? {} : { provider }) }));
         return ok(message, { ...answer.result, source: answer.source });
       },
     });

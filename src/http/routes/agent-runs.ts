@@ -16,11 +16,11 @@ import {
   validatePromptSchema,
 } from '../schemas/agents.js';
 
-/** A pool task's failure as the error envelope: a missing provider or browser is a precondition, the rest is upstream trouble. */
+/** A pool task's failure as the error envelope: a missing provider or browser is a precondition; upstream trouble and a stopping pool are UNAVAILABLE. */
 export function poolError(error: unknown): unknown {
   if (!(error instanceof RunError)) return error;
   if (error.code === 'FAILED_PRECONDITION') return failedPrecondition(error.message);
-  if (error.code === 'PROVIDER_ERROR' || error.code === 'TIMEOUT' || error.code === 'WORKER_CRASHED') return new AppError('UNAVAILABLE', error.message);
+  if (error.code === 'PROVIDER_ERROR' || error.code === 'TIMEOUT' || error.code === 'WORKER_CRASHED' || error.code === 'UNAVAILABLE') return new AppError('UNAVAILABLE', error.message);
   return new AppError('INTERNAL', error.message);
 }
 
@@ -71,9 +71,9 @@ export function agentRunOperations(agents: AgentServices): Operation[] {
       paths: ['/v2/agents/prompt/validate'],
       auth: 'apiKey',
       schema: validatePromptSchema,
-      handle: async (input) => {
+      handle: async (input, ctx) => {
         const result = await inPool(() =>
-          agents.pool.run<{ validationResult: PromptValidatorResult; source: string }>({
+          agents.pool.run<{ validationResult: PromptValidatorResult; source: string }>(ctx.identity.apiKey, {
             kind: 'validate-prompt',
             env: agents.env,
             prompt: input.prompt,
@@ -88,9 +88,9 @@ export function agentRunOperations(agents: AgentServices): Operation[] {
       paths: ['/v2/rewriter/ask-ai'],
       auth: 'apiKey',
       schema: askAiSchema,
-      handle: async (input) => {
+      handle: async (input, ctx) => {
         const answer = await inPool(() =>
-          agents.pool.run<{ text: string; usage: Usage; provider: ProviderId; model: string }>({
+          agents.pool.run<{ text: string; usage: Usage; provider: ProviderId; model: string }>(ctx.identity.apiKey, {
             kind: 'ask-ai',
             env: agents.env,
             prompt: input.prompt,
