@@ -32,6 +32,8 @@ export interface Config {
   readonly sendgridBaseUrl: string;
   readonly agentPoolSize: number;
   readonly agentQueueLimit: number;
+  /** Tasks one API key may have waiting or running in the agent pool; undefined: AGENT_POOL_SIZE + a quarter of AGENT_QUEUE_LIMIT. */
+  readonly agentTasksPerKey: number | undefined;
   readonly agentRunTimeoutMs: number;
   readonly agentRunRetentionMs: number;
   readonly agentFetchTimeoutMs: number;
@@ -101,6 +103,7 @@ const integer = (min: number, max: number): Parser<number> => (raw, name) => {
   return value;
 };
 const optionalPort: Parser<number | undefined> = (raw, name) => (raw === '' ? undefined : integer(0, 65535)(raw, name));
+const optionalInteger = (min: number, max: number): Parser<number | undefined> => (raw, name) => (raw === '' ? undefined : integer(min, max)(raw, name));
 const logLevel: Parser<LogLevel> = (raw, name) => {
   const found = LOG_LEVELS.find((level) => level === raw);
   if (found === undefined) throw new ConfigError(`${name} must be one of ${LOG_LEVELS.join(', ')}, got "${raw}"`);
@@ -223,6 +226,7 @@ const OPTIONS: readonly OptionSpec<keyof Config>[] = [
   { key: 'sendgridBaseUrl', env: 'SENDGRID_BASE_URL', fallback: 'https://api.sendgrid.com', parse: httpUrl, doc: 'Base URL of the SendGrid v3 API used by `sendgrid` email (tests point it at a local fake).' },
   { key: 'agentPoolSize', env: 'AGENT_POOL_SIZE', fallback: 2, parse: integer(1, 64), doc: 'Worker threads that run agents, prompt validation and ask-ai (piscina).' },
   { key: 'agentQueueLimit', env: 'AGENT_QUEUE_LIMIT', fallback: 100, parse: integer(1, 100_000), doc: 'Agent tasks waiting for a worker before new ones get RESOURCE_EXHAUSTED.' },
+  { key: 'agentTasksPerKey', env: 'AGENT_TASKS_PER_KEY', fallback: undefined, parse: optionalInteger(1, 100_000), doc: 'Agent tasks one API key may have waiting or running at once; past it that key\'s new ones get RESOURCE_EXHAUSTED while other keys\' are still taken, so one workspace cannot fill the queue. Default: `AGENT_POOL_SIZE` plus a quarter of `AGENT_QUEUE_LIMIT` (at least 1).' },
   { key: 'agentRunTimeoutMs', env: 'AGENT_RUN_TIMEOUT_MS', fallback: 120_000, parse: integer(1000, 3_600_000), doc: 'Time limit of one agent task; past it the worker thread is ended and the run fails with TIMEOUT.' },
   { key: 'agentRunRetentionMs', env: 'AGENT_RUN_RETENTION', fallback: 90 * 86_400_000, parse: duration(3_600_000, true), doc: 'How long a settled agent run (`completed`, `failed`, `cancelled`) is kept with its results, counted from when it started (`90d`, `12h`, …; `off`: forever); older runs are removed hourly. Runs still running stay; the agents\' run counts keep counting.', shown: '90d' },
   { key: 'agentFetchTimeoutMs', env: 'AGENT_FETCH_TIMEOUT_MS', fallback: 10_000, parse: integer(100, 600_000), doc: 'Time limit of each page, link or API fetch an agent makes.' },

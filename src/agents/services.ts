@@ -52,7 +52,7 @@ export async function openAgents(deps: AgentDeps): Promise<AgentServices> {
   const now = deps.now ?? Date.now;
   const definitions = new AgentDefinitions(deps.store, deps.secrets, now, deps.versions);
   const groups = new AgentGroups(deps.store, (apiKey, agentId) => definitions.exists(apiKey, agentId));
-  const pool = new AgentPool({ size: config.agentPoolSize, queueLimit: config.agentQueueLimit, taskTimeoutMs: config.agentRunTimeoutMs });
+  const pool = new AgentPool({ size: config.agentPoolSize, queueLimit: config.agentQueueLimit, taskTimeoutMs: config.agentRunTimeoutMs, ...(config.agentTasksPerKey === undefined ? {} : { perKeyLimit: config.agentTasksPerKey }) });
   const env: WorkerEnv = {
     allowedNetworks: config.outboundAllowedNetworks,
     providers: providersOf(config),

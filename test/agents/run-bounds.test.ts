@@ -44,3 +44,28 @@ t.test('bounded: queue limit answers RESOURCE_EXHAUSTED, cancellation ends a run
   t.same(dataOf(t, await f.call('/v2/agents/execution/count', { agentId: 'broken-links' })), { total: 0, byStatus: { running: 0, completed: 0, failed: 0, cancelled: 0 }, byAgent: {} });
 });
 
+
+t.test('per API key: a key at AGENT_TASKS_PER_KEY gets 429 while another workspace\'s key is taken, and goes first; a waiting run cancelled over REST ends cancelled and frees its place', async (t) => {
+  const { f, pages } = await setup(t, { agentPoolSize: 1, agentQueueLimit: 10, agentTasksPerKey: 2 });
+  const start = async (call: typeof f.call, path: string): Promise<string> => dataOf(t, await call<{ executionId: string }>('/v2/agents/execution/run', { ...scope, agentId: 'readability', url: `${pages.url}${path}` })).executionId;
+  const held = pages.hold('/slow');
+  const first = await start(f.call, '/slow');
+  await held.arrived;
+  const waiting = await start(f.call, '/page');
+  const refused = await f.call('/v2/agents/execution/run', { ...scope, agentId: 'readability', url: `${pages.url}/page` });
+  t.equal(refused.status, 429);
+  expectError(t, refused, 'RESOURCE_EXHAUSTED', /has 2 agent tasks waiting or running.*AGENT_TASKS_PER_KEY/);
+
+  const other = await f.api.createWorkspace();
+  const theirs = await start((path, data) => f.api.call(other, path, data), '/ok');
+
+  const cancelled = dataOf(t, await f.call<{ execution: { status: string; error: { code: string } } }>('/v2/agents/execution/cancel', { executionId: waiting }));
+  t.match(cancelled.execution, { status: 'cancelled', error: { code: 'CANCELLED' } }, 'the waiting run left the queue, cancelled');
+  const again = await start(f.call, '/page');
+  held.release();
+  const runs = f.server.services.agents.runs;
+  await Promise.all([first, theirs, again].map((id) => runs.finished(id)));
+  t.same(pages.requests, ['GET /slow', 'GET /ok', 'GET /page'], 'each admitted run fetched its page; the cancelled run fetched nothing');
+  t.equal(runs.get(f.credentials.apiKey, again, false).status, 'completed');
+  t.equal(runs.get(other.apiKey, theirs, false).status, 'completed');
+});
