@@ -119,6 +119,11 @@ export class CollabDocuments {
     else writes.afterPending(() => this.forgetWrites(key));
   }
 
+  /** Documents whose writes are kept in `writesOf` (tests: it returns to 0 once documents are unloaded or deleted). */
+  get trackedWrites(): number {
+    return this.writesOf.size;
+  }
+
   /** Documents with an armed presence expiry timer (tests, metrics). */
   get armedTimers(): number {
     return this.armed.size;

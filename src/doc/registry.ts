@@ -283,29 +283,38 @@ export class DocumentActors {
 
   /**
    * Closes the connections of matching actors, drains them, drops them without a final snapshot (so nothing
-   * writes the data back) and removes their stores from LMDB. Acquirers wait and then load an empty document.
+   * writes the data back) and removes their stores from LMDB. Acquirers wait and then load an empty document. As at
+   * an idle unload, the unload listeners are told and the ownership released: else the collab layer's writes entry and
+   * a cluster lease (renewed over NATS every few seconds) stayed for good per deleted document (bench/README.md).
    */
   private async evict(matches: (key: DocumentKey) => boolean, prefix: readonly string[]): Promise<void> {
-    const evictions = [...this.entries.entries()]
-      .filter(([, entry]) => matches(entry.key))
-      .map(async ([id, entry]) => {
-        if (entry.unloading !== undefined) await entry.unloading;
-        if (this.entries.get(id) !== entry) return;
-        if (entry.timer !== undefined) clearTimeout(entry.timer);
-        entry.unloading = (async () => {
-          // A failed load rejects here, as it did for the callers waiting on it (the entry is already gone then).
-          const actor = entry.actor ?? (await entry.loading);
-          if (actor !== undefined) {
-            actor.closeAll(CLOSE.DOCUMENT_DELETED, 'the document was deleted');
-            await actor.whenIdle();
-            actor.dispose();
-          }
-          this.entries.delete(id);
-        })();
-        await entry.unloading;
-      });
-    await Promise.all(evictions);
-    await this.updateLog.removeAll(prefix);
+    const evicted = [...this.entries.entries()].filter(([, entry]) => matches(entry.key));
+    try {
+      await Promise.all(evicted.map(([id, entry]) => this.evictOne(id, entry)));
+      await this.updateLog.removeAll(prefix);
+    } finally {
+      // Once the rows are gone (the next owner must not load them); not if a waiting caller already loaded it again.
+      for (const [id, entry] of evicted) if (!this.entries.has(id) && this.ownership.owns(entry.key)) this.ownership.release(entry.key);
+    }
+  }
+
+  /** Drains and drops one actor (after an unload under way); a no-op when it is gone by then. */
+  private async evictOne(id: string, entry: Entry): Promise<void> {
+    if (entry.unloading !== undefined) await entry.unloading;
+    if (this.entries.get(id) !== entry) return;
+    if (entry.timer !== undefined) clearTimeout(entry.timer);
+    entry.unloading = (async () => {
+      // A failed load rejects here, as it did for the callers waiting on it (the entry is already gone then).
+      const actor = entry.actor ?? (await entry.loading);
+      if (actor !== undefined) {
+        actor.closeAll(CLOSE.DOCUMENT_DELETED, 'the document was deleted');
+        await actor.whenIdle();
+        actor.dispose();
+      }
+      this.entries.delete(id);
+      for (const listener of this.unloadListeners) listener(entry.key);
+    })();
+    await entry.unloading;
   }
 
   /**

@@ -3,7 +3,9 @@ import t from 'tap';
 import * as Y from 'yjs';
 import type { Test } from 'tap';
 import { loadConfig } from '../../src/config.js';
+import type { DocumentOwnership } from '../../src/doc/ownership.js';
 import { DocumentActors } from '../../src/doc/registry.js';
+import { documentKeyString, type DocumentKey } from '../../src/document-key.js';
 import { CLOSE } from '../../src/errors.js';
 import { createLogger } from '../../src/log.js';
 import { Store } from '../../src/store/env.js';
@@ -94,6 +96,45 @@ t.test('deleting the document evicts its actor without writing it back', async (
   t.equal(peer.closedWith, CLOSE.DOCUMENT_DELETED);
   t.same(registry.updateLog.snapshots.load('key', 'org', 'doc'), [], 'nothing left in LMDB');
   t.same(await registry.use(key, (actor) => actor.records()), [], 'a fresh, empty actor');
+});
+
+t.test('a deleted document is unloaded like an idle one: the unload listeners are told and its ownership released', async (t) => {
+  const dir = t.testdir();
+  const store = Store.open(dir);
+  const config = loadConfig({}, [], { dataDir: dir, docIdleUnloadMs: 60_000, groupCommitMs: 0 });
+  // Ownership as a cluster's leases hold it: claimed at load, given up at release.
+  const held = new Set<string>();
+  const ownership: DocumentOwnership = {
+    owns: (ref) => held.has(documentKeyString(ref)),
+    claim: (ref) => (held.add(documentKeyString(ref)), Promise.resolve({ mine: true } as const)),
+    release: (ref) => void held.delete(documentKeyString(ref)),
+    onLost: () => undefined,
+  };
+  const registry = new DocumentActors(config, store, createLogger('silent'), hub, ownership);
+  t.teardown(async () => {
+    await registry.shutdown();
+    await store.close();
+  });
+  const unloaded: string[] = [];
+  registry.onUnloaded((ref) => unloaded.push(ref.documentId));
+  const a: DocumentKey = { apiKey: 'key', organizationId: 'org', documentId: 'a' };
+  const b: DocumentKey = { apiKey: 'key', organizationId: 'org', documentId: 'b' };
+  const c: DocumentKey = { apiKey: 'key', organizationId: 'other', documentId: 'c' };
+  for (const ref of [a, b, c]) (await registry.acquire(ref)).release();
+  t.equal(held.size, 3, 'three documents loaded, three held');
+
+  await registry.deleteDocumentData(a);
+  t.same(unloaded, ['a'], 'deleting one document tells the unload listeners');
+  t.same([...held].sort(), [documentKeyString(b), documentKeyString(c)].sort(), 'and gives its ownership up');
+  await registry.deleteOrganizationData('key', 'org');
+  await registry.deleteOrganizationData('key', 'other');
+  t.same(unloaded.sort(), ['a', 'b', 'c'], 'so does deleting their organizations');
+  t.equal(held.size, 0, 'nothing is held for documents that no longer exist');
+  t.equal(registry.loadedCount, 0);
+
+  // A document loaded again after its deletion is held anew, and given up at its own unload.
+  (await registry.acquire(a)).release();
+  t.equal(held.size, 1);
 });
 
 t.test('a viewer gets the read-only notice and its update is not applied', async (t) => {
