@@ -9,6 +9,16 @@ export const MAX_DOMAINS_PER_KEY = 1000;
 /** Most domains one add or delete call may carry (upstream 5). */
 export const MAX_DOMAINS_PER_CALL = 100;
 
+/**
+ * How many API keys' lists `list` keeps. Past it they are all dropped and read again: workspaces are created without
+ * credentials, so a cache with no bound grew by an entry for every API key that ever made a sync connection or a
+ * cross-origin request (bench/README.md, "In-memory state per tenant"). A bound on memory, not a cache policy.
+ */
+export const DOMAIN_LISTS_KEPT = 10_000;
+
+/** The list of every key without domains (most of them): one shared array, not an empty one per key. */
+const NONE: readonly string[] = Object.freeze([]);
+
 /** `host`, `host:port`, `*.host`, `*.host:port`; hosts are DNS names or IPv4 addresses, lower case. */
 const DOMAIN = /^(\*\.)?([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*(:\d{1,5})?$/;
 
@@ -62,10 +72,21 @@ export class Domains {
   list(apiKey: string): readonly string[] {
     let domains = this.cache.get(apiKey);
     if (domains === undefined) {
-      domains = this.db.get([apiKey]) ?? [];
-      this.cache.set(apiKey, domains);
+      const stored = this.db.get([apiKey]);
+      domains = stored === undefined || stored.length === 0 ? NONE : stored;
+      this.keep(apiKey, domains);
     }
     return domains;
+  }
+
+  /** API keys whose list is kept now (tests: it stays within DOMAIN_LISTS_KEPT). */
+  get keptLists(): number {
+    return this.cache.size;
+  }
+
+  private keep(apiKey: string, domains: readonly string[]): void {
+    if (this.cache.size >= DOMAIN_LISTS_KEPT && !this.cache.has(apiKey)) this.cache.clear();
+    this.cache.set(apiKey, domains);
   }
 
   async add(apiKey: string, inputs: readonly string[]): Promise<DomainChange> {
@@ -134,7 +155,7 @@ export class Domains {
       this.db.putSync([apiKey], domains);
       result = { domains, skippedDomains };
     });
-    this.cache.set(apiKey, result.domains);
+    this.keep(apiKey, result.domains.length === 0 ? NONE : result.domains);
     return result;
   }
 }
