@@ -150,18 +150,29 @@ export async function openServices(config: Config, log: Logger, publisher: Topic
   const userData = new UserData(jobs);
   userData.addSource({
     feature: 'directory',
-    collect: (apiKey, userId) => directory.users.personalData(apiKey, userId),
+    // Cursors are [apiKey, organizationId]: every export cursor starts with the API key (src/doc/user-data.ts).
+    collect: async (apiKey, userId, after, limit) => {
+      const from = after?.[1];
+      const page = await directory.users.personalData(apiKey, userId, { limit, ...(typeof from === 'string' ? { after: from } : {}) });
+      return page.next === undefined ? { items: page.items } : { items: page.items, next: [apiKey, page.next] };
+    },
     erase: async (apiKey, userId) => {
-      const found = directory.users.personalData(apiKey, userId);
-      for (const { organizationId } of found) await directory.users.delete(apiKey, { organizationId }, [userId]);
-      return found.length;
+      let erased = 0;
+      let after: string | undefined;
+      do {
+        const page = await directory.users.personalData(apiKey, userId, { limit: 100, ...(after === undefined ? {} : { after }) });
+        for (const { organizationId } of page.items) await directory.users.delete(apiKey, { organizationId }, [userId]);
+        erased += page.items.length;
+        after = page.next;
+      } while (after !== undefined);
+      return erased;
     },
   });
   userData.addSource(commentSource(store, collab));
   userData.addSource(presenceSource(store, collab));
   userData.addSource({
     feature: 'recordings',
-    collect: (apiKey, userId) => recordings.byUser(apiKey, userId),
+    collect: (apiKey, userId, after, limit) => recordings.byUser(apiKey, userId, after, limit),
     erase: (apiKey, userId) => recordings.anonymize(apiKey, userId),
   });
   const migrations = new DocumentMigrations({

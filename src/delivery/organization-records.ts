@@ -1,4 +1,6 @@
 // Owns what the organization-scoped record stores share (activity logs, notifications): reads and writes through their time index.
+import type { Key } from 'lmdb';
+import type { MatchPage } from '../store/chunked-scan.js';
 import type { Store, WriteTx } from '../store/env.js';
 import type { DbName } from '../store/keys.js';
 import type { Page } from './paging.js';
@@ -59,7 +61,12 @@ export class OrganizationRecords<R extends OrganizationRecord, S, F extends { re
     return Array.from(this.rows.matching([apiKey, filter.organizationId], this.filters.matcher(filter)));
   }
 
-  /** Every record of the API key, or of one organization: GDPR export and erase, document deletion. */
+  /** A page of the API key's records `pick` keeps, read in chunks (GDPR export and erase). */
+  pageOfAll<T>(apiKey: string, after: Key | undefined, limit: number, pick: (key: Key, record: R) => T | undefined): Promise<MatchPage<T>> {
+    return this.rows.pageOfAll(apiKey, after, limit, pick);
+  }
+
+  /** Every record of the API key, or of one organization: document deletion. */
   all(apiKey: string, organizationId?: string): Iterable<R> {
     return this.rows.all(apiKey, organizationId);
   }

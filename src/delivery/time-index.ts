@@ -1,6 +1,7 @@
 // Owns timestamped records listed newest first (activity logs, notifications, webhook messages) with their time index:
 // one row per record keyed [apiKey, scope, time, id] holding what reads filter on, so a page reads only as far as it returns.
 import type { Database, Key } from 'lmdb';
+import { pageMatches, type MatchPage } from '../store/chunked-scan.js';
 import type { Store, WriteTx } from '../store/env.js';
 import { KEY_END, type DbName } from '../store/keys.js';
 import { afterToken, encodeToken, page, type Page, type Timestamped } from './paging.js';
@@ -91,6 +92,14 @@ export class TimeIndexed<R extends { readonly id: string }, S> {
       removed++;
     }
     return removed;
+  }
+
+  /**
+   * The first `limit` records of the API key (all scopes) after `after` that `pick` turns into an item, read in chunks
+   * with event-loop turns between them (src/store/chunked-scan.ts): GDPR export and erase, which look for one user.
+   */
+  pageOfAll<T>(apiKey: string, after: Key | undefined, limit: number, pick: (key: Key, record: R) => T | undefined): Promise<MatchPage<T>> {
+    return pageMatches(this.records, [apiKey], after, limit, pick);
   }
 
   /** Every record of the API key (all scopes), or of one scope, in key order: for scans that read every record anyway. */

@@ -1,6 +1,7 @@
 // Owns recorder annotations (upstream 2.21 recordings/get, plus Plait's recordings/add and delete): records and their paging.
 import type { Database, Key } from 'lmdb';
 import { randomId } from '../auth/secrets.js';
+import { pageMatches, WRITE_BATCH, type MatchPage } from '../store/chunked-scan.js';
 import { invalidArgument } from '../errors.js';
 import type { Store } from '../store/env.js';
 import { DB, KEY_END } from '../store/keys.js';
@@ -155,22 +156,31 @@ export class Recordings {
     return [apiKey, organizationId, parsed[0], parsed[1]];
   }
 
-  /** Recordings made by the user, in every organization of the API key (GDPR export). */
-  byUser(apiKey: string, userId: string): Recording[] {
-    return Array.from(this.db.getRange({ start: [apiKey], end: [apiKey, KEY_END] }), ({ value }) => value).filter((r) => r.from?.userId === userId);
+  /** Recordings made by the user, in every organization of the API key (GDPR export), a page at a time (src/store/chunked-scan.ts). */
+  byUser(apiKey: string, userId: string, after: Key | undefined, limit: number): Promise<MatchPage<Recording>> {
+    return pageMatches(this.db, [apiKey], after, limit, (_key, value) => (value.from?.userId === userId ? value : undefined));
   }
 
-  /** Drops the user as the author of their recordings (GDPR erase); the clips stay with the document. Answers how many changed. */
+  /**
+   * Drops the user as the author of their recordings (GDPR erase); the clips stay with the document. Answers how many
+   * changed. Found by a chunked scan, changed WRITE_BATCH at a time, each re-read inside its transaction.
+   */
   async anonymize(apiKey: string, userId: string): Promise<number> {
+    const { items } = await pageMatches(this.db, [apiKey], undefined, Infinity, (key, value) => (value.from?.userId === userId ? key : undefined));
     let changed = 0;
-    await this.store.transaction(() => {
-      for (const { key, value } of this.db.getRange({ start: [apiKey], end: [apiKey, KEY_END] })) {
-        if (value.from?.userId !== userId) continue;
-        const { from: _from, ...rest } = value;
-        this.db.putSync(key, rest);
-        changed++;
-      }
-    });
+    for (let i = 0; i < items.length; i += WRITE_BATCH) {
+      changed += await this.store.transaction(() => {
+        let n = 0;
+        for (const key of items.slice(i, i + WRITE_BATCH)) {
+          const value = this.db.get(key);
+          if (value === undefined || value.from?.userId !== userId) continue;
+          const { from: _from, ...rest } = value;
+          this.db.putSync(key, rest);
+          n++;
+        }
+        return n;
+      });
+    }
     return changed;
   }
 }

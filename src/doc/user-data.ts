@@ -1,7 +1,9 @@
 // Owns the GDPR view of one user (upstream 1.3 users/data): what each feature holds about them, and erasing it as a job.
 import type { Database, Key } from 'lmdb';
+import { invalidArgument } from '../errors.js';
+import { pageMatches, type MatchPage } from '../store/chunked-scan.js';
 import type { Store } from '../store/env.js';
-import { DB, KEY_END } from '../store/keys.js';
+import { DB } from '../store/keys.js';
 import type { JobRecord, Jobs } from '../tenant/jobs.js';
 import type { AnnotationRecord, UserRef } from './annotations/model.js';
 import type { AnnotationState } from './annotations/state.js';
@@ -14,10 +16,21 @@ export const EXPORT_PAGE_ITEMS = 100;
 /** Who an erased user becomes where a thread must keep an author. */
 export const ERASED_USER: UserRef = Object.freeze({ userId: 'erased-user', name: 'Deleted user' });
 
-/** One feature's part of a user's data: listed in a stable order, and erased (removed or anonymised). */
+/**
+ * Where a feature's export resumes: the stored key of the last item handed out. Every source keys its rows by API key
+ * first, so a cursor always starts with the caller's API key (checked: a token never reads another tenant's range).
+ */
+export type ExportCursor = Array<string | number>;
+
+/** One feature's part of a user's data: listed in a stable order, a page at a time, and erased (removed or anonymised). */
 export interface UserDataSource {
   readonly feature: string;
-  collect(apiKey: string, userId: string): unknown[];
+  /**
+   * The first `limit` items after `after` (from the start when undefined), with the cursor of the last one when more
+   * follow. Reads in chunks with a turn of the event loop between them (src/store/chunked-scan.ts): finding one user's
+   * items means reading every row of the API key, which must not hold other tenants' requests.
+   */
+  collect(apiKey: string, userId: string, after: ExportCursor | undefined, limit: number): Promise<MatchPage<unknown>>;
   /** Answers how many items it removed or anonymised; running it again finds nothing left. */
   erase(apiKey: string, userId: string): Promise<number>;
 }
@@ -28,6 +41,9 @@ export interface UserDataExport {
   readonly features: Record<string, unknown[]>;
   readonly nextPageToken?: string;
 }
+
+/** Where a page starts: the first page, each unfinished feature's cursor, or a page number (tokens made before cursors). */
+type Position = { readonly kind: 'first' } | { readonly kind: 'after'; readonly cursors: ReadonlyMap<string, ExportCursor> } | { readonly kind: 'page'; readonly page: number };
 
 export class UserData {
   private readonly sources: UserDataSource[] = [];
@@ -45,16 +61,33 @@ export class UserData {
     return this.sources.map((source) => source.feature);
   }
 
-  /** One page: the items [page × 100, page × 100 + 100) of every feature; a token while any feature has more. */
-  export(apiKey: string, userId: string, page: number): UserDataExport {
+  /**
+   * One page: up to 100 items of every feature, each feature resuming after the last item the previous page gave, so
+   * paging through an export reads each stored row once. A token while any feature has more; a feature missing from
+   * the token's cursors is finished and answers no items.
+   */
+  async export(apiKey: string, userId: string, pageToken?: string): Promise<UserDataExport> {
+    const position = readToken(pageToken, apiKey, userId);
     const features: Record<string, unknown[]> = {};
-    let more = false;
-    for (const source of this.sources) {
-      const items = source.collect(apiKey, userId);
-      features[source.feature] = items.slice(page * EXPORT_PAGE_ITEMS, (page + 1) * EXPORT_PAGE_ITEMS);
-      if (items.length > (page + 1) * EXPORT_PAGE_ITEMS) more = true;
+    // A Map, and an object only for the token: a feature name never reaches an object's prototype.
+    const cursors = new Map<string, ExportCursor>();
+    for (const { feature, collect } of this.sources) {
+      let found: MatchPage<unknown>;
+      if (position.kind === 'page') {
+        // A page-numbered token: that page is the last 100 of the first (page + 1) × 100 items.
+        const upTo = await collect(apiKey, userId, undefined, (position.page + 1) * EXPORT_PAGE_ITEMS);
+        found = { ...upTo, items: upTo.items.slice(position.page * EXPORT_PAGE_ITEMS) };
+      } else if (position.kind === 'after') {
+        const after = position.cursors.get(feature);
+        found = after === undefined ? { items: [] } : await collect(apiKey, userId, after, EXPORT_PAGE_ITEMS);
+      } else {
+        found = await collect(apiKey, userId, undefined, EXPORT_PAGE_ITEMS);
+      }
+      features[feature] = found.items;
+      if (found.next !== undefined) cursors.set(feature, toCursor(found.next));
     }
-    return more ? { userId, features, nextPageToken: Buffer.from(JSON.stringify({ userId, page: page + 1 })).toString('base64url') } : { userId, features };
+    if (cursors.size === 0) return { userId, features };
+    return { userId, features, nextPageToken: Buffer.from(JSON.stringify({ userId, after: Object.fromEntries(cursors) })).toString('base64url') };
   }
 
   /** Records the erase job (it survives a crash and resumes) and answers its id and how many features it covers. */
@@ -68,6 +101,37 @@ export class UserData {
     for (const source of this.sources) erased[source.feature] = await source.erase(job.apiKey, job.params.userId);
     return erased;
   }
+}
+
+const isCursor = (value: unknown, apiKey: string): value is ExportCursor =>
+  Array.isArray(value) && value[0] === apiKey && value.every((part) => typeof part === 'string' || (typeof part === 'number' && Number.isFinite(part)));
+
+/** A stored key as a cursor; every source keys by API key, then strings and numbers. */
+function toCursor(key: Key): ExportCursor {
+  if (!Array.isArray(key) || !key.every((part) => typeof part === 'string' || typeof part === 'number')) throw new Error(`an export source answered a key that is not a cursor: ${String(key)}`);
+  return key as Array<string | number>;
+}
+
+/** The position a token names; INVALID_ARGUMENT when it is not a token of this user's export (or of this API key's). */
+function readToken(token: string | undefined, apiKey: string, userId: string): Position {
+  if (token === undefined) return { kind: 'first' };
+  const refused = 'data.pageToken is not a page token of this export';
+  let body: unknown;
+  try {
+    body = JSON.parse(Buffer.from(token, 'base64url').toString('utf8'));
+  } catch (error) {
+    throw invalidArgument(refused, { cause: error });
+  }
+  const { userId: owner, page, after } = (typeof body === 'object' && body !== null ? body : {}) as { userId?: unknown; page?: unknown; after?: unknown };
+  if (owner !== userId) throw invalidArgument(refused);
+  if (typeof page === 'number' && Number.isInteger(page) && page >= 1) return { kind: 'page', page };
+  if (typeof after !== 'object' || after === null || Array.isArray(after)) throw invalidArgument(refused);
+  const cursors = new Map<string, ExportCursor>();
+  for (const [feature, cursor] of Object.entries(after)) {
+    if (!isCursor(cursor, apiKey)) throw invalidArgument(refused);
+    cursors.set(feature, cursor);
+  }
+  return { kind: 'after', cursors };
 }
 
 /** What the comment and presence sources need to change a document's state through its actor. */
@@ -88,28 +152,34 @@ function involvement(record: AnnotationRecord, userId: string): string[] {
   return roles;
 }
 
+type Involved = { organizationId: string; documentId: string; record: AnnotationRecord; roles: string[] };
+
 /** Comment threads the user wrote, was assigned, commented on, was tagged in, resolved or moved. */
 export function commentSource(store: Store, collab: CollabWriter): UserDataSource {
   const db: Database<AnnotationRecord, Key> = store.records<AnnotationRecord>(DB.annotations);
-  const involved = (apiKey: string, userId: string) =>
-    Array.from(db.getRange({ start: [apiKey], end: [apiKey, KEY_END] })).flatMap(({ key, value }) => {
-      const roles = involvement(value, userId);
-      const [, organizationId, documentId] = key as [string, string, string];
-      return roles.length === 0 ? [] : [{ organizationId, documentId, record: value, roles }];
-    });
+  const involved = (userId: string) => (key: Key, record: AnnotationRecord): Involved | undefined => {
+    const roles = involvement(record, userId);
+    const [, organizationId, documentId] = key as [string, string, string];
+    return roles.length === 0 ? undefined : { organizationId, documentId, record, roles };
+  };
   return {
     feature: 'comments',
-    collect: (apiKey, userId) =>
-      involved(apiKey, userId).map(({ organizationId, documentId, record, roles }) => ({
-        organizationId,
-        documentId,
-        annotationId: record.annotationId,
-        involvement: roles,
-        comments: record.comments.filter((c) => c.from.userId === userId).map((c) => ({ commentId: c.commentId, commentText: c.commentText, commentHtml: c.commentHtml, createdAt: c.createdAt })),
-      })),
+    collect: async (apiKey, userId, after, limit) => {
+      const found = await pageMatches(db, [apiKey], after, limit, involved(userId));
+      return {
+        ...found,
+        items: found.items.map(({ organizationId, documentId, record, roles }) => ({
+          organizationId,
+          documentId,
+          annotationId: record.annotationId,
+          involvement: roles,
+          comments: record.comments.filter((c) => c.from.userId === userId).map((c) => ({ commentId: c.commentId, commentText: c.commentText, commentHtml: c.commentHtml, createdAt: c.createdAt })),
+        })),
+      };
+    },
     erase: async (apiKey, userId) => {
       const byDocument = new Map<string, { ref: DocumentKey; ids: string[]; resolved: string[]; statused: string[] }>();
-      for (const { organizationId, documentId, record } of involved(apiKey, userId)) {
+      for (const { organizationId, documentId, record } of (await pageMatches(db, [apiKey], undefined, Infinity, involved(userId))).items) {
         const id = JSON.stringify([organizationId, documentId]);
         const entry = byDocument.get(id) ?? { ref: { apiKey, organizationId, documentId }, ids: [], resolved: [], statused: [] };
         entry.ids.push(record.annotationId);
@@ -131,18 +201,20 @@ export function commentSource(store: Store, collab: CollabWriter): UserDataSourc
 /** The user's presence records on every document. */
 export function presenceSource(store: Store, collab: CollabWriter): UserDataSource {
   const db = store.records<Record<string, unknown>>(DB.presence);
-  const records = (apiKey: string, userId: string) =>
-    Array.from(db.getRange({ start: [apiKey], end: [apiKey, KEY_END] })).flatMap(({ key, value }) => {
-      const [, organizationId, documentId, owner] = key as [string, string, string, string];
-      return owner === userId ? [{ organizationId, documentId, value }] : [];
-    });
+  const theirs = (userId: string) => (key: Key, value: Record<string, unknown>) => {
+    const [, organizationId, documentId, owner] = key as [string, string, string, string];
+    return owner === userId ? { organizationId, documentId, value } : undefined;
+  };
   return {
     feature: 'presence',
-    collect: (apiKey, userId) => records(apiKey, userId).map(({ organizationId, documentId, value }) => ({ organizationId, documentId, ...value })),
+    collect: async (apiKey, userId, after, limit) => {
+      const found = await pageMatches(db, [apiKey], after, limit, theirs(userId));
+      return { ...found, items: found.items.map(({ organizationId, documentId, value }) => ({ organizationId, documentId, ...value })) };
+    },
     erase: async (apiKey, userId) => {
-      const found = records(apiKey, userId);
-      for (const { organizationId, documentId } of found) await collab.presence({ apiKey, organizationId, documentId }, (state) => state.remove([userId]));
-      return found.length;
+      const { items } = await pageMatches(db, [apiKey], undefined, Infinity, theirs(userId));
+      for (const { organizationId, documentId } of items) await collab.presence({ apiKey, organizationId, documentId }, (state) => state.remove([userId]));
+      return items.length;
     },
   };
 }

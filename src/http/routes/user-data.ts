@@ -1,6 +1,6 @@
 // Owns the GDPR operations (upstream 1.3): export a user's data, erase it as a job, and the job's status (v1 and v2).
 import type { UserData } from '../../doc/user-data.js';
-import { invalidArgument, notFound } from '../../errors.js';
+import { notFound } from '../../errors.js';
 import type { Jobs } from '../../tenant/jobs.js';
 import { idString, object, pageToken } from '../schemas/common.js';
 import { ok, operation, raw, type Operation } from '../operation.js';
@@ -10,28 +10,14 @@ const exportSchema = object({ userId: idString, pageToken }, ['userId']);
 const eraseSchema = object({ userId: idString }, ['userId']);
 const statusSchema = object({ jobId: idString }, ['jobId']);
 
-/** The page a token names; INVALID_ARGUMENT when it is not a token of this user's export. */
-function pageOf(token: string | undefined, userId: string): number {
-  if (token === undefined) return 0;
-  let body: unknown;
-  try {
-    body = JSON.parse(Buffer.from(token, 'base64url').toString('utf8'));
-  } catch (error) {
-    throw invalidArgument('data.pageToken is not a page token of this export', { cause: error });
-  }
-  const { userId: owner, page } = (typeof body === 'object' && body !== null ? body : {}) as { userId?: unknown; page?: unknown };
-  if (owner !== userId || typeof page !== 'number' || !Number.isInteger(page) || page < 1) throw invalidArgument('data.pageToken is not a page token of this export');
-  return page;
-}
-
 export function userDataOperations(userData: UserData, jobs: Jobs): Operation[] {
   return [
     operation<{ userId: string; pageToken?: string }, 'apiKey'>({
       paths: both('/users/data/get'),
       auth: 'apiKey',
       schema: exportSchema,
-      handle: (input, ctx) => {
-        const page = userData.export(ctx.identity.apiKey, input.userId, pageOf(input.pageToken, input.userId));
+      handle: async (input, ctx) => {
+        const page = await userData.export(ctx.identity.apiKey, input.userId, input.pageToken);
         return ok('User data retrieved successfully.', { userId: page.userId, ...page.features }, page.nextPageToken === undefined ? undefined : { nextPageToken: page.nextPageToken });
       },
     }),

@@ -1,6 +1,7 @@
 // Owns directory users: profiles per organization and their role grants at organization, folder or document level.
 import type { AccessRole } from '../../auth/user-tokens.js';
 import { invalidArgument, notFound } from '../../errors.js';
+import { nextTurn } from '../../store/chunked-scan.js';
 import { BulkResults, ItemFailure, type BulkMap } from './bulk.js';
 import type { DirectoryDb } from './db.js';
 import type { Documents } from './documents.js';
@@ -40,6 +41,16 @@ export interface UserQuery {
 
 const KNOWN = ['userId', 'accessRole'];
 const SCAN_CHUNK = 500;
+/** Organizations the GDPR export reads between two turns of the event loop (three short range reads each). */
+const ORG_CHUNK = 200;
+
+/** What the directory holds about one user in one organization (GDPR export). */
+export interface PersonalData {
+  organizationId: string;
+  profile?: Record<string, unknown>;
+  grants: Array<GrantRef & GrantRecord>;
+  groups: string[];
+}
 
 export class Users {
   constructor(
@@ -194,19 +205,40 @@ export class Users {
     }
   }
 
-  /** Everything the directory holds about one user, organization by organization (GDPR export); organizations without any are left out. */
-  personalData(apiKey: string, userId: string): Array<{ organizationId: string; profile?: Record<string, unknown>; grants: Array<GrantRef & GrantRecord>; groups: string[] }> {
+  /**
+   * Everything the directory holds about one user, organization by organization (GDPR export), in organization id
+   * order after `after`, at most `limit` organizations (those without any are left out), with the id of the last one
+   * when more follow. Reads ORG_CHUNK organizations between turns of the event loop: an API key may hold thousands.
+   */
+  async personalData(apiKey: string, userId: string, options: { after?: string; limit: number }): Promise<{ items: PersonalData[]; next?: string }> {
+    const prefix = keys.orgs(apiKey);
+    const items: PersonalData[] = [];
+    let after = options.after;
+    for (;;) {
+      const ids = this.db.lastElements(prefix, { ...(after === undefined ? {} : { after: [...prefix, after] }), limit: ORG_CHUNK });
+      for (const organizationId of ids) {
+        const entry = this.personalDataIn(apiKey, organizationId, userId);
+        if (entry === undefined) continue;
+        const last = items.at(-1);
+        if (items.length === options.limit && last !== undefined) return { items, next: last.organizationId };
+        items.push(entry);
+      }
+      if (ids.length < ORG_CHUNK) return { items };
+      after = ids.at(-1);
+      await nextTurn();
+    }
+  }
+
+  private personalDataIn(apiKey: string, organizationId: string, userId: string): PersonalData | undefined {
     const user = { kind: 'user', id: userId } as const;
-    return this.db.lastElements(keys.orgs(apiKey)).flatMap((organizationId) => {
-      const profile = this.profile(apiKey, organizationId, userId);
-      const grants = this.grants.ofPrincipal(apiKey, organizationId, user).flatMap((ref) => {
-        const grant = this.grants.get(apiKey, organizationId, ref, user);
-        return grant === undefined ? [] : [{ ...ref, ...grant }];
-      });
-      const groups = this.groups.groupsOf(apiKey, organizationId, userId);
-      if (profile === undefined && grants.length === 0 && groups.length === 0) return [];
-      return [{ organizationId, ...(profile === undefined ? {} : { profile: { ...profile.profile, createdAt: profile.createdAt, lastUpdated: profile.lastUpdated } }), grants, groups }];
+    const profile = this.profile(apiKey, organizationId, userId);
+    const grants = this.grants.ofPrincipal(apiKey, organizationId, user).flatMap((ref) => {
+      const grant = this.grants.get(apiKey, organizationId, ref, user);
+      return grant === undefined ? [] : [{ ...ref, ...grant }];
     });
+    const groups = this.groups.groupsOf(apiKey, organizationId, userId);
+    if (profile === undefined && grants.length === 0 && groups.length === 0) return undefined;
+    return { organizationId, ...(profile === undefined ? {} : { profile: { ...profile.profile, createdAt: profile.createdAt, lastUpdated: profile.lastUpdated } }), grants, groups };
   }
 
   profile(apiKey: string, organizationId: string, userId: string): UserProfileRecord | undefined {

@@ -1,0 +1,62 @@
+// Owns reading a long LMDB range a chunk at a time with a turn of the event loop between chunks, and paging matches out of it.
+import type { Database, Key } from 'lmdb';
+import { KEY_END } from './keys.js';
+
+/** Rows read between two turns of the event loop: a few ms of decoding, so other tenants' requests wait no longer. */
+export const CHUNK_ROWS = 1000;
+
+/** Rows one bounded write transaction changes, where a change of unbounded size is split into several. */
+export const WRITE_BATCH = 1000;
+
+/** Lets timers, I/O and other requests run before the caller goes on. */
+export function nextTurn(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
+}
+
+/**
+ * Visits the rows under `prefix` in key order, after `after` (exclusive) when given, CHUNK_ROWS at a time with a turn
+ * of the event loop between chunks; `visit` answers false to stop. Each chunk starts where the last one stopped, so a
+ * row changed meanwhile is seen once, in its old or its new state, and a row added behind the cursor is not seen.
+ */
+export async function scanChunked<V>(db: Database<V, Key>, prefix: readonly Key[], after: Key | undefined, visit: (key: Key, value: V) => boolean): Promise<void> {
+  const end: Key = [...prefix, KEY_END];
+  let from = after;
+  for (;;) {
+    let read = 0;
+    for (const { key, value } of db.getRange({ start: from ?? [...prefix], end, limit: CHUNK_ROWS, ...(from === undefined ? {} : { exclusiveStart: true }) })) {
+      read++;
+      from = key;
+      if (!visit(key, value)) return;
+    }
+    if (read < CHUNK_ROWS) return;
+    await nextTurn();
+  }
+}
+
+/** At most `limit` items, and the key of the last one when another match follows (where the next page starts after). */
+export interface MatchPage<T> {
+  readonly items: T[];
+  readonly next?: Key;
+}
+
+/**
+ * The first `limit` rows under `prefix` after `after` that `pick` turns into an item (undefined: not a match), read by
+ * `scanChunked`. The scan stops at the first match past the page, so a caller paging through a range reads it once.
+ */
+export async function pageMatches<V, T>(db: Database<V, Key>, prefix: readonly Key[], after: Key | undefined, limit: number, pick: (key: Key, value: V) => T | undefined): Promise<MatchPage<T>> {
+  const items: T[] = [];
+  let last: Key | undefined;
+  let more = false;
+  await scanChunked(db, prefix, after, (key, value) => {
+    const item = pick(key, value);
+    if (item === undefined) return true;
+    if (items.length === limit) {
+      more = true;
+      return false;
+    }
+    items.push(item);
+    last = key;
+    return true;
+  });
+  return more && last !== undefined ? { items, next: last } : { items };
+}
