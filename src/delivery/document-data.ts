@@ -2,6 +2,7 @@
 import type { Database, Key } from 'lmdb';
 import type { DocumentKey } from '../document-key.js';
 import type { Outbox } from '../events/outbox.js';
+import { inWriteBatches, pageMatches } from '../store/chunked-scan.js';
 import type { Store, WriteTx } from '../store/env.js';
 import { DB, KEY_END } from '../store/keys.js';
 import type { DocumentDataOwner } from '../tenant/directory/data-owners.js';
@@ -39,7 +40,8 @@ const ORGANIZATION_DELETED = 'its organization was deleted';
  * A DocumentDataOwner (registered last, after the actors are drained, so their last events are in the outbox). Nothing
  * more is sent about a deleted document: its in-app notifications, activity logs (immutable ones too) and per-document
  * notification preferences are removed, its events not yet dispatched are dropped, and its pending deliveries on every
- * channel are cancelled. Each deletion is one transaction. docs/choices.md, "Deletion", says why.
+ * channel are cancelled. An organization's deletion is one transaction; a document's is several (`deleteDocuments`).
+ * docs/choices.md, "Deletion", says why.
  */
 export class DeliveryDocumentData implements DocumentDataOwner {
   private readonly prefs: Database<unknown, Key>;
@@ -71,8 +73,15 @@ export class DeliveryDocumentData implements DocumentDataOwner {
     await this.deleteOrganization(apiKey, organizationId);
   }
 
-  /** Everything about the documents, in one transaction; answers what went. */
-  deleteDocuments(refs: readonly DocumentKey[]): Promise<DeliveryDataRemoved> {
+  /**
+   * Everything about the documents; answers what went. Finding their notifications, logs and preferences means reading
+   * every one of the organization (none is keyed by document), so that is done outside any transaction, 1,000 rows
+   * between turns of the event loop (src/store/chunked-scan.ts); what was found is then removed WRITE_BATCH to a
+   * transaction, each record re-read in its transaction, and the last one drops the documents' events and cancels
+   * their pending deliveries. A notification written about a document while its deletion scans may stay (behind the
+   * cursor), as one written just after the deletion always could: the directory entry goes only after every owner.
+   */
+  async deleteDocuments(refs: readonly DocumentKey[]): Promise<DeliveryDataRemoved> {
     const byOrganization = new Map<string, { apiKey: string; organizationId: string; documents: Set<string> }>();
     for (const ref of refs) {
       const id = JSON.stringify([ref.apiKey, ref.organizationId]);
@@ -82,28 +91,30 @@ export class DeliveryDocumentData implements DocumentDataOwner {
     }
     const deleted = (apiKey: string, organizationId: string, documentId: string | undefined): boolean =>
       documentId !== undefined && byOrganization.get(JSON.stringify([apiKey, organizationId]))?.documents.has(documentId) === true;
+    const removed: DeliveryDataRemoved = { notifications: 0, activities: 0, preferences: 0, events: 0, cancelled: 0 };
+    for (const { apiKey, organizationId, documents } of byOrganization.values()) {
+      const { notifications, activities } = this.deps;
+      const about = (record: { metadata: { documentId: string } }): boolean => documents.has(record.metadata.documentId);
+      const notes = await notifications.pageOfAll(apiKey, undefined, Infinity, (_key, n) => (about(n) || batchMentions(n, documents) ? n.id : undefined), organizationId);
+      removed.notifications += await inWriteBatches(this.deps.store, notes.items, (tx, id) => {
+        const value = notifications.get(apiKey, organizationId, id);
+        if (value !== undefined) notifications.remove(tx, value);
+        return value !== undefined;
+      });
+      const logs = await activities.pageOfAll(apiKey, undefined, Infinity, (_key, a) => (about(a) ? a.id : undefined), organizationId);
+      removed.activities += await inWriteBatches(this.deps.store, logs.items, (tx, id) => {
+        const value = activities.get(apiKey, organizationId, id);
+        if (value !== undefined) activities.remove(tx, value);
+        return value !== undefined;
+      });
+      // [apiKey, organizationId, userId, documentId or '']: the organization-level ('') ones stay.
+      const prefs = await pageMatches(this.prefs, [apiKey, organizationId], undefined, Infinity, (key) => {
+        const documentId = (key as unknown[])[3];
+        return typeof documentId === 'string' && documents.has(documentId) ? key : undefined;
+      });
+      removed.preferences += await inWriteBatches(this.deps.store, prefs.items, (_tx, key) => this.prefs.removeSync(key));
+    }
     return this.deps.store.transaction((tx) => {
-      const removed: DeliveryDataRemoved = { notifications: 0, activities: 0, preferences: 0, events: 0, cancelled: 0 };
-      for (const { apiKey, organizationId, documents } of byOrganization.values()) {
-        const prefix = [apiKey, organizationId];
-        for (const value of Array.from(this.deps.notifications.all(apiKey, organizationId))) {
-          if (!documents.has(value.metadata.documentId) && !batchMentions(value, documents)) continue;
-          this.deps.notifications.remove(tx, value);
-          removed.notifications++;
-        }
-        for (const value of Array.from(this.deps.activities.all(apiKey, organizationId))) {
-          if (!documents.has(value.metadata.documentId)) continue;
-          this.deps.activities.remove(tx, value);
-          removed.activities++;
-        }
-        // [apiKey, organizationId, userId, documentId or '']: the organization-level ('') ones stay.
-        for (const key of Array.from(this.prefs.getKeys(range(prefix)))) {
-          const documentId = (key as unknown[])[3];
-          if (typeof documentId !== 'string' || !documents.has(documentId)) continue;
-          this.prefs.removeSync(key);
-          removed.preferences++;
-        }
-      }
       removed.events = this.deps.outbox.removeWhere(tx, (event) => deleted(event.apiKey, event.organizationId, event.documentId));
       const now = this.deps.now();
       for (const job of this.deps.queue.pending()) {
@@ -167,6 +178,7 @@ export class DeliveryDocumentData implements DocumentDataOwner {
     if (message !== undefined && message.status === 'pending') this.deps.endpoints.putMessage(tx, job.apiKey, { ...message, status: 'fail' });
   }
 }
+
 
 function range(prefix: readonly string[]): { start: Key; end: Key } {
   return { start: [...prefix], end: [...prefix, KEY_END] };

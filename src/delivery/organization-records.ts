@@ -61,12 +61,12 @@ export class OrganizationRecords<R extends OrganizationRecord, S, F extends { re
     return Array.from(this.rows.matching([apiKey, filter.organizationId], this.filters.matcher(filter)));
   }
 
-  /** A page of the API key's records `pick` keeps, read in chunks (GDPR export and erase). */
-  pageOfAll<T>(apiKey: string, after: Key | undefined, limit: number, pick: (key: Key, record: R) => T | undefined): Promise<MatchPage<T>> {
-    return this.rows.pageOfAll(apiKey, after, limit, pick);
+  /** A page of the records of the API key (or of one organization) `pick` keeps, read in chunks (GDPR, document deletion). */
+  pageOfAll<T>(apiKey: string, after: Key | undefined, limit: number, pick: (key: Key, record: R) => T | undefined, organizationId?: string): Promise<MatchPage<T>> {
+    return this.rows.pageOfAll(apiKey, after, limit, pick, organizationId);
   }
 
-  /** Every record of the API key, or of one organization: document deletion. */
+  /** Every record of the API key, or of one organization. */
   all(apiKey: string, organizationId?: string): Iterable<R> {
     return this.rows.all(apiKey, organizationId);
   }

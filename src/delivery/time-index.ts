@@ -95,11 +95,12 @@ export class TimeIndexed<R extends { readonly id: string }, S> {
   }
 
   /**
-   * The first `limit` records of the API key (all scopes) after `after` that `pick` turns into an item, read in chunks
-   * with event-loop turns between them (src/store/chunked-scan.ts): GDPR export and erase, which look for one user.
+   * The first `limit` records of the API key (all scopes, or one) after `after` that `pick` turns into an item, read in
+   * chunks with event-loop turns between them (src/store/chunked-scan.ts): for GDPR export and erase, which look for
+   * one user, and document deletion, which looks for one document.
    */
-  pageOfAll<T>(apiKey: string, after: Key | undefined, limit: number, pick: (key: Key, record: R) => T | undefined): Promise<MatchPage<T>> {
-    return pageMatches(this.records, [apiKey], after, limit, pick);
+  pageOfAll<T>(apiKey: string, after: Key | undefined, limit: number, pick: (key: Key, record: R) => T | undefined, scope?: string): Promise<MatchPage<T>> {
+    return pageMatches(this.records, scope === undefined ? [apiKey] : [apiKey, scope], after, limit, pick);
   }
 
   /** Every record of the API key (all scopes), or of one scope, in key order: for scans that read every record anyway. */

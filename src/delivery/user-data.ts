@@ -1,8 +1,8 @@
 // Owns the delivery room's part of a user's data (GDPR export and erase): their notifications and activity logs.
 import type { Key } from 'lmdb';
 import { ERASED_USER, type UserDataSource } from '../doc/user-data.js';
-import { pageMatches, WRITE_BATCH } from '../store/chunked-scan.js';
-import type { Store, WriteTx } from '../store/env.js';
+import { inWriteBatches, pageMatches } from '../store/chunked-scan.js';
+import type { Store } from '../store/env.js';
 import { DB } from '../store/keys.js';
 import type { ActivityRecord, ActivityStore } from './activity-store.js';
 import type { NotificationRecord, NotificationStore } from './notification-store.js';
@@ -25,7 +25,7 @@ export function deliveryUserData(store: Store, notifications: NotificationStore,
       collect: (apiKey, userId, after, limit) => notifications.pageOfAll(apiKey, after, limit, (_key, n) => (concerns(n, userId) ? n : undefined)),
       erase: async (apiKey, userId) => {
         const found = await notifications.pageOfAll(apiKey, undefined, Infinity, (_key, n) => (concerns(n, userId) ? where(n) : undefined));
-        const count = await inBatches(store, found.items, (tx, { organizationId, id }) => {
+        const count = await inWriteBatches(store, found.items, (tx, { organizationId, id }) => {
           const value = notifications.get(apiKey, organizationId, id);
           if (value === undefined || !concerns(value, userId)) return false;
           const { [userId]: _dropped, ...users } = value.notifyUsersByUserId;
@@ -44,7 +44,7 @@ export function deliveryUserData(store: Store, notifications: NotificationStore,
         });
         // [apiKey, organizationId, userId, documentId or '']
         const keys = await pageMatches(prefs, [apiKey], undefined, Infinity, (key) => ((key as unknown[])[2] === userId ? key : undefined));
-        await inBatches(store, keys.items, (_tx, key: Key) => prefs.removeSync(key));
+        await inWriteBatches(store, keys.items, (_tx, key: Key) => prefs.removeSync(key));
         return count;
       },
     },
@@ -53,7 +53,7 @@ export function deliveryUserData(store: Store, notifications: NotificationStore,
       collect: (apiKey, userId, after, limit) => activities.pageOfAll(apiKey, after, limit, (_key, a) => (a.actionUser.userId === userId ? a : undefined)),
       erase: async (apiKey, userId) => {
         const found = await activities.pageOfAll(apiKey, undefined, Infinity, (_key, a) => (a.actionUser.userId === userId ? where(a) : undefined));
-        return inBatches(store, found.items, (tx, { organizationId, id }) => {
+        return inWriteBatches(store, found.items, (tx, { organizationId, id }) => {
           const value: ActivityRecord | undefined = activities.get(apiKey, organizationId, id);
           if (value === undefined || value.actionUser.userId !== userId) return false;
           const { user: _user, ...templateData } = value.displayMessageTemplateData;
@@ -65,11 +65,3 @@ export function deliveryUserData(store: Store, notifications: NotificationStore,
   ];
 }
 
-/** Runs `change` on each item, WRITE_BATCH items to a transaction; answers how many it said it changed. */
-async function inBatches<T>(store: Store, items: readonly T[], change: (tx: WriteTx, item: T) => boolean): Promise<number> {
-  let changed = 0;
-  for (let i = 0; i < items.length; i += WRITE_BATCH) {
-    changed += await store.transaction((tx) => items.slice(i, i + WRITE_BATCH).filter((item) => change(tx, item)).length);
-  }
-  return changed;
-}

@@ -1,7 +1,7 @@
 // Owns recorder annotations (upstream 2.21 recordings/get, plus Plait's recordings/add and delete): records and their paging.
 import type { Database, Key } from 'lmdb';
 import { randomId } from '../auth/secrets.js';
-import { pageMatches, WRITE_BATCH, type MatchPage } from '../store/chunked-scan.js';
+import { inWriteBatches, pageMatches, type MatchPage } from '../store/chunked-scan.js';
 import { invalidArgument } from '../errors.js';
 import type { Store } from '../store/env.js';
 import { DB, KEY_END } from '../store/keys.js';
@@ -167,20 +167,12 @@ export class Recordings {
    */
   async anonymize(apiKey: string, userId: string): Promise<number> {
     const { items } = await pageMatches(this.db, [apiKey], undefined, Infinity, (key, value) => (value.from?.userId === userId ? key : undefined));
-    let changed = 0;
-    for (let i = 0; i < items.length; i += WRITE_BATCH) {
-      changed += await this.store.transaction(() => {
-        let n = 0;
-        for (const key of items.slice(i, i + WRITE_BATCH)) {
-          const value = this.db.get(key);
-          if (value === undefined || value.from?.userId !== userId) continue;
-          const { from: _from, ...rest } = value;
-          this.db.putSync(key, rest);
-          n++;
-        }
-        return n;
-      });
-    }
-    return changed;
+    return inWriteBatches(this.store, items, (_tx, key) => {
+      const value = this.db.get(key);
+      if (value === undefined || value.from?.userId !== userId) return false;
+      const { from: _from, ...rest } = value;
+      this.db.putSync(key, rest);
+      return true;
+    });
   }
 }

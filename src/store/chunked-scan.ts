@@ -1,5 +1,6 @@
 // Owns reading a long LMDB range a chunk at a time with a turn of the event loop between chunks, and paging matches out of it.
 import type { Database, Key } from 'lmdb';
+import type { Store, WriteTx } from './env.js';
 import { KEY_END } from './keys.js';
 
 /** Rows read between two turns of the event loop: a few ms of decoding, so other tenants' requests wait no longer. */
@@ -59,4 +60,16 @@ export async function pageMatches<V, T>(db: Database<V, Key>, prefix: readonly K
     return true;
   });
   return more && last !== undefined ? { items, next: last } : { items };
+}
+
+/**
+ * Runs `change` on each item, WRITE_BATCH items to a transaction, one transaction after another; answers how many it
+ * said it changed. For a change found by a scan outside any transaction: `change` re-reads what it changes.
+ */
+export async function inWriteBatches<T>(store: Store, items: readonly T[], change: (tx: WriteTx, item: T) => boolean): Promise<number> {
+  let changed = 0;
+  for (let i = 0; i < items.length; i += WRITE_BATCH) {
+    changed += await store.transaction((tx) => items.slice(i, i + WRITE_BATCH).filter((item) => change(tx, item)).length);
+  }
+  return changed;
 }
