@@ -2,9 +2,9 @@
 import type { Database, Key } from 'lmdb';
 import type { DocumentKey } from '../document-key.js';
 import type { Outbox } from '../events/outbox.js';
-import { inWriteBatches, pageMatches } from '../store/chunked-scan.js';
+import { inWriteBatches, pageMatches, removeRangeInBatches } from '../store/chunked-scan.js';
 import type { Store, WriteTx } from '../store/env.js';
-import { DB, KEY_END } from '../store/keys.js';
+import { DB } from '../store/keys.js';
 import type { DocumentDataOwner } from '../tenant/directory/data-owners.js';
 import type { ActivityStore } from './activity-store.js';
 import type { Endpoints } from './endpoints.js';
@@ -40,7 +40,7 @@ const ORGANIZATION_DELETED = 'its organization was deleted';
  * A DocumentDataOwner (registered last, after the actors are drained, so their last events are in the outbox). Nothing
  * more is sent about a deleted document: its in-app notifications, activity logs (immutable ones too) and per-document
  * notification preferences are removed, its events not yet dispatched are dropped, and its pending deliveries on every
- * channel are cancelled. An organization's deletion is one transaction; a document's is several (`deleteDocuments`).
+ * channel are cancelled, in batches of bounded transactions (`deleteDocuments`, `deleteOrganization`).
  * docs/choices.md, "Deletion", says why.
  */
 export class DeliveryDocumentData implements DocumentDataOwner {
@@ -130,14 +130,20 @@ export class DeliveryDocumentData implements DocumentDataOwner {
     });
   }
 
-  /** Everything of the organization, in one transaction: its ranges go whole. */
-  deleteOrganization(apiKey: string, organizationId: string): Promise<DeliveryDataRemoved> {
-    const prefix = [apiKey, organizationId];
+  /**
+   * Everything of the organization; its ranges go whole, REMOVE_BATCH rows to a transaction (src/store/chunked-scan.ts),
+   * then its outbox events and pending jobs in one last transaction. A crash part-way leaves the directory entry (it
+   * goes after every owner), so the retried delete finishes the job.
+   */
+  async deleteOrganization(apiKey: string, organizationId: string): Promise<DeliveryDataRemoved> {
+    const notifications = await this.deps.notifications.removeOrganization(apiKey, organizationId);
+    const activities = await this.deps.activities.removeOrganization(apiKey, organizationId);
+    const preferences = await removeRangeInBatches(this.deps.store, [this.prefs], [apiKey, organizationId]);
     return this.deps.store.transaction((tx) => {
       const removed: DeliveryDataRemoved = {
-        notifications: this.deps.notifications.removeOrganization(tx, apiKey, organizationId),
-        activities: this.deps.activities.removeOrganization(tx, apiKey, organizationId),
-        preferences: removeRange(this.prefs, prefix),
+        notifications,
+        activities,
+        preferences,
         events: this.deps.outbox.removeWhere(tx, (event) => event.apiKey === apiKey && event.organizationId === organizationId),
         cancelled: 0,
       };
@@ -180,18 +186,7 @@ export class DeliveryDocumentData implements DocumentDataOwner {
 }
 
 
-function range(prefix: readonly string[]): { start: Key; end: Key } {
-  return { start: [...prefix], end: [...prefix, KEY_END] };
-}
 
-function removeRange<V>(db: Database<V, Key>, prefix: readonly string[]): number {
-  let removed = 0;
-  for (const key of Array.from(db.getKeys(range(prefix)))) {
-    db.removeSync(key);
-    removed++;
-  }
-  return removed;
-}
 
 /** A per-user batch notification lists items of several documents; one naming a deleted document goes with it. */
 function batchMentions(record: NotificationRecord, documents: ReadonlySet<string>): boolean {

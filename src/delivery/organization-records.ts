@@ -71,8 +71,9 @@ export class OrganizationRecords<R extends OrganizationRecord, S, F extends { re
     return this.rows.all(apiKey, organizationId);
   }
 
-  removeOrganization(tx: WriteTx, apiKey: string, organizationId: string): number {
-    return this.rows.removeScope(tx, [apiKey, organizationId]);
+  /** Every record of the organization, in batches of bounded transactions; answers how many went. */
+  removeOrganization(apiKey: string, organizationId: string): Promise<number> {
+    return this.rows.removeScopeInBatches([apiKey, organizationId]);
   }
 
   /** Indexes by time the records written before schema 4, once. */

@@ -1,7 +1,7 @@
 // Owns timestamped records listed newest first (activity logs, notifications, webhook messages) with their time index:
 // one row per record keyed [apiKey, scope, time, id] holding what reads filter on, so a page reads only as far as it returns.
 import type { Database, Key } from 'lmdb';
-import { pageMatches, type MatchPage } from '../store/chunked-scan.js';
+import { pageMatches, removeRangeInBatches, type MatchPage } from '../store/chunked-scan.js';
 import type { Store, WriteTx } from '../store/env.js';
 import { KEY_END, type DbName } from '../store/keys.js';
 import { afterToken, encodeToken, page, type Page, type Timestamped } from './paging.js';
@@ -76,6 +76,16 @@ export class TimeIndexed<R extends { readonly id: string }, S> {
     }
     for (const key of Array.from(this.index.getKeys(prefixRange([apiKey, scope])))) this.index.removeSync(key);
     return removed;
+  }
+
+  /**
+   * Every record and index row of the scope, in batches of bounded transactions (src/store/chunked-scan.ts): an
+   * organization may hold millions. Index rows first, so a page read meanwhile lists only records still there.
+   * Answers how many records went.
+   */
+  async removeScopeInBatches([apiKey, scope]: Scope): Promise<number> {
+    await removeRangeInBatches(this.store, [this.index], [apiKey, scope]);
+    return removeRangeInBatches(this.store, [this.records], [apiKey, scope]);
   }
 
   /**

@@ -3,7 +3,8 @@ import { unavailable } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Outbox } from '../events/outbox.js';
 import type { Store } from '../store/env.js';
-import { DB, KEY_END } from '../store/keys.js';
+import { removeRangeInBatches } from '../store/chunked-scan.js';
+import { DB } from '../store/keys.js';
 import { documentKeyString, type DocumentKey } from '../document-key.js';
 import type { ConnectionListener, DocumentActorLoader, DocumentActorView, PeerInfo } from './peer.js';
 import { AnnotationState, type AnnotationDeps, type LiveAnnotationChange, type Mutation } from './annotations/state.js';
@@ -207,12 +208,8 @@ export class CollabDocuments {
     const { store } = this.deps;
     // Writes of the drained actors may still be in the group commit; removed before they land, they would come back.
     await store.group.barrier();
-    const databases = [store.records<unknown>(DB.annotations), store.records<unknown>(DB.presence)];
-    await store.transaction(() => {
-      for (const db of databases) {
-        for (const key of Array.from(db.getKeys({ start: [...prefix], end: [...prefix, KEY_END] }))) db.removeSync(key);
-      }
-    });
+    // In batches of bounded transactions (src/store/chunked-scan.ts): an organization may hold millions of threads.
+    await removeRangeInBatches(store, [store.records<unknown>(DB.annotations), store.records<unknown>(DB.presence)], prefix);
   }
 
   /** Runs a presence-changing task in the document's mailbox; resolves with the change once committed. */

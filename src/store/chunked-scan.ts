@@ -73,3 +73,30 @@ export async function inWriteBatches<T>(store: Store, items: readonly T[], chang
   }
   return changed;
 }
+
+/** Keys a range removal takes out per transaction: a removal is cheaper than a change, so batches are larger. */
+export const REMOVE_BATCH = 5000;
+
+/** What `removeRangeInBatches` needs of a database (records or binary). */
+export type RangeHolder = Pick<Database<unknown, Key>, 'getKeys' | 'removeSync'>;
+
+/**
+ * Removes every key under `prefix` in each database, REMOVE_BATCH keys to a transaction, one transaction after another;
+ * answers how many went. Each batch reads the range afresh inside its transaction, so a row written under the prefix
+ * before the last batch goes too. Between batches a reader sees the range partly removed.
+ */
+export async function removeRangeInBatches(store: Store, databases: readonly RangeHolder[], prefix: readonly Key[]): Promise<number> {
+  let removed = 0;
+  for (const db of databases) {
+    for (;;) {
+      const taken = await store.transaction(() => {
+        const keys = Array.from(db.getKeys({ start: [...prefix], end: [...prefix, KEY_END], limit: REMOVE_BATCH }));
+        for (const key of keys) db.removeSync(key);
+        return keys.length;
+      });
+      removed += taken;
+      if (taken < REMOVE_BATCH) break;
+    }
+  }
+  return removed;
+}

@@ -1,6 +1,7 @@
 // Owns the seam through which deleting directory entries also deletes the document data other modules hold.
 import type { Store } from '../../store/env.js';
-import { DB, KEY_END } from '../../store/keys.js';
+import { DB } from '../../store/keys.js';
+import { removeRangeInBatches } from '../../store/chunked-scan.js';
 import type { DocumentKey } from '../../document-key.js';
 
 /**
@@ -33,13 +34,10 @@ export class LmdbDocumentData implements DocumentDataOwner {
     return this.removeRanges([apiKey, organizationId]);
   }
 
+  /** REMOVE_BATCH keys to a transaction: an organization's ranges may hold millions of rows (src/store/chunked-scan.ts). */
   private async removeRanges(prefix: string[]): Promise<void> {
-    await this.store.transaction(() => {
-      for (const name of DOCUMENT_DATABASES) {
-        const db = name === DB.docUpdates || name === DB.docSnapshots ? this.store.binary(name) : this.store.records<unknown>(name);
-        for (const key of Array.from(db.getKeys({ start: prefix, end: [...prefix, KEY_END] }))) void db.remove(key);
-      }
-    });
+    const databases = DOCUMENT_DATABASES.map((name) => (name === DB.docUpdates || name === DB.docSnapshots ? this.store.binary(name) : this.store.records<unknown>(name)));
+    await removeRangeInBatches(this.store, databases, prefix);
   }
 }
 

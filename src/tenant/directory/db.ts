@@ -1,6 +1,7 @@
 // Owns access to the DB.directory database: typed point reads, prefix scans, prefix removal and write transactions.
 import type { Database, Key } from 'lmdb';
 import type { Store, WriteTx } from '../../store/env.js';
+import { REMOVE_BATCH } from '../../store/chunked-scan.js';
 import { DB, KEY_END } from '../../store/keys.js';
 import type { DirKey } from './records.js';
 
@@ -105,6 +106,24 @@ export class DirectoryDb {
   /** The last element of each key under `prefix` (the id the prefix lists). */
   lastElements(prefix: DirKey, options: ScanOptions = {}): string[] {
     return this.scan<unknown>(prefix, options).map(({ key }) => String(key[key.length - 1]));
+  }
+
+  /**
+   * Removes every entry under `prefix`, REMOVE_BATCH to a committed write, until none is left (not inside `write`):
+   * for ranges too large for one transaction on the event loop. Between batches a reader sees the range partly gone.
+   */
+  async removePrefixInBatches(prefix: DirKey): Promise<number> {
+    let removed = 0;
+    for (;;) {
+      const taken = await this.write(() => {
+        this.touch(prefix);
+        const found = Array.from(this.db.getKeys({ start: prefix, end: [...prefix, KEY_END], limit: REMOVE_BATCH }));
+        for (const key of found) void this.db.remove(key);
+        return found.length;
+      });
+      removed += taken;
+      if (taken < REMOVE_BATCH) return removed;
+    }
   }
 
   /** Removes every entry under `prefix`; only inside `write`. Returns how many were removed. */

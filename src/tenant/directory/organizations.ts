@@ -125,13 +125,18 @@ export class Organizations {
 
   /**
    * Deletes each organization with its folders, documents, users, groups and grants, and the document data
-   * other modules hold. Data owners run first so a crash part-way leaves the entry in place for a retry.
+   * other modules hold. Data owners run first, then the organization's rows go kind by kind in batches of bounded
+   * transactions (an organization may hold 100,000 documents: one transaction would hold the event loop for all of
+   * them), and the organization entry last, with whatever was written under it meanwhile. A crash part-way leaves
+   * the entry in place, so the retried delete finishes the job.
    */
   async delete(apiKey: string, organizationIds: readonly string[]): Promise<BulkMap> {
     const results = new BulkResults((id) => ({ id }));
     const ids = results.unique(organizationIds, (id) => id, 'organizationId');
     for (const id of ids) {
-      if (this.find(apiKey, id) !== undefined) await deleteOrganizationData(this.owners, apiKey, id);
+      if (this.find(apiKey, id) === undefined) continue;
+      await deleteOrganizationData(this.owners, apiKey, id);
+      for (const kind of ORG_SCOPED_KINDS) await this.db.removePrefixInBatches([apiKey, kind, id]);
     }
     await this.db.write(() => {
       for (const id of ids) {
