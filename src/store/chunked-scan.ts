@@ -81,22 +81,27 @@ export const REMOVE_BATCH = 5000;
 export type RangeHolder = Pick<Database<unknown, Key>, 'getKeys' | 'removeSync'>;
 
 /**
- * Removes every key under `prefix` in each database, REMOVE_BATCH keys to a transaction, one transaction after another;
- * answers how many went. Each batch reads the range afresh inside its transaction, so a row written under the prefix
- * before the last batch goes too. Between batches a reader sees the range partly removed.
+ * Removes every key under `prefix` in each database, at most REMOVE_BATCH keys to a transaction (shared by the
+ * databases: a small range, one document's, is one transaction), one transaction after another; answers how many
+ * went. Each batch reads the ranges afresh inside its transaction, so a row written under the prefix before the last
+ * batch goes too. Between batches a reader sees the ranges partly removed.
  */
 export async function removeRangeInBatches(store: Store, databases: readonly RangeHolder[], prefix: readonly Key[]): Promise<number> {
+  const range = { start: [...prefix], end: [...prefix, KEY_END] };
   let removed = 0;
-  for (const db of databases) {
-    for (;;) {
-      const taken = await store.transaction(() => {
-        const keys = Array.from(db.getKeys({ start: [...prefix], end: [...prefix, KEY_END], limit: REMOVE_BATCH }));
+  for (;;) {
+    // Fewer than asked means every range is exhausted: each database was asked for all the batch had left.
+    const taken = await store.transaction(() => {
+      let count = 0;
+      for (const db of databases) {
+        if (count === REMOVE_BATCH) break;
+        const keys = Array.from(db.getKeys({ ...range, limit: REMOVE_BATCH - count }));
         for (const key of keys) db.removeSync(key);
-        return keys.length;
-      });
-      removed += taken;
-      if (taken < REMOVE_BATCH) break;
-    }
+        count += keys.length;
+      }
+      return count;
+    });
+    removed += taken;
+    if (taken < REMOVE_BATCH) return removed;
   }
-  return removed;
 }
