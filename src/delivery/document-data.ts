@@ -117,7 +117,7 @@ export class DeliveryDocumentData implements DocumentDataOwner {
     return this.deps.store.transaction((tx) => {
       removed.events = this.deps.outbox.removeWhere(tx, (event) => deleted(event.apiKey, event.organizationId, event.documentId));
       const now = this.deps.now();
-      for (const job of this.deps.queue.pending()) {
+      for (const job of this.deps.queue.pending(new Set(refs.map((ref) => ref.apiKey)))) {
         if (job.organizationId === undefined) continue;
         if (deleted(job.apiKey, job.organizationId, job.documentId)) {
           this.cancel(tx, job, DOCUMENT_DELETED, now);
@@ -148,8 +148,8 @@ export class DeliveryDocumentData implements DocumentDataOwner {
         cancelled: 0,
       };
       const now = this.deps.now();
-      for (const job of this.deps.queue.pending()) {
-        if (job.apiKey !== apiKey || job.organizationId !== organizationId) continue;
+      for (const job of this.deps.queue.pending(new Set([apiKey]))) {
+        if (job.organizationId !== organizationId) continue;
         this.cancel(tx, job, ORGANIZATION_DELETED, now);
         removed.cancelled++;
       }

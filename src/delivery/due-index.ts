@@ -96,9 +96,17 @@ export class DueIndex {
     return best;
   }
 
-  /** Every pending job's id, target by target. */
-  *ids(): Generator<string> {
-    for (const key of this.byTarget.getKeys({})) yield (key as [string, number, string])[2];
+  /** Every pending job's id, target by target; with `apiKeys`, only those keys' jobs (a row per target is read to find them). */
+  *ids(apiKeys?: ReadonlySet<string>): Generator<string> {
+    if (apiKeys === undefined) {
+      for (const key of this.byTarget.getKeys({})) yield (key as [string, number, string])[2];
+      return;
+    }
+    const targets = new Set<string>();
+    for (const { key, value: apiKey } of this.heads.getRange({})) if (apiKeys.has(apiKey)) targets.add((key as [number, string])[1]);
+    for (const target of targets) {
+      for (const key of this.byTarget.getKeys({ start: [target], end: [target, KEY_END] })) yield (key as [string, number, string])[2];
+    }
   }
 
   private headOf(target: string): number | undefined {

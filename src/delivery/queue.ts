@@ -116,10 +116,13 @@ export class DeliveryQueue {
     this.writes++;
   }
 
-  /** Every pending job, read through the due index: finished rows (kept a week) are never scanned. */
-  pending(): DeliveryJob[] {
+  /**
+   * Every pending job, read through the due index: finished rows (kept a week) are never scanned. With `apiKeys`, only
+   * those keys' jobs: a deletion in one workspace reads none of another's backlog.
+   */
+  pending(apiKeys?: ReadonlySet<string>): DeliveryJob[] {
     const found: DeliveryJob[] = [];
-    for (const id of this.dueIndex.ids()) {
+    for (const id of this.dueIndex.ids(apiKeys)) {
       const job = this.jobs.get(id);
       if (job !== undefined && job.state === 'pending') found.push(job);
     }

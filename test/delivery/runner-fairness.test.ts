@@ -117,6 +117,17 @@ t.test('each target\'s earliest job heads the index as jobs are added, moved and
   t.same(queue.pending().map((j) => j.id), ['b20']);
 });
 
+t.test('pending jobs of some API keys are found through their targets\' heads, not by reading every key\'s backlog', async (t) => {
+  const { queue, enqueue } = setup(t);
+  await enqueue(range(300, (i) => ({ id: `a-${i}`, apiKey: 'busy', target: `dead:${i % 3}` })));
+  await enqueue([{ id: 'b-1', apiKey: 'small', target: 'alive:small' }, { id: 'b-2', apiKey: 'small', target: 'email:small' }, { id: 'c-1', apiKey: 'other', target: 'alive:other' }]);
+  t.same(queue.pending(new Set(['small'])).map((j) => j.id).sort(), ['b-1', 'b-2']);
+  t.same(queue.pending(new Set(['small', 'other'])).map((j) => j.id).sort(), ['b-1', 'b-2', 'c-1']);
+  t.equal(queue.pending(new Set(['busy'])).length, 300);
+  t.equal(queue.pending().length, 303, 'without keys, every pending job');
+  t.same(queue.pending(new Set(['nobody'])), []);
+});
+
 t.test('a schema-4 directory: its time index moves into the index by target once, and its jobs run', async (t) => {
   const dir = t.testdir();
   const due = Date.UTC(2026, 10, 28);
