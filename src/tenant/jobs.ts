@@ -53,6 +53,13 @@ const jobIdOf = (key: Key): string => String((key as Key[])[1]);
 /** Forwards of one run at most: a job whose documents are owned by more nodes than this waits for the next scan. */
 const MAX_HOPS = 3;
 
+/**
+ * Jobs running at once in this process, and of one API key: a workspace that submits a thousand erasures must not
+ * run a thousand chunked scans side by side on the event loop every workspace shares. The rest wait, still `pending`
+ * (a restart resumes them from their rows), and start key by key in turn as running ones end.
+ */
+export const JOB_LIMITS = { running: 4, perKey: 2 } as const;
+
 /** The owner named by a NotOwnerError (src/doc/ownership.ts; read by shape, so the tenant layer imports no document code). */
 function ownerNamedBy(error: unknown): string | undefined {
   if (!(error instanceof AppError) || error.status !== 'UNAVAILABLE') return undefined;
@@ -67,6 +74,12 @@ export class Jobs {
   private readonly running = new Set<Promise<void>>();
   /** Their ids, so a scan never starts a job twice in this process. */
   private readonly runningIds = new Set<string>();
+  /** Jobs waiting for a slot, per API key in submission order; the keys in the order their turn comes. */
+  private readonly waiting = new Map<string, JobRecord[]>();
+  /** Their ids, so a scan queues a job once. */
+  private readonly waitingIds = new Set<string>();
+  /** Jobs running here per API key. */
+  private readonly runningPerKey = new Map<string, number>();
   /** Stored jobs of a kind this process has no runner for (already reported). */
   private readonly unrunnable = new Set<string>();
   private stopped = false;
@@ -170,7 +183,7 @@ export class Jobs {
       if (!entry && this.db.get(unfinishedKey(job.jobId)) === undefined) unindexed.push(job);
       // The full pass meets the row itself too; start it once.
       if (entry && full) continue;
-      if (!this.runningIds.has(job.jobId) && !this.unrunnable.has(job.jobId)) {
+      if (!this.runningIds.has(job.jobId) && !this.waitingIds.has(job.jobId) && !this.unrunnable.has(job.jobId)) {
         this.start(job);
         resumed++;
       }
@@ -204,7 +217,12 @@ export class Jobs {
     if (added > 0) this.log.info('indexed unfinished jobs stored without an index entry (an older data directory)', { jobs: added });
   }
 
-  /** Settles once every job this process started has finished (tests; jobs in flight at a stop resume next start). */
+  /** Jobs waiting here for a slot (tests, diagnostics). */
+  get queued(): number {
+    return this.waitingIds.size;
+  }
+
+  /** Settles once every job this process started, or queued, has finished (tests; jobs in flight at a stop resume next start). */
   async idle(): Promise<void> {
     while (this.running.size > 0) await Promise.allSettled([...this.running]);
   }
@@ -212,28 +230,69 @@ export class Jobs {
   /** No new job starts; the ones running finish (graceful stop awaits this before the store closes). */
   async stop(): Promise<void> {
     this.stopped = true;
+    // What waits stays pending in its row: the next start (or the next holder) resumes it.
+    this.waiting.clear();
+    this.waitingIds.clear();
     await this.idle();
   }
 
+  /** Queues `job` for a slot (JOB_LIMITS) and starts what fits now. */
   private start(job: JobRecord): void {
     // Not the worker (any more): the holder runs it. A job already running here finishes (see docs/cluster.md).
-    if (this.stopped || !this.role.held() || this.runningIds.has(job.jobId)) return;
-    const runner = this.runners.get(job.kind);
-    if (runner === undefined) {
+    if (this.stopped || !this.role.held() || this.runningIds.has(job.jobId) || this.waitingIds.has(job.jobId)) return;
+    if (!this.runners.has(job.kind)) {
       // Said once per job: the worker's scan comes back to it every few seconds.
       if (!this.unrunnable.has(job.jobId)) this.log.error('no runner for a stored job; it stays pending', { kind: job.kind, jobId: job.jobId });
       this.unrunnable.add(job.jobId);
       return;
     }
+    const queue = this.waiting.get(job.apiKey);
+    if (queue === undefined) this.waiting.set(job.apiKey, [job]);
+    else queue.push(job);
+    this.waitingIds.add(job.jobId);
+    this.dispatch();
+  }
+
+  /**
+   * Starts waiting jobs while slots are free: each key's first job in turn, a key that got one moving to the back, a
+   * key at its own limit passed over. Without the role (or stopped) nothing waits: the holder resumes from the rows.
+   */
+  private dispatch(): void {
+    if (this.stopped || !this.role.held()) {
+      this.waiting.clear();
+      this.waitingIds.clear();
+      return;
+    }
+    while (this.runningIds.size < JOB_LIMITS.running) {
+      const apiKey = [...this.waiting.keys()].find((key) => (this.runningPerKey.get(key) ?? 0) < JOB_LIMITS.perKey);
+      if (apiKey === undefined) return;
+      const queue = this.waiting.get(apiKey) ?? [];
+      const job = queue.shift();
+      this.waiting.delete(apiKey);
+      if (queue.length > 0) this.waiting.set(apiKey, queue);
+      if (job === undefined) continue;
+      this.waitingIds.delete(job.jobId);
+      this.run(job);
+    }
+  }
+
+  private run(job: JobRecord): void {
+    const runner = this.runners.get(job.kind);
+    if (runner === undefined) return;
     this.runningIds.add(job.jobId);
-    const run = this.run(job, runner).finally(() => {
+    this.runningPerKey.set(job.apiKey, (this.runningPerKey.get(job.apiKey) ?? 0) + 1);
+    const run = this.attempt(job, runner).finally(() => {
       this.running.delete(run);
       this.runningIds.delete(job.jobId);
+      const left = (this.runningPerKey.get(job.apiKey) ?? 1) - 1;
+      if (left <= 0) this.runningPerKey.delete(job.apiKey);
+      else this.runningPerKey.set(job.apiKey, left);
+      this.dispatch();
     });
     this.running.add(run);
   }
 
-  private async run(job: JobRecord, runner: JobRunner<unknown, unknown>): Promise<void> {
+  private async attempt(job: JobRecord, runner: JobRunner<unknown, unknown>): Promise<void> {
     try {
       await this.save({ ...job, status: 'in_progress', updatedAt: this.now() });
       const result = await this.runOrForward(job, runner, 0);

@@ -5,7 +5,7 @@ import { unavailable } from '../../src/errors.js';
 import { createLogger } from '../../src/log.js';
 import type { Store } from '../../src/store/env.js';
 import { DB, KEY_END } from '../../src/store/keys.js';
-import { Jobs, type JobRecord } from '../../src/tenant/jobs.js';
+import { JOB_LIMITS, Jobs, type JobRecord } from '../../src/tenant/jobs.js';
 import type { WorkKind } from '../../src/worker-role.js';
 import { openStore } from '../helpers/store.js';
 
@@ -175,3 +175,57 @@ t.test('an entry whose row is gone or finished is removed by the next scan, inde
 async function until(ready: () => boolean): Promise<void> {
   while (!ready()) await new Promise<void>((resolve) => setImmediate(resolve));
 }
+
+t.test('jobs run at most JOB_LIMITS.running at once and JOB_LIMITS.perKey per API key, keys in turn; the rest wait pending', async (t) => {
+  const store = openStore(t.testdir());
+  t.teardown(() => store.close());
+  const jobs = new Jobs(store, createLogger('silent'));
+  const started: string[] = [];
+  const release = new Map<string, () => void>();
+  const running = new Map<string, number>();
+  let most = 0;
+  let mostOfBusy = 0;
+  jobs.register<{ name: string; key: string }, { ok: true }>('gated', (job) =>
+    new Promise((resolve) => {
+      started.push(job.params.name);
+      running.set(job.params.key, (running.get(job.params.key) ?? 0) + 1);
+      most = Math.max(most, [...running.values()].reduce((a, b) => a + b, 0));
+      mostOfBusy = Math.max(mostOfBusy, running.get('busy') ?? 0);
+      release.set(job.params.name, () => {
+        running.set(job.params.key, (running.get(job.params.key) ?? 1) - 1);
+        resolve({ ok: true });
+      });
+    }),
+  );
+  const until = async (ready: () => boolean): Promise<void> => {
+    while (!ready()) await new Promise<void>((resolve) => setImmediate(resolve));
+  };
+  const submitted: JobRecord[] = [];
+  for (let i = 1; i <= 5; i++) submitted.push(await jobs.submit('busy', 'gated', { name: `busy-${i}`, key: 'busy' }));
+  await jobs.submit('quiet', 'gated', { name: 'quiet-1', key: 'quiet' });
+  await jobs.submit('third', 'gated', { name: 'third-1', key: 'third' });
+  await until(() => started.length === JOB_LIMITS.running);
+  t.same(started, ['busy-1', 'busy-2', 'quiet-1', 'third-1'], 'the busy key runs its 2; the keys behind its backlog start beside it');
+  t.equal(jobs.queued, 3);
+  t.equal(jobs.get('busy', submitted[2]?.jobId ?? '').status, 'pending', 'a waiting job is still pending in its row');
+  release.get('busy-1')?.();
+  await until(() => started.length === 5);
+  t.equal(started[4], 'busy-3', 'a slot freed by the busy key goes to its next job');
+  release.get('quiet-1')?.();
+  await jobs.submit('quiet', 'gated', { name: 'quiet-2', key: 'quiet' });
+  await until(() => started.length === 6);
+  t.equal(started[5], 'quiet-2', 'the busy key at its limit is passed over');
+  // Let everything finish, releasing each job as it starts.
+  while (started.length < 8 || release.size > 0) {
+    for (const [name, go] of [...release]) {
+      release.delete(name);
+      go();
+    }
+    await new Promise<void>((resolve) => setImmediate(resolve));
+  }
+  await jobs.idle();
+  t.equal(started.length, 8, 'every job ran once');
+  t.equal(most, JOB_LIMITS.running, 'never more than the limit at once');
+  t.equal(mostOfBusy, JOB_LIMITS.perKey, 'never more than the per-key limit of one key');
+  t.same(submitted.map((job) => jobs.get('busy', job.jobId).status), ['completed', 'completed', 'completed', 'completed', 'completed']);
+});
