@@ -59,7 +59,7 @@ type GetUsersInput = UserScope & {
 };
 
 /** A page of users: at one level, or (allDocuments) on every document of the organization; grouped by document on request. */
-function getUsers(directory: Directory, apiKey: string, input: GetUsersInput): Reply {
+async function getUsers(directory: Directory, apiKey: string, input: GetUsersInput): Promise<Reply> {
   const pageSize = input.pageSize ?? DEFAULT_PAGE_SIZE;
   const next = (token: string | undefined) => (token === undefined ? undefined : { nextPageToken: token });
   if (input.allDocuments === true) {
@@ -67,7 +67,7 @@ function getUsers(directory: Directory, apiKey: string, input: GetUsersInput): R
       throw invalidArgument('data.allDocuments lists the users of every document of the organization; it cannot be combined with data.documentId or data.folderId');
     }
     if (input.organizationUserGroupIds !== undefined) throw invalidArgument('data.organizationUserGroupIds cannot be combined with data.allDocuments');
-    const page = directory.users.onDocuments(apiKey, input.organizationId, {
+    const page = await directory.users.onDocuments(apiKey, input.organizationId, {
       pageSize,
       ...(input.userIds === undefined ? {} : { userIds: input.userIds }),
       ...(input.pageToken === undefined ? {} : { pageToken: input.pageToken }),
@@ -84,7 +84,7 @@ function getUsers(directory: Directory, apiKey: string, input: GetUsersInput): R
   if (input.groupByDocumentId === true && input.documentId === undefined) {
     throw invalidArgument('data.groupByDocumentId needs data.allDocuments or data.documentId: only document-level users have a document to group by');
   }
-  const page = directory.users.get(apiKey, scopeOf(input), {
+  const page = await directory.users.get(apiKey, scopeOf(input), {
     pageSize,
     ...(input.userIds === undefined ? {} : { userIds: input.userIds }),
     ...(input.organizationUserGroupIds === undefined ? {} : { organizationUserGroupIds: input.organizationUserGroupIds }),

@@ -103,6 +103,19 @@ export class DirectoryDb {
     return Array.from(range, ({ key, value }) => ({ key: key as DirKey, value: value as T }));
   }
 
+  /**
+   * Keys under `prefix` in key order from `start` (inclusive, or strictly after it with `exclusive`), read lazily as
+   * the caller iterates: for merging several ranges (src/store/merged-scan.ts), which closes it when it stops early.
+   */
+  *keysFrom(prefix: DirKey, start?: { key: DirKey; exclusive: boolean }): Generator<DirKey> {
+    const range = this.db.getKeys({
+      start: start?.key ?? prefix,
+      end: [...prefix, KEY_END],
+      ...(start?.exclusive === true ? { exclusiveStart: true } : {}),
+    });
+    for (const key of range) yield key as DirKey;
+  }
+
   /** The last element of each key under `prefix` (the id the prefix lists). */
   lastElements(prefix: DirKey, options: ScanOptions = {}): string[] {
     return this.scan<unknown>(prefix, options).map(({ key }) => String(key[key.length - 1]));

@@ -10,6 +10,7 @@ import type { GrantRef, Grants } from './grants.js';
 import type { Groups } from './groups.js';
 import type { Organizations } from './organizations.js';
 import { decodePageToken, encodePageToken, type Page } from './paging.js';
+import { groupMembersAt, namedUsersOnDocuments } from './user-filters.js';
 import { keys, metadataOf, type GrantRecord, type UserProfileRecord } from './records.js';
 
 /** Where a users operation applies: the organization, or one folder or document in it. */
@@ -137,8 +138,11 @@ export class Users {
     return results.toJSON();
   }
 
-  /** Users holding a live grant at the scope, in user id order, optionally filtered by ids or group membership. */
-  get(apiKey: string, scope: UserScope, query: UserQuery): Page<UserView> {
+  /**
+   * Users holding a live grant at the scope, in user id order, optionally filtered by ids or group membership. With
+   * groups it walks the groups' members, not the scope's grants (src/tenant/directory/user-filters.ts).
+   */
+  async get(apiKey: string, scope: UserScope, query: UserQuery): Promise<Page<UserView>> {
     const ref = grantRef(scope);
     const { organizationId } = scope;
     const now = this.now();
@@ -148,16 +152,23 @@ export class Users {
       return { rows: query.userIds.flatMap((id) => viewOf(id, this.grants.get(apiKey, organizationId, ref, { kind: 'user', id }))) };
     }
     const groupIds = query.organizationUserGroupIds;
-    const inGroups = (userId: string): boolean =>
-      groupIds === undefined || groupIds.some((groupId) => this.groups.isMember(apiKey, organizationId, groupId, userId));
     const scopeName = `users:${organizationId}:${ref.level}:${ref.resourceId}:${(groupIds ?? []).join(',')}`;
     let after = query.pageToken === undefined ? undefined : String(decodePageToken(query.pageToken, scopeName));
+    const nextPage = (rows: UserView[], more: boolean): Page<UserView> => {
+      const lastRow = rows.at(-1);
+      return more && lastRow !== undefined ? { rows, nextPageToken: encodePageToken(scopeName, lastRow.userId) } : { rows };
+    };
+    if (groupIds !== undefined) {
+      const found = await groupMembersAt(this.db, this.grants, { apiKey, organizationId, ref, now }, groupIds, { ...(after === undefined ? {} : { after }), pageSize: query.pageSize }, (userId, grant) =>
+        this.view(apiKey, organizationId, userId, grant),
+      );
+      return nextPage(found.rows, found.more);
+    }
     const rows: UserView[] = [];
     let more = false;
     for (;;) {
       const chunk = this.grants.usersOn(apiKey, organizationId, ref, { limit: SCAN_CHUNK, ...(after === undefined ? {} : { afterUserId: after }) });
       for (const { userId, grant } of chunk) {
-        if (!inGroups(userId)) continue;
         const found = viewOf(userId, grant);
         if (found.length === 0) continue;
         if (rows.length === query.pageSize) {
@@ -170,15 +181,16 @@ export class Users {
       if (more || last === undefined || chunk.length < SCAN_CHUNK) break;
       after = last.userId;
     }
-    const lastRow = rows.at(-1);
-    return more && lastRow !== undefined ? { rows, nextPageToken: encodePageToken(scopeName, lastRow.userId) } : { rows };
+    return nextPage(rows, more);
   }
 
   /**
    * Users holding a live grant on any document of the organization (`users/get` with `allDocuments`), one row per
-   * (document, user), in document then user id order, optionally only the given users.
+   * (document, user), in document then user id order, optionally only the given users (then read through their own
+   * grant index rows, src/tenant/directory/user-filters.ts). A full page carries a token when any user grant on a
+   * document follows its last row (a later page may then be empty).
    */
-  onDocuments(apiKey: string, organizationId: string, query: { pageSize: number; pageToken?: string; userIds?: readonly string[] }): Page<UserView & { documentId: string }> {
+  async onDocuments(apiKey: string, organizationId: string, query: { pageSize: number; pageToken?: string; userIds?: readonly string[] }): Promise<Page<UserView & { documentId: string }>> {
     const now = this.now();
     const scopeName = `users:${organizationId}:all-documents:${(query.userIds ?? []).join(',')}`;
     let after: [string, string] | undefined;
@@ -187,19 +199,24 @@ export class Users {
       if (!Array.isArray(position) || position.length !== 2) throw invalidArgument('data.pageToken is not a page token of this listing');
       after = [String(position[0]), String(position[1])];
     }
-    const wanted = query.userIds === undefined ? undefined : new Set(query.userIds);
+    const fullPage = (rows: Array<UserView & { documentId: string }>): Page<UserView & { documentId: string }> => {
+      const last = rows.at(-1);
+      if (last === undefined || rows.length < query.pageSize) return { rows };
+      const more = this.grants.userGrantsOnDocuments(apiKey, organizationId, { limit: 1, after: [last.documentId, last.userId] }).length > 0;
+      return more ? { rows, nextPageToken: encodePageToken(scopeName, JSON.stringify([last.documentId, last.userId])) } : { rows };
+    };
+    if (query.userIds !== undefined) {
+      const page = { ...(after === undefined ? {} : { after }), pageSize: query.pageSize };
+      return fullPage(await namedUsersOnDocuments(this.db, this.grants, { apiKey, organizationId, now }, query.userIds, page, (userId, grant) => this.view(apiKey, organizationId, userId, grant)));
+    }
     const rows: Array<UserView & { documentId: string }> = [];
     for (;;) {
       const chunk = this.grants.userGrantsOnDocuments(apiKey, organizationId, { limit: SCAN_CHUNK, ...(after === undefined ? {} : { after }) });
       for (const { documentId, userId, grant } of chunk) {
         after = [documentId, userId];
-        if (wanted !== undefined && !wanted.has(userId)) continue;
         if (grant.expiresAt !== undefined && grant.expiresAt <= now) continue;
         rows.push({ ...this.view(apiKey, organizationId, userId, grant), documentId });
-        if (rows.length === query.pageSize) {
-          const more = this.grants.userGrantsOnDocuments(apiKey, organizationId, { limit: 1, after: [documentId, userId] }).length > 0;
-          return more ? { rows, nextPageToken: encodePageToken(scopeName, JSON.stringify([documentId, userId])) } : { rows };
-        }
+        if (rows.length === query.pageSize) return fullPage(rows);
       }
       if (chunk.length < SCAN_CHUNK) return { rows };
     }
