@@ -1,6 +1,7 @@
 // Owns in-app notifications, their time index and per-user channel preferences: DB.notifications, DB.notificationPrefs (upstream 2.18, spec 2.11).
 import type { Database, Key } from 'lmdb';
 import type { UserRef } from '../doc/annotations/model.js';
+import { inWriteBatches } from '../store/chunked-scan.js';
 import type { Store } from '../store/env.js';
 import { DB } from '../store/keys.js';
 import { OrganizationRecords } from './organization-records.js';
@@ -92,16 +93,31 @@ export class NotificationStore extends OrganizationRecords<NotificationRecord, N
     });
   }
 
-  async removeEach(apiKey: string, organizationId: string, ids: readonly string[]): Promise<Record<string, boolean>> {
-    return this.store.transaction((tx) => {
-      const results: Record<string, boolean> = {};
-      for (const id of ids) {
-        const current = this.get(apiKey, organizationId, id);
-        results[id] = current !== undefined;
-        if (current !== undefined) this.remove(tx, current);
-      }
-      return results;
+  /**
+   * Removes each id, WRITE_BATCH to a transaction one after another (src/store/chunked-scan.ts); per id whether it
+   * was there (and, with `still`, still passed it when its batch ran). Between batches a reader sees part of them gone.
+   */
+  async removeEach(apiKey: string, organizationId: string, ids: readonly string[], still: (record: NotificationRecord) => boolean = () => true): Promise<Record<string, boolean>> {
+    const results: Record<string, boolean> = {};
+    for (const id of ids) results[id] = false;
+    await inWriteBatches(this.store, ids, (tx, id) => {
+      const current = this.get(apiKey, organizationId, id);
+      if (current === undefined || !still(current)) return false;
+      this.remove(tx, current);
+      results[id] = true;
+      return true;
     });
+    return results;
+  }
+
+  /**
+   * Removes the organization's notifications the filter matches (`notifications/delete`), keyed by id, oldest first:
+   * found in chunks of the time index, removed in batches, each notification re-checked against the filter in its
+   * batch (one re-added under its id meanwhile with another document is kept).
+   */
+  async removeMatching(apiKey: string, filter: NotificationFilter): Promise<Record<string, boolean>> {
+    const matches = matcher(filter);
+    return this.removeEach(apiKey, filter.organizationId, await this.findIds(apiKey, filter), (record) => matches(summarize(record)));
   }
 
   /** Document-level preferences win over the organization-level ones ('' document). */

@@ -61,6 +61,15 @@ export class OrganizationRecords<R extends OrganizationRecord, S, F extends { re
     return Array.from(this.rows.matching([apiKey, filter.organizationId], this.filters.matcher(filter)));
   }
 
+  /**
+   * The ids of the matching records of the organization, oldest first, as `find` lists them: read by id when the
+   * filter names ids, otherwise from the time index in chunks with event-loop turns between them.
+   */
+  async findIds(apiKey: string, filter: F): Promise<string[]> {
+    if (this.filters.ids(filter) !== undefined) return this.find(apiKey, filter).map((record) => record.id);
+    return this.rows.matchingIds([apiKey, filter.organizationId], this.filters.matcher(filter));
+  }
+
   /** A page of the records of the API key (or of one organization) `pick` keeps, read in chunks (GDPR, document deletion). */
   pageOfAll<T>(apiKey: string, after: Key | undefined, limit: number, pick: (key: Key, record: R) => T | undefined, organizationId?: string): Promise<MatchPage<T>> {
     return this.rows.pageOfAll(apiKey, after, limit, pick, organizationId);

@@ -1,7 +1,7 @@
 // Owns timestamped records listed newest first (activity logs, notifications, webhook messages) with their time index:
 // one row per record keyed [apiKey, scope, time, id] holding what reads filter on, so a page reads only as far as it returns.
 import type { Database, Key } from 'lmdb';
-import { pageMatches, removeRangeInBatches, type MatchPage } from '../store/chunked-scan.js';
+import { pageMatches, removeRangeInBatches, scanChunked, type MatchPage } from '../store/chunked-scan.js';
 import type { Store, WriteTx } from '../store/env.js';
 import { KEY_END, type DbName } from '../store/keys.js';
 import { afterToken, encodeToken, page, type Page, type Timestamped } from './paging.js';
@@ -121,6 +121,20 @@ export class TimeIndexed<R extends { readonly id: string }, S> {
   /** The scope's records whose summary matches, oldest first; a record is read only when it matches. */
   matching(scope: Scope, matches: (summary: S) => boolean): Iterable<R> {
     return this.walk(scope, matches, 'asc', undefined);
+  }
+
+  /**
+   * The ids of the scope's records whose summary matches, oldest first (the order of `matching`), reading CHUNK_ROWS
+   * index rows between turns of the event loop: a filtered delete tests every row of an organization that may hold
+   * millions, and holds only the ids it found.
+   */
+  async matchingIds([apiKey, within]: Scope, matches: (summary: S) => boolean): Promise<string[]> {
+    const ids: string[] = [];
+    await scanChunked(this.index, [apiKey, within], undefined, (key, summary) => {
+      if (matches(summary)) ids.push(String((key as [string, string, number, string])[3]));
+      return true;
+    });
+    return ids;
   }
 
   /**

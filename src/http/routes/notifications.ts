@@ -117,10 +117,8 @@ export function notificationOperations(delivery: Delivery): Operation[] {
       auth: 'apiKey',
       schema: deleteNotificationsSchema,
       handle: async (input, ctx) => {
-        const matching = notifications.find(ctx.identity.apiKey, input).map((n) => n.id);
-        const missing = (input.notificationIds ?? []).filter((id) => !matching.includes(id));
-        const results = await notifications.removeEach(ctx.identity.apiKey, input.organizationId, matching);
-        for (const id of missing) results[id] = false;
+        const results = await notifications.removeMatching(ctx.identity.apiKey, input);
+        for (const id of input.notificationIds ?? []) if (!Object.hasOwn(results, id)) results[id] = false;
         return ok('Notifications deleted.', perItem(results, 'Notification deleted.', 'Failed to delete notification: not found.'));
       },
     }),
