@@ -47,9 +47,28 @@ export class Grants {
     }
   }
 
-  /** Only inside a write. Drops every grant a principal holds in the organization. */
-  removePrincipal(apiKey: string, organizationId: string, principal: Principal): void {
-    for (const ref of this.ofPrincipal(apiKey, organizationId, principal)) this.remove(apiKey, organizationId, ref, principal);
+  /**
+   * Only inside a write. Drops at most `limit` of the grants a principal holds in the organization, the broadest
+   * first (organization, then folders, then documents: access narrows as a batched removal goes on); answers how
+   * many went. Both rows of each go, so an index row without its grant cannot stall a caller looping until none is left.
+   */
+  removePrincipalSome(apiKey: string, organizationId: string, principal: Principal, limit: number): number {
+    let removed = 0;
+    for (const level of ['organization', 'folder', 'document'] as const) {
+      if (removed >= limit) break;
+      const prefix = [...keys.principalGrants(apiKey, organizationId, principal), level];
+      for (const { key } of this.db.scan<true>(prefix, { limit: limit - removed })) {
+        this.db.remove(keys.grant(apiKey, organizationId, level, String(key[6]), principal));
+        this.db.remove(key);
+        removed++;
+      }
+    }
+    return removed;
+  }
+
+  /** Whether the principal holds any grant in the organization (one row read). */
+  holdsAny(apiKey: string, organizationId: string, principal: Principal): boolean {
+    return this.db.scan<true>(keys.principalGrants(apiKey, organizationId, principal), { limit: 1 }).length > 0;
   }
 
   ofPrincipal(apiKey: string, organizationId: string, principal: Principal): GrantRef[] {

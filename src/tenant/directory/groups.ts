@@ -91,9 +91,11 @@ export class Groups {
     this.db.remove(keys.userGroup(apiKey, organizationId, userId, groupId));
   }
 
-  /** Only inside a write: takes the user out of every group of the organization. */
-  removeUserEverywhere(apiKey: string, organizationId: string, userId: string): void {
-    for (const groupId of this.groupsOf(apiKey, organizationId, userId)) this.removeMember(apiKey, organizationId, groupId, userId);
+  /** Only inside a write: takes the user out of at most `limit` of their groups in the organization; answers how many. */
+  removeUserFromSome(apiKey: string, organizationId: string, userId: string, limit: number): number {
+    const groupIds = this.db.lastElements(keys.userGroups(apiKey, organizationId, userId), { limit });
+    for (const groupId of groupIds) this.removeMember(apiKey, organizationId, groupId, userId);
+    return groupIds.length;
   }
 
   /** Exposed for grants on groups: a grant may only name a group that exists. */
