@@ -40,9 +40,7 @@ export type Settlement =
   | { readonly kind: 'delivered' }
   | { readonly kind: 'retry'; readonly at: number; readonly error: string }
   | { readonly kind: 'failed'; readonly error: string }
-  | { readonly kind: 'cancelled'; readonly error: string }
-  /** Not an attempt: the job waits (rate limit) and keeps its attempt count. */
-  | { readonly kind: 'postpone'; readonly at: number };
+  | { readonly kind: 'cancelled'; readonly error: string };
 
 const FINISHED_INDEX_BUILT = 'finishedIndexBuilt';
 const TARGET_INDEX_BUILT = 'targetDueIndexBuilt';
@@ -174,8 +172,7 @@ export class DeliveryQueue {
 
   private settled(tx: WriteTx, job: DeliveryJob, outcome: Settlement, now: number): DeliveryJob {
     const current = this.jobs.get(job.id) ?? job;
-    const attempt = outcome.kind === 'postpone' ? current.attempt : current.attempt + 1;
-    const base = { ...current, attempt, updatedAt: now };
+    const base = { ...current, attempt: current.attempt + 1, updatedAt: now };
     let next: DeliveryJob;
     // Cancelled while its attempt was in flight (its document was deleted): it stays cancelled, so no retry follows
     // and a channel that writes on success (in-app notifications) writes nothing.
@@ -189,9 +186,6 @@ export class DeliveryQueue {
         break;
       case 'retry':
         next = { ...base, state: 'pending', due: outcome.at, lastError: outcome.error };
-        break;
-      case 'postpone':
-        next = { ...base, state: 'pending', due: outcome.at };
         break;
       case 'failed':
         next = { ...base, state: 'failed', lastError: outcome.error };

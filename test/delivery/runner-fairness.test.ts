@@ -106,7 +106,7 @@ t.test('each target\'s earliest job heads the index as jobs are added, moved and
   t.same(heads(), ['U@20', 'T@30'], 'T\'s head moved to its next job');
   const b20 = queue.get('b20');
   if (b20 === undefined) throw new Error('b20 was enqueued');
-  await queue.settle(b20, { kind: 'postpone', at: now + 5 }, now);
+  await store.transaction((tx) => queue.replace(tx, { ...b20, due: now + 5 }));
   t.same(heads(), ['U@5', 'T@30'], 'a job moved earlier moves its head');
   await store.transaction((tx) => {
     const a30 = queue.get('a30');
@@ -151,4 +151,41 @@ t.test('a schema-4 directory: its time index moves into the index by target once
   t.equal(Array.from(store.records<string>(DB.deliveryDue).getKeys({})).length, 0, 'the old index is gone');
   t.same(queue.due(due, 10, new Set()).map((j) => j.id), ['j1', 'j2']);
   t.equal(store.records<number>(DB.meta).get('schemaVersion'), 5, 're-stamped: a build that reads only 4 now refuses it');
+});
+
+t.test('a rate-limited target waits in memory: a backlog costs its slots\' attempts, not an attempt and a write per job', async (t) => {
+  const store = Store.open(t.testdir());
+  t.teardown(() => store.close());
+  const queue = new DeliveryQueue(store);
+  const clock = new ManualClock(Date.UTC(2026, 10, 28));
+  let slot = clock.now();
+  let attempts = 0;
+  const delivered: string[] = [];
+  // One delivery a second, as an advanced webhook endpoint with `rateLimit: 1` answers.
+  const limited: ChannelRunner = {
+    retryDelaysMs: [60_000],
+    attempt: (job) => {
+      attempts++;
+      if (clock.now() < slot) return Promise.resolve({ ok: 'later', at: slot });
+      slot = clock.now() + 1000;
+      delivered.push(job.id);
+      return Promise.resolve({ ok: true });
+    },
+  };
+  const channels: Record<ChannelName, ChannelRunner> = { email: limited, webhook: limited, advancedWebhook: limited, notification: limited, account: limited };
+  const runner = new DeliveryRunner({ queue, channels, clock, log: createLogger('silent') });
+  const start = clock.now();
+  await store.transaction((tx) => {
+    for (let i = 0; i < 100; i++) queue.enqueue(tx, { id: `j-${String(i).padStart(3, '0')}`, channel: 'advancedWebhook', apiKey: 'k', target: 'adv:limited', due: start - 100 + i, createdAt: start, payload: null });
+  });
+  t.equal(await runner.drain(), 8, 'one look: the target\'s 8 slots, once');
+  t.same(delivered, ['j-000']);
+  t.equal(attempts, 8, 'the other 92 jobs were not tried');
+  t.same(queue.get('j-001'), { ...queue.get('j-001'), due: start - 99, attempt: 0, state: 'pending' }, 'a job told to wait is left as it was: nothing written');
+  t.equal(runner.nextDue(), start + 1000, 'the next wake-up is the end of the wait');
+  clock.advance(1000);
+  t.equal(await runner.drain(), 8);
+  t.same(delivered, ['j-000', 'j-001'], 'the backlog goes in its order, one a second');
+  t.equal(attempts, 16);
+  t.equal(queue.counts().delivered, 2);
 });
