@@ -19,6 +19,20 @@ async function pagesAt(t: Test, paths: readonly string[]): Promise<PageServer> {
   return pageServer(t, Object.fromEntries(paths.map((path) => [path, { body: PAGE }])));
 }
 
+/**
+ * A pool (closed at teardown) whose one thread is busy with key A's task fetching `first`, held by the page server
+ * until `held.release()`: what waits behind it shows the start order.
+ */
+async function busyPool(t: Test, paths: readonly string[], limits: { queueLimit?: number; perKeyLimit?: number; taskTimeoutMs?: number }, first = paths[0] ?? '/a1') {
+  const pages = await pagesAt(t, paths);
+  const pool = new AgentPool({ ...options, ...limits });
+  t.teardown(() => pool.close());
+  const held = pages.hold(first);
+  const running = pool.run('key-a', fetching(pages, first));
+  await held.arrived;
+  return { pages, pool, held, running };
+}
+
 async function until(condition: () => boolean): Promise<void> {
   while (!condition()) await new Promise((resolve) => setImmediate(resolve));
 }
@@ -50,12 +64,7 @@ t.test('the first run starts the pool; a crashing task fails alone', async (t) =
 });
 
 t.test('a key at its limit is refused while another key is admitted', async (t) => {
-  const pages = await pagesAt(t, ['/a1', '/a2', '/b1']);
-  const pool = new AgentPool({ ...options, queueLimit: 10, perKeyLimit: 2 });
-  t.teardown(() => pool.close());
-  const held = pages.hold('/a1');
-  const a1 = pool.run('key-a', fetching(pages, '/a1'));
-  await held.arrived;
+  const { pages, pool, held, running: a1 } = await busyPool(t, ['/a1', '/a2', '/b1'], { queueLimit: 10, perKeyLimit: 2 });
   const a2 = pool.run('key-a', fetching(pages, '/a2'));
   await t.rejects(pool.run('key-a', fetching(pages, '/a3')), { status: 'RESOURCE_EXHAUSTED', httpStatus: 429, retryAfterSeconds: 5, message: /has 2 agent tasks waiting or running.*AGENT_TASKS_PER_KEY/ });
   const b1 = pool.run('key-b', fetching(pages, '/b1'));
@@ -67,12 +76,8 @@ t.test('a key at its limit is refused while another key is admitted', async (t) 
 });
 
 t.test('tasks start round-robin across keys: a key arriving behind another key\'s backlog starts next', async (t) => {
-  const pages = await pagesAt(t, ['/a1', '/a2', '/a3', '/a4', '/b1', '/b2', '/c1']);
-  const pool = new AgentPool({ ...options, queueLimit: 10, perKeyLimit: 10 });
-  t.teardown(() => pool.close());
-  const held = pages.hold('/a1');
-  const runs = [pool.run('key-a', fetching(pages, '/a1'))];
-  await held.arrived;
+  const { pages, pool, held, running } = await busyPool(t, ['/a1', '/a2', '/a3', '/a4', '/b1', '/b2', '/c1'], { queueLimit: 10, perKeyLimit: 10 });
+  const runs = [running];
   // Key A's backlog is queued first, then key B's two tasks and key C's one.
   for (const path of ['/a2', '/a3', '/a4']) runs.push(pool.run('key-a', fetching(pages, path)));
   await until(() => pool.stats().queued === 3);
@@ -86,12 +91,7 @@ t.test('tasks start round-robin across keys: a key arriving behind another key\'
 });
 
 t.test('cancelling a waiting task takes it out of the queue and frees its key\'s share', async (t) => {
-  const pages = await pagesAt(t, ['/a1', '/a2', '/a3']);
-  const pool = new AgentPool({ ...options, queueLimit: 10, perKeyLimit: 2 });
-  t.teardown(() => pool.close());
-  const held = pages.hold('/a1');
-  const a1 = pool.run('key-a', fetching(pages, '/a1'));
-  await held.arrived;
+  const { pages, pool, held, running: a1 } = await busyPool(t, ['/a1', '/a2', '/a3'], { queueLimit: 10, perKeyLimit: 2 });
   const cancel = new AbortController();
   const a2 = pool.run('key-a', fetching(pages, '/a2'), cancel.signal);
   await until(() => pool.stats().queued === 1);
@@ -106,12 +106,7 @@ t.test('cancelling a waiting task takes it out of the queue and frees its key\'s
 });
 
 t.test('the queue-wide limit holds over every key', async (t) => {
-  const pages = await pagesAt(t, ['/a1', '/b1', '/c1']);
-  const pool = new AgentPool({ ...options, queueLimit: 2, perKeyLimit: 10 });
-  t.teardown(() => pool.close());
-  const held = pages.hold('/a1');
-  const a1 = pool.run('key-a', fetching(pages, '/a1'));
-  await held.arrived;
+  const { pages, pool, held, running: a1 } = await busyPool(t, ['/a1', '/b1', '/c1'], { queueLimit: 2, perKeyLimit: 10 });
   const waiting = [pool.run('key-b', fetching(pages, '/b1')), pool.run('key-c', fetching(pages, '/c1'))];
   await t.rejects(pool.run('key-d', fetching(pages, '/d1')), { status: 'RESOURCE_EXHAUSTED', message: /agent queue is full \(2 waiting; AGENT_QUEUE_LIMIT\)/ });
   t.throws(() => pool.admit('key-a'), { status: 'RESOURCE_EXHAUSTED', message: /AGENT_QUEUE_LIMIT/ }, 'a key under its own limit is refused too');
