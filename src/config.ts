@@ -17,6 +17,7 @@ export interface Config {
   readonly wsMaxBackpressureBytes: number;
   readonly wsIdleTimeoutSeconds: number;
   readonly maxConnectionsPerDocument: number;
+  readonly maxConnectionsPerKey: number;
   readonly mailboxCapacity: number;
   readonly docIdleUnloadMs: number;
   readonly joinStateCacheBytes: number;
@@ -211,6 +212,7 @@ const OPTIONS: readonly OptionSpec<keyof Config>[] = [
   { key: 'wsMaxBackpressureBytes', env: 'WS_MAX_BACKPRESSURE_BYTES', fallback: 8 * MiB, parse: integer(64 * 1024, 1024 * MiB), doc: 'Bytes buffered for a slow socket before it is closed (the client reconnects and resyncs).' },
   { key: 'wsIdleTimeoutSeconds', env: 'WS_IDLE_TIMEOUT_SECONDS', fallback: 120, parse: integer(8, 960), doc: 'A socket silent this long is closed (clients ping well within it).' },
   { key: 'maxConnectionsPerDocument', env: 'MAX_CONNECTIONS_PER_DOCUMENT', fallback: 2000, parse: integer(1, 1_000_000), doc: 'Sync connections one document accepts; more are refused.' },
+  { key: 'maxConnectionsPerKey', env: 'MAX_CONNECTIONS_PER_KEY', fallback: 10_000, parse: integer(0, 10_000_000), doc: 'Sync connections one API key may hold open in this process, over all its documents; more are refused with 429 at the upgrade, so one workspace cannot take the memory every other needs. 0: no limit.' },
   { key: 'mailboxCapacity', env: 'MAILBOX_CAPACITY', fallback: 10_000, parse: integer(16, 10_000_000), doc: 'Queued messages per document actor before callers get RESOURCE_EXHAUSTED.' },
   { key: 'docIdleUnloadMs', env: 'DOC_IDLE_UNLOAD_MS', fallback: 30_000, parse: integer(0, 86_400_000), doc: 'A document with no connection and nothing pending is snapshotted and unloaded after this delay.' },
   { key: 'joinStateCacheBytes', env: 'JOIN_STATE_CACHE_BYTES', fallback: 32 * MiB, parse: integer(0, 64 * 1024 * MiB), doc: 'Bytes of encoded document state kept for late joiners over all loaded documents (each document of 64 KiB or more keeps its whole state as one ready frame, later changes appended as update frames until 64 of them or a quarter of its size, least recently used dropped first); 0 encodes the state for every joiner.' },

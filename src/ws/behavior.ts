@@ -22,7 +22,7 @@ import { SocketPeer } from './socket-peer.js';
 import { answerProtocol, parseSyncTarget } from './target.js';
 
 export interface SyncDeps {
-  readonly config: Pick<Config, 'wsMaxPayloadBytes' | 'wsMaxBackpressureBytes' | 'wsIdleTimeoutSeconds' | 'maxConnectionsPerDocument' | 'corsOrigin'>;
+  readonly config: Pick<Config, 'wsMaxPayloadBytes' | 'wsMaxBackpressureBytes' | 'wsIdleTimeoutSeconds' | 'maxConnectionsPerDocument' | 'maxConnectionsPerKey' | 'corsOrigin'>;
   readonly log: Logger;
   readonly userTokens: Pick<UserTokens, 'verify'>;
   readonly workspaces: Pick<Workspaces, 'apiKeyRecord'>;
@@ -89,6 +89,8 @@ export function syncBehavior(deps: SyncDeps): WebSocketBehavior<Session> {
   const { config, log } = deps;
   /** Open sessions by API key, then organization: what a directory change must look at again. */
   const open = new Map<string, Map<string, Set<Session>>>();
+  /** How many sessions each API key holds open (MAX_CONNECTIONS_PER_KEY), kept with `open`. */
+  const openPerKey = new Map<string, number>();
   deps.directory?.onChange((apiKey, organizationIds) => {
     const byOrganization = open.get(apiKey);
     if (byOrganization === undefined) return;
@@ -112,14 +114,18 @@ export function syncBehavior(deps: SyncDeps): WebSocketBehavior<Session> {
     if (byOrganization === undefined) open.set(session.key.apiKey, (byOrganization = new Map()));
     let sessions = byOrganization.get(session.key.organizationId);
     if (sessions === undefined) byOrganization.set(session.key.organizationId, (sessions = new Set()));
+    if (sessions.has(session)) return;
     sessions.add(session);
+    openPerKey.set(session.key.apiKey, (openPerKey.get(session.key.apiKey) ?? 0) + 1);
   }
 
   function untrack(session: Session): void {
     const byOrganization = open.get(session.key.apiKey);
     const sessions = byOrganization?.get(session.key.organizationId);
-    if (byOrganization === undefined || sessions === undefined) return;
-    sessions.delete(session);
+    if (byOrganization === undefined || sessions === undefined || !sessions.delete(session)) return;
+    const left = (openPerKey.get(session.key.apiKey) ?? 1) - 1;
+    if (left <= 0) openPerKey.delete(session.key.apiKey);
+    else openPerKey.set(session.key.apiKey, left);
     if (sessions.size === 0) byOrganization.delete(session.key.organizationId);
     if (byOrganization.size === 0) open.delete(session.key.apiKey);
   }
@@ -156,6 +162,10 @@ export function syncBehavior(deps: SyncDeps): WebSocketBehavior<Session> {
     }
     if (deps.domains !== undefined && !deps.domains.allows(claims.apiKey, request.origin)) {
       throw permissionDenied(`origin ${request.origin} is not among this API key's domains`);
+    }
+    // Counted at open: upgrades still in flight may pass it by a few.
+    if (config.maxConnectionsPerKey > 0 && (openPerKey.get(claims.apiKey) ?? 0) >= config.maxConnectionsPerKey) {
+      throw resourceExhausted(`this API key has reached its limit of ${config.maxConnectionsPerKey} sync connections (MAX_CONNECTIONS_PER_KEY)`, 5);
     }
     const key: DocumentKey = { apiKey: claims.apiKey, organizationId: target.organizationId, documentId: target.documentId };
     const now = deps.clock.now();

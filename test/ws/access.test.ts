@@ -1,5 +1,6 @@
 // Tests who may open /sync: refused upgrades (400/401/403/429), viewer read-only, grant expiry while connected.
 import t from 'tap';
+import type WebSocket from 'ws';
 import { CLOSE } from '../../src/errors.js';
 import type { ApiClient, Credentials } from '../helpers/api.js';
 import { startTestServer } from '../helpers/server.js';
@@ -81,6 +82,36 @@ t.test('a document at its connection cap refuses the next upgrade with 429', asy
   const { socket } = await rawSocket(other);
   t.pass('other documents are not affected');
   socket.terminate();
+});
+
+t.test('an API key at its connection cap refuses the next upgrade with 429, on any of its documents; other keys are not affected', async (t) => {
+  const { api, url } = await startTestServer(t, { maxConnectionsPerKey: 2 });
+  const credentials = await api.createWorkspace();
+  const second = { ...room, documentId: 'doc-b' };
+  const token = await userToken(api, credentials, [editorOf(room), editorOf(second)]);
+  const at = (r: Room): string => `${syncBase(url)}/${roomName(r)}?token=${token}`;
+  const open = await Promise.all([rawSocket(at(room)), rawSocket(at(second))]);
+  t.teardown(() => open.forEach(({ socket }) => socket.terminate()));
+  t.equal(await upgradeStatus(at(room)), 429, 'a third connection of the key');
+  t.equal(await upgradeStatus(at({ ...room, documentId: 'doc-c' })), 429, 'on another of its documents too');
+  const other = await rawSocket(`${syncBase(url)}/${roomName(room)}?token=${await userToken(api, await api.createWorkspace(), [editorOf(room)])}`);
+  t.pass('another API key still connects');
+  other.socket.terminate();
+  // A closed connection gives its place back (the server learns of the close a moment after the client does).
+  open[0]?.socket.close();
+  await open[0]?.ended;
+  let status = 0;
+  let again: WebSocket | undefined;
+  while (again === undefined) {
+    try {
+      again = (await rawSocket(at(room))).socket;
+    } catch (error) {
+      status = (error as { httpStatus?: number }).httpStatus ?? 0;
+      if (status !== 429) throw error;
+    }
+  }
+  again.terminate();
+  t.pass('a place freed by a close is taken again');
 });
 
 t.test('when the deciding grant expires but another still grants the same role, the connection stays', async (t) => {
