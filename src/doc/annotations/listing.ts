@@ -4,7 +4,7 @@ import type { Store } from '../../store/env.js';
 import type { CollabDocuments } from '../collab-state.js';
 import { annotationView, type AnnotationView } from './model.js';
 import type { DocumentKey } from '../../document-key.js';
-import { countFor, matches, page, type AnnotationFilter, type Order, type Row } from './query.js';
+import { countFor, matches, PageCollector, type AnnotationFilter, type Order, type Row } from './query.js';
 import { AnnotationState } from './state.js';
 
 export interface ListInput extends AnnotationFilter {
@@ -78,31 +78,38 @@ function documentsOf(source: DocumentSource, apiKey: string, input: ListInput, n
 
 export async function listAnnotations(docs: CollabDocuments, source: DocumentSource, apiKey: string, input: ListInput): Promise<Listing> {
   const refOf = (documentId: string): DocumentKey => ({ apiKey, organizationId: input.organizationId, documentId });
-  const rows: Row[] = [];
   const named = namedDocuments(input);
+  // Only what the answer can hold is kept as rows come: the requested ids, or the page (PageCollector), never every
+  // thread the listing reads (an organization may hold 100,000, each decoded).
+  const wanted = input.annotationIds === undefined ? undefined : new Set(input.annotationIds);
+  const byId = new Map<string, Row>();
+  const collector = wanted === undefined ? new PageCollector(input.order ?? 'desc', input.pageSize ?? DEFAULT_PAGE_SIZE, input.pageToken) : undefined;
+  const take = (row: Row): void => {
+    if (wanted === undefined) collector?.add(row);
+    else if (wanted.has(row.record.annotationId)) byId.set(row.record.annotationId, row);
+  };
   if (source.scanCommitted === true && named.length === 0) {
     // Every thread of the organization: one chunked scan of the committed rows, no document loaded. Every change a
     // client was answered for has committed, so it is there.
     const inFolder = input.folderId === undefined ? undefined : new Set(source.folderDocuments(apiKey, input.organizationId, input.folderId));
     await AnnotationState.scanCommitted(source.store, apiKey, input.organizationId, (documentId, record) => {
-      if ((inFolder === undefined || inFolder.has(documentId)) && matches(record, input)) rows.push({ documentId, record });
+      if ((inFolder === undefined || inFolder.has(documentId)) && matches(record, input)) take({ documentId, record });
     });
   } else {
     for (const documentId of documentsOf(source, apiKey, input, named)) {
       const records = await docs.read(refOf(documentId), (doc) => [...doc.annotations.all()].filter((record) => matches(record, input)));
-      for (const record of records) rows.push({ documentId, record });
+      for (const record of records) take({ documentId, record });
     }
   }
   const view = (row: Row): AnnotationView => annotationView(refOf(row.documentId), row.record);
 
-  if (input.annotationIds !== undefined) {
+  if (collector === undefined) {
     // One entry per requested id, in request order; null when it does not exist (or other filters exclude it).
-    const byId = new Map(rows.map((row) => [row.record.annotationId, row]));
-    const found = input.annotationIds.map((id) => byId.get(id));
+    const found = (input.annotationIds ?? []).map((id) => byId.get(id));
     if (input.groupByDocumentId === true) return { data: group(found.filter((row): row is Row => row !== undefined), view) };
     return { data: found.map((row) => (row === undefined ? null : view(row))) };
   }
-  const result = page(rows, input.order ?? 'desc', input.pageSize ?? DEFAULT_PAGE_SIZE, input.pageToken);
+  const result = collector.page();
   const data = input.groupByDocumentId === true ? group(result.rows, view) : result.rows.map(view);
   return result.nextPageToken === undefined ? { data } : { data, nextPageToken: result.nextPageToken };
 }

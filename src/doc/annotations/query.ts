@@ -84,17 +84,91 @@ export interface Page {
   readonly nextPageToken?: string;
 }
 
-/** Sorts `rows` by lastUpdated (desc by default) and returns the page after `pageToken`. */
-export function page(rows: readonly Row[], order: Order, pageSize: number, pageToken: string | undefined): Page {
-  const sign = order === 'asc' ? 1 : -1;
-  const sorted = [...rows].sort((a, b) => sign * compare(keyOf(a), keyOf(b)));
-  const after = pageToken === undefined ? undefined : decodePageToken(pageToken, order);
-  const start = after === undefined ? 0 : sorted.findIndex((row) => sign * compare(keyOf(row), after) > 0);
-  if (start === -1) return { rows: [] };
-  const slice = sorted.slice(start, start + pageSize);
-  const last = slice[slice.length - 1];
-  const more = start + pageSize < sorted.length;
-  return more && last !== undefined ? { rows: slice, nextPageToken: encodePageToken(order, last) } : { rows: slice };
+/**
+ * One page of a listing in lastUpdated order (desc by default) after `pageToken`, built as rows come: it keeps only
+ * the best `pageSize + 1` rows after the token (a heap, the worst on top), so a listing over an organization's
+ * 100,000 threads holds and sorts a page's worth, not every thread it read.
+ */
+export class PageCollector {
+  private readonly sign: number;
+  private readonly after: SortKey | undefined;
+  /** Max-heap by listing position: `heap[0]` is the row that would leave first. */
+  private readonly heap: Row[] = [];
+
+  constructor(
+    private readonly order: Order,
+    private readonly pageSize: number,
+    pageToken: string | undefined,
+  ) {
+    this.sign = order === 'asc' ? 1 : -1;
+    this.after = pageToken === undefined ? undefined : decodePageToken(pageToken, order);
+  }
+
+  /** Rows kept so far (at most pageSize + 1). */
+  get kept(): number {
+    return this.heap.length;
+  }
+
+  add(row: Row): void {
+    const key = keyOf(row);
+    if (this.after !== undefined && this.position(key, this.after) <= 0) return;
+    const { heap } = this;
+    const worst = heap[0];
+    if (heap.length > this.pageSize) {
+      if (worst === undefined || this.position(key, keyOf(worst)) >= 0) return;
+      heap[0] = row;
+      this.down(0);
+      return;
+    }
+    heap.push(row);
+    this.up(heap.length - 1);
+  }
+
+  /** The page, and a token when a row follows it. */
+  page(): Page {
+    const sorted = [...this.heap].sort((a, b) => this.position(keyOf(a), keyOf(b)));
+    const rows = sorted.slice(0, this.pageSize);
+    const last = rows[rows.length - 1];
+    return sorted.length > this.pageSize && last !== undefined ? { rows, nextPageToken: encodePageToken(this.order, last) } : { rows };
+  }
+
+  /** Negative when `a` comes before `b` in the listing's order. */
+  private position(a: SortKey, b: SortKey): number {
+    return this.sign * compare(a, b);
+  }
+
+  private later(i: number, j: number): boolean {
+    const a = this.heap[i];
+    const b = this.heap[j];
+    return a !== undefined && b !== undefined && this.position(keyOf(a), keyOf(b)) > 0;
+  }
+
+  private swap(i: number, j: number): void {
+    const a = this.heap[i];
+    const b = this.heap[j];
+    if (a === undefined || b === undefined) return;
+    this.heap[i] = b;
+    this.heap[j] = a;
+  }
+
+  private up(i: number): void {
+    while (i > 0) {
+      const parent = (i - 1) >> 1;
+      if (!this.later(i, parent)) return;
+      this.swap(i, parent);
+      i = parent;
+    }
+  }
+
+  private down(i: number): void {
+    for (;;) {
+      let top = i;
+      for (const child of [2 * i + 1, 2 * i + 2]) if (child < this.heap.length && this.later(child, top)) top = child;
+      if (top === i) return;
+      this.swap(i, top);
+      i = top;
+    }
+  }
 }
 
 /**
