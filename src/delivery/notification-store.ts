@@ -1,6 +1,7 @@
 // Owns in-app notifications, their time index and per-user channel preferences: DB.notifications, DB.notificationPrefs (upstream 2.18, spec 2.11).
 import type { Database, Key } from 'lmdb';
 import type { UserRef } from '../doc/annotations/model.js';
+import { dict } from '../dict.js';
 import { inWriteBatches } from '../store/chunked-scan.js';
 import type { Store } from '../store/env.js';
 import { DB } from '../store/keys.js';
@@ -83,7 +84,7 @@ export class NotificationStore extends OrganizationRecords<NotificationRecord, N
   /** Applies `change` to each id in one transaction; per-id whether it existed. */
   async updateEach(apiKey: string, organizationId: string, changes: ReadonlyArray<{ id: string; change: (record: NotificationRecord) => NotificationRecord }>): Promise<Record<string, boolean>> {
     return this.store.transaction((tx) => {
-      const results: Record<string, boolean> = {};
+      const results = dict<boolean>();
       for (const { id, change } of changes) {
         const current = this.get(apiKey, organizationId, id);
         results[id] = current !== undefined;
@@ -98,7 +99,7 @@ export class NotificationStore extends OrganizationRecords<NotificationRecord, N
    * was there (and, with `still`, still passed it when its batch ran). Between batches a reader sees part of them gone.
    */
   async removeEach(apiKey: string, organizationId: string, ids: readonly string[], still: (record: NotificationRecord) => boolean = () => true): Promise<Record<string, boolean>> {
-    const results: Record<string, boolean> = {};
+    const results = dict<boolean>();
     for (const id of ids) results[id] = false;
     await inWriteBatches(this.store, ids, (tx, id) => {
       const current = this.get(apiKey, organizationId, id);

@@ -62,6 +62,9 @@ t.test('dangerous names as ids and keys', async (t) => {
     t.equal(crdt[0]?.id, name);
     t.ok(isOwn(crdt[0]?.data, name), `a CRDT map key ${name} is read back`);
 
+    const notFound = await data<Record<string, { success: boolean }>>('/v2/notifications/delete', { organizationId, notificationIds: [name] });
+    t.ok(isOwn(notFound, name) && notFound[name]?.success === false, `notifications/delete reports ${name}, not found`);
+
     const deleted = await data<Record<string, { success: boolean }>>('/v2/commentannotations/delete', { ...scope, annotationIds: [name] });
     t.ok(isOwn(deleted, name) && deleted[name]?.success === true, `annotation delete reports ${name}`);
     t.same(await data('/v2/commentannotations/get', { ...scope }), [], 'and it is gone');
