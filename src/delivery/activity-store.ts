@@ -1,5 +1,7 @@
 // Owns activity-log records: DB.activities and their time index (spec 2.12, upstream 2.19), with the immutability rule.
+import { dict } from '../dict.js';
 import type { UserRef } from '../doc/annotations/model.js';
+import { inWriteBatches } from '../store/chunked-scan.js';
 import type { Store } from '../store/env.js';
 import { DB } from '../store/keys.js';
 import { OrganizationRecords } from './organization-records.js';
@@ -86,7 +88,7 @@ export class ActivityStore extends OrganizationRecords<ActivityRecord, ActivityS
 
   async updateEach(apiKey: string, organizationId: string, changes: ReadonlyArray<{ id: string; fields: Partial<ActivityRecord> }>): Promise<Record<string, ItemOutcome>> {
     return this.store.transaction((tx) => {
-      const results: Record<string, ItemOutcome> = {};
+      const results = dict<ItemOutcome>();
       for (const { id, fields } of changes) {
         const current = this.get(apiKey, organizationId, id);
         if (current === undefined) results[id] = 'not-found';
@@ -101,19 +103,23 @@ export class ActivityStore extends OrganizationRecords<ActivityRecord, ActivityS
     });
   }
 
+  /**
+   * Removes each id, WRITE_BATCH to a transaction one after another (src/store/chunked-scan.ts: a filter may match
+   * every record of a document); per id what happened. Between batches a reader sees part of them gone.
+   */
   async removeEach(apiKey: string, organizationId: string, ids: readonly string[]): Promise<Record<string, ItemOutcome>> {
-    return this.store.transaction((tx) => {
-      const results: Record<string, ItemOutcome> = {};
-      for (const id of ids) {
-        const current = this.get(apiKey, organizationId, id);
-        if (current === undefined) results[id] = 'not-found';
-        else if (current.immutable) results[id] = 'immutable';
-        else {
-          this.remove(tx, current);
-          results[id] = 'done';
-        }
+    const results = dict<ItemOutcome>();
+    await inWriteBatches(this.store, ids, (tx, id) => {
+      const current = this.get(apiKey, organizationId, id);
+      if (current === undefined) results[id] = 'not-found';
+      else if (current.immutable) results[id] = 'immutable';
+      else {
+        this.remove(tx, current);
+        results[id] = 'done';
+        return true;
       }
-      return results;
+      return false;
     });
+    return results;
   }
 }

@@ -98,7 +98,8 @@ export function activityOperations(delivery: Delivery): Operation[] {
         if (input.documentId === undefined && input.targetEntityId === undefined && input.activityIds === undefined) {
           throw invalidArgument('data must carry at least one of documentId, targetEntityId or activityIds');
         }
-        const matching = activities.find(ctx.identity.apiKey, input).map((a) => a.id);
+        // Found in chunks of the time index with event-loop turns between them: an organization may hold millions.
+        const matching = await activities.findIds(ctx.identity.apiKey, input);
         const results = await activities.removeEach(ctx.identity.apiKey, input.organizationId, matching);
         for (const id of input.activityIds ?? []) if (!(id in results)) results[id] = 'not-found';
         return ok('Activities deleted.', perItem(results, 'delete'));
