@@ -64,6 +64,8 @@ t.test('dangerous names as ids and keys', async (t) => {
 
     const notFound = await data<Record<string, { success: boolean }>>('/v2/notifications/delete', { organizationId, notificationIds: [name] });
     t.ok(isOwn(notFound, name) && notFound[name]?.success === false, `notifications/delete reports ${name}, not found`);
+    const prefs = await data<Record<string, { success: boolean }>>('/v2/notifications/config/set', { organizationId, userIds: [name], config: { inbox: 'ALL' } });
+    t.ok(isOwn(prefs, name) && prefs[name]?.success === true, `notifications/config/set reports ${name}`);
     const noActivity = await data<Record<string, { success: boolean }>>('/v2/activities/delete', { organizationId, activityIds: [name] });
     t.ok(isOwn(noActivity, name) && noActivity[name]?.success === false, `activities/delete reports ${name}, not found`);
 

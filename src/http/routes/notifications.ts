@@ -1,5 +1,6 @@
 // Owns the notification operations (spec 4.23, upstream 2.18): add, get (v1 list, v2 paged), update, delete, per-user config.
 import { randomUUID } from 'node:crypto';
+import { dict } from '../../dict.js';
 import type { UserRef } from '../../doc/annotations/model.js';
 import type { NotificationPrefs, NotificationRecord } from '../../delivery/notification-store.js';
 import type { Delivery } from '../../delivery/service.js';
@@ -129,7 +130,7 @@ export function notificationOperations(delivery: Delivery): Operation[] {
       handle: async (input, ctx) => {
         const documentIds = input.documentIds ?? [''];
         await notifications.setPrefs(ctx.identity.apiKey, input.organizationId, input.userIds, documentIds, input.config);
-        const data: Record<string, unknown> = {};
+        const data = dict<unknown>();
         for (const userId of input.userIds) {
           data[userId] = { success: true, userId, documentId: input.documentIds === undefined ? null : input.documentIds.join(','), message: 'Notification config set.' };
         }
