@@ -7,6 +7,13 @@ import type { Store, WriteTx } from '../store/env.js';
 import { DB } from '../store/keys.js';
 import { TimeIndexed } from './time-index.js';
 
+/**
+ * Most advanced webhook endpoints one API key may hold. Every event is planned for each of them in the dispatcher's
+ * transaction, on the event loop every workspace shares: 100 endpoints × 100 events held it 370 ms in one round
+ * (bench/README.md, "Eighteenth session").
+ */
+export const MAX_ENDPOINTS_PER_KEY = 100;
+
 export interface EndpointRecord {
   readonly id: string;
   readonly url: string;
@@ -139,7 +146,9 @@ export class Endpoints {
       failingSince: null,
     };
     await this.store.transaction(() => {
-      if (record.uid !== null && this.all(apiKey).some((e) => e.uid === record.uid)) throw invalidArgument(`data.uid "${record.uid}" is already used by another endpoint`);
+      const existing = this.all(apiKey);
+      if (existing.length >= MAX_ENDPOINTS_PER_KEY) throw invalidArgument(`an API key holds at most ${MAX_ENDPOINTS_PER_KEY} advanced webhook endpoints; delete one before creating another`);
+      if (record.uid !== null && existing.some((e) => e.uid === record.uid)) throw invalidArgument(`data.uid "${record.uid}" is already used by another endpoint`);
       this.endpoints.putSync([apiKey, record.id], record);
     });
     return record;
