@@ -3,6 +3,7 @@ import t from 'tap';
 import type { ActivityRecord } from '../../src/delivery/activity-store.js';
 import { CHUNK_ROWS, WRITE_BATCH } from '../../src/store/chunked-scan.js';
 import { startTestServer } from '../helpers/server.js';
+import { countingTransactions } from '../helpers/store.js';
 
 const ORG = 'org-a';
 
@@ -33,14 +34,7 @@ t.test('a delete by document over more than a write batch answers every match, k
   const immutable = gone.filter((a) => a.immutable).map((a) => a.id);
   t.ok(gone.length > WRITE_BATCH && immutable.length > 0, `${gone.length} matches, ${immutable.length} of them immutable`);
 
-  let transactions = 0;
-  const transaction = store.transaction.bind(store);
-  store.transaction = ((body) => {
-    transactions++;
-    return transaction(body);
-  }) as typeof store.transaction;
-  const answer = await server.api.call<Record<string, { success: boolean; message: string }>>(credentials, '/v2/activities/delete', { organizationId: ORG, documentId: 'doc-gone' });
-  store.transaction = transaction;
+  const { result: answer, transactions } = await countingTransactions(store, () => server.api.call<Record<string, { success: boolean; message: string }>>(credentials, '/v2/activities/delete', { organizationId: ORG, documentId: 'doc-gone' }));
   t.equal(answer.status, 200);
   const data = answer.body.result?.data ?? {};
   t.equal(Object.keys(data).length, gone.length, 'one answer per match');

@@ -3,6 +3,7 @@ import t from 'tap';
 import { JOB_BUDGET } from '../../src/delivery/dispatcher.js';
 import { MAX_ENDPOINTS_PER_KEY } from '../../src/delivery/endpoints.js';
 import { deliveryEnv, threadBody } from './delivery-env.js';
+import { countingTransactions } from '../helpers/store.js';
 
 t.test('an API key holds at most MAX_ENDPOINTS_PER_KEY endpoints; deleting one makes room', async (t) => {
   const env = await deliveryEnv(t);
@@ -28,14 +29,7 @@ t.test('a round whose events fan out past the job budget commits in several tran
   for (let i = 0; i < endpoints; i++) await env.call('/v2/workspace/advancedwebhook/endpoints/create', { url: `http://127.0.0.1:9/hook-${i}` });
   for (let i = 0; i < events; i++) await env.call('/v1/commentannotations/add', threadBody(`t${i}`));
   const { store, outbox, delivery } = env.running.services;
-  let transactions = 0;
-  const transaction = store.transaction.bind(store);
-  store.transaction = ((body) => {
-    transactions++;
-    return transaction(body);
-  }) as typeof store.transaction;
-  const planned = await delivery.dispatcher.pump();
-  store.transaction = transaction;
+  const { result: planned, transactions } = await countingTransactions(store, () => delivery.dispatcher.pump());
   t.equal(planned, events, 'one round took the whole batch');
   const jobs = delivery.queue.pending().filter((job) => job.channel === 'advancedWebhook');
   t.equal(jobs.length, endpoints * events, 'one job per event and endpoint');

@@ -3,6 +3,7 @@ import t from 'tap';
 import type { NotificationRecord } from '../../src/delivery/notification-store.js';
 import { CHUNK_ROWS, WRITE_BATCH } from '../../src/store/chunked-scan.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
+import { countingTransactions } from '../helpers/store.js';
 
 const ORG = 'org-n';
 type Answer = Record<string, { success: boolean; message: string }>;
@@ -55,14 +56,7 @@ t.test('a filtered delete answers and removes exactly what a one-transaction del
     // The old reading: every match, oldest first, then each named id that did not match.
     const matching = delivery.notifications.find(apiKey, { organizationId: ORG, ...filter }).map((n) => n.id);
     const missing = (filter.notificationIds ?? []).filter((id) => !matching.includes(id));
-    let transactions = 0;
-    const transaction = store.transaction.bind(store);
-    store.transaction = ((body) => {
-      transactions++;
-      return transaction(body);
-    }) as typeof store.transaction;
-    const reply = await server.api.call<Answer>(credentials, '/v2/notifications/delete', { organizationId: ORG, ...filter });
-    store.transaction = transaction;
+    const { result: reply, transactions } = await countingTransactions(store, () => server.api.call<Answer>(credentials, '/v2/notifications/delete', { organizationId: ORG, ...filter }));
     const data = reply.body.result?.data ?? {};
     t.same(Object.keys(data), [...matching, ...missing], `${JSON.stringify(filter)}: one entry per match, oldest first, then the unknown ids`);
     t.ok(matching.every((id) => data[id]?.success === true && data[id]?.message === 'Notification deleted.'), 'every match deleted');

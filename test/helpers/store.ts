@@ -17,3 +17,18 @@ export function rootOf(store: Store): RootDatabase {
   if (root === undefined) throw new Error('open the store with openStore() to reach its root');
   return root;
 }
+
+/** Runs `work` and answers how many `Store.transaction` calls it made (the store's method is put back after). */
+export async function countingTransactions<T>(store: Store, work: () => Promise<T>): Promise<{ result: T; transactions: number }> {
+  let transactions = 0;
+  const transaction = store.transaction.bind(store);
+  store.transaction = ((body) => {
+    transactions++;
+    return transaction(body);
+  }) as typeof store.transaction;
+  try {
+    return { result: await work(), transactions };
+  } finally {
+    store.transaction = transaction;
+  }
+}
