@@ -71,6 +71,11 @@ export class PermissionProvider {
   private readonly db: Database<StoredConfig, Key>;
   /** [apiKey, userId, organizationId, documentId] -> answer and until when it holds. Bounded; oldest evicted first. */
   private readonly cache = new Map<string, { access: DocumentAccess; until: number }>();
+  /**
+   * Questions on their way to the provider, by cache key: callers asking the same question meanwhile (a client's
+   * reconnect storm, many tabs) share one request instead of sending one each to a provider that may be slow.
+   */
+  private readonly asking = new Map<string, Promise<{ access: DocumentAccess; until?: number }>>();
   private readonly now: () => number;
 
   constructor(private readonly deps: PermissionProviderDeps) {
@@ -138,7 +143,12 @@ export class PermissionProvider {
     const now = this.now();
     const cached = this.cache.get(cacheKey);
     if (cached !== undefined && cached.until > now) return cached.access;
-    const answer = await this.ask(stored, userId, document);
+    let asked = this.asking.get(cacheKey);
+    if (asked === undefined) {
+      asked = this.ask(stored, userId, document).finally(() => this.asking.delete(cacheKey));
+      this.asking.set(cacheKey, asked);
+    }
+    const answer = await asked;
     if (answer.until !== undefined) {
       if (this.cache.size >= CACHE_ENTRIES) this.cache.delete(this.cache.keys().next().value as string);
       this.cache.set(cacheKey, { access: answer.access, until: Math.min(answer.until, now + MAX_CACHE_MS) });

@@ -68,6 +68,15 @@ async function setup(t: Test, allowLoopback = true) {
   return { api, credentials, provider, socketFor };
 }
 
+t.test('concurrent upgrades asking the same question share one request to the provider', async (t) => {
+  const { provider, socketFor } = await setup(t);
+  provider.set('allow');
+  const url = await socketFor('carol');
+  const outcomes = await Promise.all(Array.from({ length: 5 }, () => upgradeStatus(url).catch((error: Error) => error.message)));
+  t.ok(outcomes.every((outcome) => /succeeded/.test(String(outcome))), 'all five open');
+  t.equal(provider.asked.length, 1, 'one question reached the provider');
+});
+
 t.test('the provider decides what stored grants do not: allow opens, deny refuses; answers are cached until expiresAt', async (t) => {
   const { provider, socketFor } = await setup(t);
   provider.set('allow');
