@@ -1,5 +1,6 @@
 // Owns the order agent tasks start in: one queue per API key, taken round-robin, each key's share and the queue-wide bound.
 import { resourceExhausted } from '../errors.js';
+import { limitRefusals } from '../metrics/instruments.js';
 import { RunError } from './tasks.js';
 
 export interface FairLimits {
@@ -67,10 +68,12 @@ export class FairQueue {
   admit(apiKey: string): Ticket {
     if (this.closed) throw stopping();
     if (this.held >= this.limits.slots + this.limits.queueLimit) {
+      limitRefusals.agent_queue++;
       throw resourceExhausted(`the agent queue is full (${this.limits.queueLimit} waiting; AGENT_QUEUE_LIMIT); retry later`, 5);
     }
     let share = this.shares.get(apiKey);
     if (share !== undefined && share.held >= this.limits.perKey) {
+      limitRefusals.agent_tasks_per_key++;
       throw resourceExhausted(`this API key has ${this.limits.perKey} agent tasks waiting or running, its limit (AGENT_TASKS_PER_KEY); retry when one ends`, 5);
     }
     if (share === undefined) {

@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import type { Database, Key } from 'lmdb';
 import { randomId, type Secrets } from '../auth/secrets.js';
 import { invalidArgument, notFound } from '../errors.js';
+import { limitRefusals } from '../metrics/instruments.js';
 import type { Store, WriteTx } from '../store/env.js';
 import { DB } from '../store/keys.js';
 import { TimeIndexed } from './time-index.js';
@@ -147,7 +148,10 @@ export class Endpoints {
     };
     await this.store.transaction(() => {
       const existing = this.all(apiKey);
-      if (existing.length >= MAX_ENDPOINTS_PER_KEY) throw invalidArgument(`an API key holds at most ${MAX_ENDPOINTS_PER_KEY} advanced webhook endpoints; delete one before creating another`);
+      if (existing.length >= MAX_ENDPOINTS_PER_KEY) {
+        limitRefusals.webhook_endpoints_per_key++;
+        throw invalidArgument(`an API key holds at most ${MAX_ENDPOINTS_PER_KEY} advanced webhook endpoints; delete one before creating another`);
+      }
       if (record.uid !== null && existing.some((e) => e.uid === record.uid)) throw invalidArgument(`data.uid "${record.uid}" is already used by another endpoint`);
       this.endpoints.putSync([apiKey, record.id], record);
     });

@@ -19,6 +19,21 @@ export const syncCounts = {
 /** Mailbox work refused because a document's mailbox was full (the sender is shed with RESOURCE_EXHAUSTED or close 1013). */
 export const mailboxCounts = { shed: 0 };
 
+/**
+ * Requests refused by a limit on what one workspace may take, or on shared work (docs/limits.md, "Shared work, per
+ * workspace"), by limit: the operator's sign of a workspace at its bounds. Plain numbers, exported at scrape.
+ */
+export const limitRefusals = {
+  /** Sync upgrades past MAX_CONNECTIONS_PER_KEY. */
+  sync_connections_per_key: 0,
+  /** Agent tasks past AGENT_TASKS_PER_KEY. */
+  agent_tasks_per_key: 0,
+  /** Agent tasks past AGENT_QUEUE_LIMIT, whatever their key. */
+  agent_queue: 0,
+  /** Advanced webhook endpoints past MAX_ENDPOINTS_PER_KEY. */
+  webhook_endpoints_per_key: 0,
+};
+
 type Labels = Readonly<Record<string, string>>;
 
 /** One series' value as prom-client's Registry prints it (`metricName` overrides the family name: `_bucket`, `_sum`). */

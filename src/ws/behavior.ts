@@ -15,7 +15,7 @@ import type { Logger } from '../log.js';
 import type { AccessResolver, DocumentAccess } from '../tenant/access.js';
 import type { Directory } from '../tenant/directory.js';
 import type { Workspaces } from '../tenant/workspaces.js';
-import { syncCounts } from '../metrics/instruments.js';
+import { limitRefusals, syncCounts } from '../metrics/instruments.js';
 import { readClientMessage, writeReadOnly } from '../sync/protocol.js';
 import { DeferredLease } from './deferred-lease.js';
 import { SocketPeer } from './socket-peer.js';
@@ -165,6 +165,7 @@ export function syncBehavior(deps: SyncDeps): WebSocketBehavior<Session> {
     }
     // Counted at open: upgrades still in flight may pass it by a few.
     if (config.maxConnectionsPerKey > 0 && (openPerKey.get(claims.apiKey) ?? 0) >= config.maxConnectionsPerKey) {
+      limitRefusals.sync_connections_per_key++;
       throw resourceExhausted(`this API key has reached its limit of ${config.maxConnectionsPerKey} sync connections (MAX_CONNECTIONS_PER_KEY)`, 5);
     }
     const key: DocumentKey = { apiKey: claims.apiKey, organizationId: target.organizationId, documentId: target.documentId };

@@ -2,6 +2,7 @@
 import t, { type Test } from 'tap';
 import { builtInAgent } from '../../src/agents/catalog.js';
 import { AgentPool } from '../../src/agents/pool.js';
+import { limitRefusals } from '../../src/metrics/instruments.js';
 import type { RunTask, WorkerEnv } from '../../src/agents/tasks.js';
 import { pageServer, type PageServer } from '../helpers/pages.js';
 
@@ -66,7 +67,9 @@ t.test('the first run starts the pool; a crashing task fails alone', async (t) =
 t.test('a key at its limit is refused while another key is admitted', async (t) => {
   const { pages, pool, held, running: a1 } = await busyPool(t, ['/a1', '/a2', '/b1'], { queueLimit: 10, perKeyLimit: 2 });
   const a2 = pool.run('key-a', fetching(pages, '/a2'));
+  const refusedBefore = limitRefusals.agent_tasks_per_key;
   await t.rejects(pool.run('key-a', fetching(pages, '/a3')), { status: 'RESOURCE_EXHAUSTED', httpStatus: 429, retryAfterSeconds: 5, message: /has 2 agent tasks waiting or running.*AGENT_TASKS_PER_KEY/ });
+  t.equal(limitRefusals.agent_tasks_per_key, refusedBefore + 1, 'the refusal is counted (plait_limit_refusals_total)');
   const b1 = pool.run('key-b', fetching(pages, '/b1'));
   held.release();
   await Promise.all([a1, a2, b1]);

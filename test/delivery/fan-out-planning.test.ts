@@ -2,6 +2,7 @@
 import t from 'tap';
 import { JOB_BUDGET } from '../../src/delivery/dispatcher.js';
 import { MAX_ENDPOINTS_PER_KEY } from '../../src/delivery/endpoints.js';
+import { limitRefusals } from '../../src/metrics/instruments.js';
 import { deliveryEnv, threadBody } from './delivery-env.js';
 import { countingTransactions } from '../helpers/store.js';
 
@@ -14,7 +15,9 @@ t.test('an API key holds at most MAX_ENDPOINTS_PER_KEY endpoints; deleting one m
     ids.push(created.data.id);
   }
   t.equal(new Set(ids).size, MAX_ENDPOINTS_PER_KEY);
+  const refusedBefore = limitRefusals.webhook_endpoints_per_key;
   const refused = await env.call('/v2/workspace/advancedwebhook/endpoints/create', { url: 'http://127.0.0.1:9/one-more' });
+  t.equal(limitRefusals.webhook_endpoints_per_key, refusedBefore + 1, 'the refusal is counted (plait_limit_refusals_total)');
   t.equal(refused.status, 400);
   t.match(refused.error, { status: 'INVALID_ARGUMENT', message: new RegExp(`at most ${MAX_ENDPOINTS_PER_KEY} advanced webhook endpoints`) });
   t.equal((await env.call('/v2/workspace/advancedwebhook/endpoints/delete', { endpointId: ids[0] })).status, 200);

@@ -94,6 +94,9 @@ t.test('an API key at its connection cap refuses the next upgrade with 429, on a
   t.teardown(() => open.forEach(({ socket }) => socket.terminate()));
   t.equal(await upgradeStatus(at(room)), 429, 'a third connection of the key');
   t.equal(await upgradeStatus(at({ ...room, documentId: 'doc-c' })), 429, 'on another of its documents too');
+  const metrics = await (await fetch(`${url}/metrics`)).text();
+  t.match(metrics, /plait_limit_refusals_total\{limit="sync_connections_per_key"\} 2\n/, 'both refusals are counted in /metrics');
+  t.match(metrics, /plait_limit_refusals_total\{limit="agent_queue"\} 0\n/, 'every limit is exported, refused or not');
   const other = await rawSocket(`${syncBase(url)}/${roomName(room)}?token=${await userToken(api, await api.createWorkspace(), [editorOf(room)])}`);
   t.pass('another API key still connects');
   other.socket.terminate();
