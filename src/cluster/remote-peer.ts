@@ -2,7 +2,7 @@
 import { headers, type MsgHdrs, type NatsConnection } from 'nats';
 import type { RootHint } from '../doc/actor.js';
 import type { Peer, PeerInfo, TopicPublisher } from '../doc/peer.js';
-import type { Lease } from '../doc/registry.js';
+import type { Lease } from '../doc/lease.js';
 import type { DocumentKey } from '../document-key.js';
 import { CLOSE } from '../errors.js';
 import { readClientMessage } from '../sync/protocol.js';

@@ -6,6 +6,7 @@ import type { Store } from '../store/env.js';
 import { UpdateLog } from '../store/update-log.js';
 import { DocumentActor, type ActorDeps } from './actor.js';
 import { JoinFrames } from './join-state.js';
+import { ActorLease, type Lease } from './lease.js';
 import { type ConnectionListener, type TopicPublisher } from './peer.js';
 import { documentKeyString, type DocumentKey } from '../document-key.js';
 import { NotOwnerError, SINGLE_PROCESS, type DocumentOwnership } from './ownership.js';
@@ -24,29 +25,6 @@ export type RegistryConfig = Pick<
   | 'wsMaxBackpressureBytes'
 > &
   Partial<Pick<Config, 'joinStateCacheBytes'>>;
-
-/** Keeps an actor loaded until released; take one for every use that spans an await. */
-export interface Lease {
-  readonly actor: DocumentActor;
-  /** Idempotent. */
-  release(): void;
-}
-
-/** A lease as an object of its own, not a closure capturing `released` and the actor: one small object per lease. */
-class ActorLease implements Lease {
-  private released = false;
-
-  constructor(readonly actor: DocumentActor) {
-    actor.leases++;
-  }
-
-  release(): void {
-    if (this.released) return;
-    this.released = true;
-    this.actor.leases--;
-    this.actor.checkIdle();
-  }
-}
 
 interface Entry {
   readonly key: DocumentKey;
