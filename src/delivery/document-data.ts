@@ -185,9 +185,6 @@ export class DeliveryDocumentData implements DocumentDataOwner {
   }
 }
 
-
-
-
 /** A per-user batch notification lists items of several documents; one naming a deleted document goes with it. */
 function batchMentions(record: NotificationRecord, documents: ReadonlySet<string>): boolean {
   const source = record.notificationSourceData;

@@ -64,4 +64,3 @@ export function deliveryUserData(store: Store, notifications: NotificationStore,
     },
   ];
 }
-

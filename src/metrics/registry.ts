@@ -112,18 +112,17 @@ export function createMetricsRegistry(sources: MetricSources, eventLoop: EventLo
   mirroredCounter(registry, 'plait_sync_connections_opened_total', 'Sync connections opened', () => syncCounts.opened);
   mirroredCounter(registry, 'plait_sync_connections_closed_total', 'Sync connections closed', () => syncCounts.closed);
   mirroredCounter(registry, 'plait_mailbox_shed_total', 'Messages refused because a document mailbox was full', () => mailboxCounts.shed);
-  const refusalsExported: Record<keyof typeof limitRefusals, number> = { sync_connections_per_key: 0, agent_tasks_per_key: 0, agent_queue: 0, webhook_endpoints_per_key: 0 };
+  const refusalsExported = new Map<string, number>();
   new Counter({
     name: 'plait_limit_refusals_total',
     help: 'Requests refused by a limit on what one workspace may take or on shared work (docs/limits.md)',
     labelNames: ['limit'],
     registers: [registry],
     collect() {
-      for (const limit of Object.keys(refusalsExported) as Array<keyof typeof limitRefusals>) {
-        const now = limitRefusals[limit];
-        // Every limit is exported, refused or not, so a dashboard sees the series from the first scrape.
-        this.inc({ limit }, Math.max(0, now - refusalsExported[limit]));
-        refusalsExported[limit] = now;
+      // Every limit is exported, refused or not, so a dashboard sees the series from the first scrape.
+      for (const [limit, now] of Object.entries(limitRefusals)) {
+        this.inc({ limit }, now - (refusalsExported.get(limit) ?? 0));
+        refusalsExported.set(limit, now);
       }
     },
   });

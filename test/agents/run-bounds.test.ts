@@ -44,7 +44,6 @@ t.test('bounded: queue limit answers RESOURCE_EXHAUSTED, cancellation ends a run
   t.same(dataOf(t, await f.call('/v2/agents/execution/count', { agentId: 'broken-links' })), { total: 0, byStatus: { running: 0, completed: 0, failed: 0, cancelled: 0 }, byAgent: {} });
 });
 
-
 t.test('per API key: a key at AGENT_TASKS_PER_KEY gets 429 while another workspace\'s key is taken, and goes first; a waiting run cancelled over REST ends cancelled and frees its place', async (t) => {
   const { f, pages } = await setup(t, { agentPoolSize: 1, agentQueueLimit: 10, agentTasksPerKey: 2 });
   const start = async (call: typeof f.call, path: string): Promise<string> => dataOf(t, await call<{ executionId: string }>('/v2/agents/execution/run', { ...scope, agentId: 'readability', url: `${pages.url}${path}` })).executionId;

@@ -163,7 +163,9 @@ export class PageCollector {
   private down(i: number): void {
     for (;;) {
       let top = i;
-      for (const child of [2 * i + 1, 2 * i + 2]) if (child < this.heap.length && this.later(child, top)) top = child;
+      const left = 2 * i + 1;
+      if (left < this.heap.length && this.later(left, top)) top = left;
+      if (left + 1 < this.heap.length && this.later(left + 1, top)) top = left + 1;
       if (top === i) return;
       this.swap(i, top);
       i = top;
