@@ -96,11 +96,8 @@ export class DeliveryDocumentData implements DocumentDataOwner {
       const { notifications, activities } = this.deps;
       const about = (record: { metadata: { documentId: string } }): boolean => documents.has(record.metadata.documentId);
       const notes = await notifications.pageOfAll(apiKey, undefined, Infinity, (_key, n) => (about(n) || batchMentions(n, documents) ? n.id : undefined), organizationId);
-      removed.notifications += await inWriteBatches(this.deps.store, notes.items, (tx, id) => {
-        const value = notifications.get(apiKey, organizationId, id);
-        if (value !== undefined) notifications.remove(tx, value);
-        return value !== undefined;
-      });
+      // NotificationStore.removeEach batches the same way; activities cannot use theirs, which keeps `immutable` ones.
+      removed.notifications += Object.values(await notifications.removeEach(apiKey, organizationId, notes.items)).filter(Boolean).length;
       const logs = await activities.pageOfAll(apiKey, undefined, Infinity, (_key, a) => (about(a) ? a.id : undefined), organizationId);
       removed.activities += await inWriteBatches(this.deps.store, logs.items, (tx, id) => {
         const value = activities.get(apiKey, organizationId, id);
