@@ -2,7 +2,8 @@
 import { clearTimer } from '../clock.js';
 import type { Logger } from '../log.js';
 import { type Outbox } from '../events/outbox.js';
-import type { Store } from '../store/env.js';
+import type { OutboxEvent } from '../events/types.js';
+import type { Store, WriteTx } from '../store/env.js';
 import type { Planner } from './channel.js';
 import type { Clock } from './clock.js';
 import type { DeliveryQueue } from './queue.js';
@@ -35,6 +36,17 @@ const LEASE_MS = 30_000;
 /** Jobs one planning transaction writes before it commits and the rest of the batch goes on in the next. */
 export const JOB_BUDGET = 250;
 
+/**
+ * Jobs one API key's events may plan in one round; its further events are parked in its lane (src/events/outbox-lanes.ts)
+ * and planned in later rounds, the lanes in turn. Without it one key's fan-out held every other key's next event
+ * behind it: 1,000 events to 100 endpoints were 100,000 jobs planned first, 17 s here (bench/README.md, "Nineteenth
+ * session").
+ */
+export const KEY_SHARE = JOB_BUDGET;
+
+/** A round claims at most this many batches: more only while the claimed events are parked rather than planned. */
+const CLAIMS_PER_ROUND = 10;
+
 /** How often an idle dispatcher looks at the outbox unless told otherwise (`DispatcherOptions.pollMs`). */
 export const DEFAULT_POLL_MS = 100;
 
@@ -57,6 +69,8 @@ export class Dispatcher {
   private roundStartedAt = Number.NEGATIVE_INFINITY;
   /** A wake-up came during the round: its events may have committed after the round's claim, so look again at once. */
   private woken = false;
+  /** Events were still parked after the last round: the next one goes on at once. */
+  private lanesWaiting = false;
 
   constructor(private readonly options: DispatcherOptions) {}
 
@@ -123,47 +137,113 @@ export class Dispatcher {
   }
 
   private async pumpOnce(): Promise<number> {
-    const { outbox, store, planners, clock, queue, log } = this.options;
+    const { outbox, queue } = this.options;
+    this.lanesWaiting = false;
     if (this.options.mayRun?.() === false) return 0;
-    const now = clock.now();
+    const now = this.options.clock.now();
     const reclaim = this.reclaim;
     this.reclaim = false;
-    const events = await outbox.claim({ limit: this.options.batchSize ?? 100, leaseMs: LEASE_MS, now, reclaim });
-    if (events.length === 0) return 0;
-    const planning = this.options.planning ?? ((body) => body());
+    // Another node may have parked events while it dispatched: read the lanes again.
+    if (reclaim) outbox.lanes.reload();
+    const batchSize = this.options.batchSize ?? 100;
     const jobWrites = queue.writeCount;
-    // Usually one transaction for the batch. One that has written JOB_BUDGET jobs commits what it planned, and the
-    // rest of the batch goes on in the next (the commit lets the event loop turn): one event may fan out to many
-    // endpoints, and the whole batch in one transaction held the loop for every workspace (100 events to 100
-    // endpoints: 370 ms, bench/README.md "Eighteenth session").
-    for (let next = 0; next < events.length; ) {
-      const from = next;
-      next += await store.transaction((tx) => planning(() => {
-        const budget = queue.writeCount + JOB_BUDGET;
-        let planned = 0;
-        for (const event of events.slice(from)) {
-          planned++;
-          // Removed since the claim: its document or organization was deleted, and nothing about it is sent.
-          if (!outbox.holds(event)) continue;
-          for (const planner of planners) {
-            try {
-              planner.plan(tx, event, now);
-            } catch (error) {
-              // One channel's bad config must not hold the others' deliveries: log it and go on with the rest.
-              log.error('delivery planning failed', { channel: planner.name, eventId: event.id, error });
-            }
-          }
-          if (queue.writeCount >= budget) break;
-        }
-        outbox.ackIn(tx, events.slice(from, from + planned));
-        return planned;
-      }));
+    /** Jobs each API key's events planned in this round (KEY_SHARE). */
+    const shares = new Map<string, number>();
+    const counts = { claimed: 0, planned: 0 };
+    // A batch whose events were parked cost little, so the round claims again, until a batch's worth was planned or
+    // CLAIMS_PER_ROUND batches were taken: a key's backlog ahead of another key's event is moved aside at ~25–50 µs an
+    // event instead of one batch a round behind the lanes' turns.
+    for (let claim = reclaim; counts.planned < batchSize && counts.claimed < batchSize * CLAIMS_PER_ROUND; claim = false) {
+      const events = await outbox.claim({ limit: batchSize, leaseMs: LEASE_MS, now, reclaim: claim });
+      counts.claimed += events.length;
+      // Usually one transaction for the batch. One that has written JOB_BUDGET jobs commits what it planned, and the
+      // rest of the batch goes on in the next (the commit lets the event loop turn): one event may fan out to many
+      // endpoints, and the whole batch in one transaction held the loop for every workspace (100 events to 100
+      // endpoints: 370 ms, bench/README.md "Eighteenth session").
+      for (let next = 0; next < events.length; ) next += await this.planClaimed(events.slice(next), shares, now, counts);
+      if (events.length < batchSize) break;
     }
+    const fromLanes = outbox.lanes.size === 0 ? 0 : await this.planLanes(shares, now);
+    // Every round has fresh shares, so a round after this one takes parked events even when this one took none.
+    this.lanesWaiting = outbox.lanes.size > 0;
     // The runner looks for due jobs when told; a round that wrote none (no channel configured for its events, the
     // usual case) has nothing new for it, and waking it anyway cost a scan of the due index and a timer per round
     // (~1.8% of a REST comment's CPU, bench/README.md "REST comment path, sixth session").
     if (queue.writeCount !== jobWrites) queue.notify();
-    return events.length;
+    return counts.claimed + fromLanes;
+  }
+
+  /**
+   * One transaction over claimed events, in order, until JOB_BUDGET jobs are written: each is planned, or parked in
+   * its key's lane when that key has one (its events stay in order) or has planned its share of the round. Answers how
+   * many events it took; the planned ones are acked and the parked ones moved, in the same transaction.
+   */
+  private planClaimed(events: readonly OutboxEvent[], shares: Map<string, number>, now: number, counts: { planned: number }): Promise<number> {
+    const { outbox, queue } = this.options;
+    return this.options.store.transaction((tx) => this.planning(() => {
+      const budget = queue.writeCount + JOB_BUDGET;
+      const planned: OutboxEvent[] = [];
+      const parked: OutboxEvent[] = [];
+      for (const event of events) {
+        if (outbox.lanes.has(event.apiKey) || (shares.get(event.apiKey) ?? 0) >= KEY_SHARE) {
+          parked.push(event);
+          continue;
+        }
+        planned.push(event);
+        // Removed since the claim: its document or organization was deleted, and nothing about it is sent.
+        if (outbox.holds(event)) this.planOne(tx, event, shares, now);
+        if (queue.writeCount >= budget) break;
+      }
+      outbox.ackIn(tx, planned);
+      outbox.parkIn(tx, parked);
+      counts.planned += planned.length;
+      return planned.length + parked.length;
+    }));
+  }
+
+  /**
+   * One transaction of parked events, the lanes in turn from where the last round stopped: each lane plans in seq
+   * order until its key has planned its share of the round, until JOB_BUDGET jobs are written or every lane has had a
+   * turn. Each event leaves its lane in the transaction that planned it. Answers how many events it took.
+   */
+  private planLanes(shares: Map<string, number>, now: number): Promise<number> {
+    const { outbox, queue } = this.options;
+    return this.options.store.transaction((tx) => this.planning(() => {
+      const budget = queue.writeCount + JOB_BUDGET;
+      const turned = new Set<string>();
+      let taken = 0;
+      for (let turn = outbox.lanes.nextTurn(); turn !== undefined && !turned.has(turn.apiKey); turn = outbox.lanes.nextTurn()) {
+        turned.add(turn.apiKey);
+        for (const event of turn.events) {
+          if (queue.writeCount >= budget || (shares.get(event.apiKey) ?? 0) >= KEY_SHARE) break;
+          // Removed since it was read: its document or organization was deleted.
+          if (outbox.lanes.holds(event)) this.planOne(tx, event, shares, now);
+          outbox.lanes.remove(tx, event);
+          taken++;
+        }
+        if (queue.writeCount >= budget) break;
+      }
+      return taken;
+    }));
+  }
+
+  /** Lets every channel plan one event; counts the jobs it wrote against its key's share of the round. */
+  private planOne(tx: WriteTx, event: OutboxEvent, shares: Map<string, number>, now: number): void {
+    const { queue, log } = this.options;
+    const before = queue.writeCount;
+    for (const planner of this.options.planners) {
+      try {
+        planner.plan(tx, event, now);
+      } catch (error) {
+        // One channel's bad config must not hold the others' deliveries: log it and go on with the rest.
+        log.error('delivery planning failed', { channel: planner.name, eventId: event.id, error });
+      }
+    }
+    shares.set(event.apiKey, (shares.get(event.apiKey) ?? 0) + queue.writeCount - before);
+  }
+
+  private planning<T>(body: () => T): T {
+    return this.options.planning === undefined ? body() : this.options.planning(body);
   }
 
   /** The one timer: a later call replaces an earlier one (never two loops). */
@@ -194,7 +274,7 @@ export class Dispatcher {
       // Again at once only after a full batch; after a wake-up during the round, once ROUND_GAP_MS has passed since
       // it started. A partial batch means the outbox is drained, and the events of the next poll period then share one
       // round (one commit) instead of a round each few events under load.
-      next = n >= batchSize ? 0 : this.woken ? this.gapLeft() : this.pollMs;
+      next = n >= batchSize || this.lanesWaiting ? 0 : this.woken ? this.gapLeft() : this.pollMs;
     } catch (error) {
       this.options.log.error('outbox dispatch failed', { error });
       next = 1_000;

@@ -112,7 +112,7 @@ export class DeliveryDocumentData implements DocumentDataOwner {
       removed.preferences += await inWriteBatches(this.deps.store, prefs.items, (_tx, key) => this.prefs.removeSync(key));
     }
     return this.deps.store.transaction((tx) => {
-      removed.events = this.deps.outbox.removeWhere(tx, (event) => deleted(event.apiKey, event.organizationId, event.documentId));
+      removed.events = this.deps.outbox.removeWhere(tx, new Set(refs.map((ref) => ref.apiKey)), (event) => deleted(event.apiKey, event.organizationId, event.documentId));
       const now = this.deps.now();
       for (const job of this.deps.queue.pending(new Set(refs.map((ref) => ref.apiKey)))) {
         if (job.organizationId === undefined) continue;
@@ -141,7 +141,7 @@ export class DeliveryDocumentData implements DocumentDataOwner {
         notifications,
         activities,
         preferences,
-        events: this.deps.outbox.removeWhere(tx, (event) => event.apiKey === apiKey && event.organizationId === organizationId),
+        events: this.deps.outbox.removeWhere(tx, new Set([apiKey]), (event) => event.organizationId === organizationId),
         cancelled: 0,
       };
       const now = this.deps.now();

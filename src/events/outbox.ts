@@ -3,6 +3,8 @@ import type { Database, Key } from 'lmdb';
 import { timeOrderedHex } from '../ids.js';
 import type { Store, WriteTx } from '../store/env.js';
 import { DB } from '../store/keys.js';
+import { OutboxLanes } from './outbox-lanes.js';
+import { eventOf, type StoredEvent } from './outbox-row.js';
 import { V1_ACTION, type EventAudience, type EventDraft, type EventPayload, type EventRecorder, type EventType, type OutboxEvent, type StampedEvent } from './types.js';
 
 export interface ClaimOptions {
@@ -79,41 +81,6 @@ interface AppendingPut {
 
 const APPEND = { append: true } as const;
 
-/**
- * One row of DB.outbox as stored: the event with its `data` as JSON text (`payload`). Decoding a whole comment payload
- * was most of a claim, and a channel the API key has not configured never reads it: `data` is parsed on first read
- * (`eventOf`). Rows written before schema 2 hold `data` itself and are read as they are.
- */
-type StoredEvent = Omit<OutboxEvent, 'data'> & ({ readonly payload: string; readonly data?: undefined } | { readonly payload?: undefined; readonly data: EventPayload });
-
-/**
- * The event of a row, its `data` parsed when first read: an own, enumerable getter (a spread copies it). Built as one
- * literal, field by field: object rest and defineProperty were the top frame of a claim. `parsed`: the payload the
- * row's JSON text was made from, when this process appended it (then nothing is parsed).
- */
-function eventOf(row: StoredEvent, parsed?: EventPayload): OutboxEvent {
-  const payload = row.payload;
-  if (payload === undefined) return row;
-  let data: EventPayload | undefined = parsed;
-  return {
-    type: row.type,
-    apiKey: row.apiKey,
-    organizationId: row.organizationId,
-    documentId: row.documentId,
-    seq: row.seq,
-    ...(row.node === undefined ? {} : { node: row.node }),
-    ...(row.recordedBy === undefined ? {} : { recordedBy: row.recordedBy }),
-    id: row.id,
-    actionType: row.actionType,
-    source: row.source,
-    createdAt: row.createdAt,
-    attempts: row.attempts,
-    get data(): EventPayload {
-      return (data ??= JSON.parse(payload) as EventPayload);
-    },
-  };
-}
-
 /** An event's id: its creation millisecond first (12 hex digits), so records keyed by it are written in time order. */
 function eventId(now: number): string {
   return `evt_${timeOrderedHex(now)}`;
@@ -130,6 +97,9 @@ export class Outbox {
   /** In a cluster, this node's id: it goes into every key this process appends (see `OutboxKey`). */
   private readonly node: string | undefined;
 
+  /** The API keys' lanes: events the dispatcher parked when planning them outran their key's share of a round. */
+  readonly lanes: OutboxLanes;
+
   /** Who acts on events (`wants`); undefined: every event is written (a process without the delivery room, tests). */
   private audience: EventAudience | undefined;
 
@@ -139,6 +109,7 @@ export class Outbox {
   constructor(private readonly store: Store, options: { readonly node?: string } = {}) {
     this.node = options.node;
     this.db = store.records<StoredEvent>(DB.outbox);
+    this.lanes = new OutboxLanes(store);
     let shared = sharedByDb.get(this.db);
     if (shared === undefined) sharedByDb.set(this.db, (shared = { lastAppended: undefined, leases: new Map(), recent: new Map() }));
     this.shared = shared;
@@ -309,20 +280,37 @@ export class Outbox {
   }
 
   /**
-   * Removes, in the caller's transaction, the events not yet dispatched that `match` picks (those of a deleted document
-   * or organization): nothing is planned from them. Returns how many. Reads every row; the outbox holds only what the
-   * dispatcher has not planned yet.
+   * Removes, in the caller's transaction, the events of `apiKeys` not yet dispatched that `match` picks (those of a
+   * deleted document or organization), parked ones included: nothing is planned from them. Returns how many. Reads
+   * every outbox row, which holds only what the dispatcher has not claimed yet, and those keys' lanes.
    */
-  removeWhere(_tx: WriteTx, match: (event: Pick<OutboxEvent, 'apiKey' | 'organizationId' | 'documentId'>) => boolean): number {
+  removeWhere(tx: WriteTx, apiKeys: ReadonlySet<string>, match: (event: Pick<OutboxEvent, 'apiKey' | 'organizationId' | 'documentId'>) => boolean): number {
     let removed = 0;
     for (const { key, value } of Array.from(this.db.getRange({ start: 0 }))) {
-      if (seqOfKey(key) === undefined || !match(value)) continue;
+      if (seqOfKey(key) === undefined || !apiKeys.has(value.apiKey) || !match(value)) continue;
       this.db.removeSync(key);
       this.shared.leases.delete(leaseKey(key as OutboxKey));
       this.shared.recent.delete(leaseKey(key as OutboxKey));
       removed++;
     }
-    return removed;
+    return removed + this.lanes.removeWhere(tx, apiKeys, match);
+  }
+
+  /**
+   * Moves claimed events from the outbox to their keys' lanes in the caller's transaction, each row as it is stored
+   * (nothing is encoded again but its key). An event a deletion removed since the claim is not parked.
+   */
+  parkIn(tx: WriteTx, refs: readonly OutboxRef[]): void {
+    const { leases, recent } = this.shared;
+    for (const ref of refs) {
+      const key = keyOf(ref);
+      const id = leaseKey(key);
+      const row = recent.get(id)?.row ?? this.db.get(key as Key);
+      if (row !== undefined) this.lanes.park(tx, row);
+      this.db.removeSync(key as Key);
+      leases.delete(id);
+      recent.delete(id);
+    }
   }
 
   /** Whether the event's row is still there: a dispatcher planning it checks in its transaction (see `removeWhere`). */

@@ -55,6 +55,11 @@ export const DB = {
   domains: 'domains',
   /** seq (a bare number: lmdb-js reads a one-element array key back as its element) -> OutboxEvent, written in the same transaction as its change */
   outbox: 'outbox',
+  /**
+   * [apiKey, seq] (or [apiKey, seq, node] in a cluster) -> the same row as DB.outbox: an API key's events parked in its
+   * lane when its planning outran its share of a dispatcher round (src/events/outbox-lanes.ts)
+   */
+  outboxLanes: 'outbox-lanes',
   /** [apiKey, agentId] -> AgentRecord (custom agents; src/agents/definitions.ts) */
   agents: 'agents',
   /** [apiKey, agentId, version] -> VersionRecord (behaviour with secrets sealed) */
@@ -147,13 +152,16 @@ export function distinctAfter(db: Pick<Database<unknown, Key>, 'getKeys'>, prefi
  * it must refuse such a directory.
  * 5: pending delivery jobs are indexed by target (`delivery-target-due`, `delivery-heads`) instead of by time alone; a
  * build stamped 4 would enqueue jobs the runner of this build never sees, so it must refuse such a directory.
+ * 6: the dispatcher parks an API key's events in its lane (`outbox-lanes`); a build stamped 5 never reads the lanes, so
+ * their events would never be planned, and it must refuse such a directory.
  */
-export const SCHEMA_VERSION = 5;
+export const SCHEMA_VERSION = 6;
 
 /**
  * Older stamps this build reads as they are (and re-stamps): version 1's inline records still decode, and threads
  * keyed by annotation id (1 and 2) are read and move to their number with their next change, and the activity logs,
  * notifications and webhook messages of 1 to 3 are indexed by time once at start (src/delivery/time-index.ts), and
- * the pending delivery jobs of 1 to 4 by target (DeliveryQueue.buildTargetIndex).
+ * the pending delivery jobs of 1 to 4 by target (DeliveryQueue.buildTargetIndex); 1 to 5 have no lanes, and none is
+ * needed.
  */
-export const READABLE_SCHEMA_VERSIONS: readonly number[] = [1, 2, 3, 4];
+export const READABLE_SCHEMA_VERSIONS: readonly number[] = [1, 2, 3, 4, 5];

@@ -1,10 +1,10 @@
-// Tests the bounds on webhook fan-out: at most MAX_ENDPOINTS_PER_KEY endpoints per API key, and a dispatcher round whose events fan out past JOB_BUDGET jobs commits in several transactions, planning each event once.
+// Tests the bounds on webhook fan-out: at most MAX_ENDPOINTS_PER_KEY endpoints per API key, each API key's share of a dispatcher round (the rest parked in its lane), and transactions of at most JOB_BUDGET jobs, planning each event once.
 import t from 'tap';
-import { JOB_BUDGET } from '../../src/delivery/dispatcher.js';
+import { JOB_BUDGET, KEY_SHARE } from '../../src/delivery/dispatcher.js';
 import { MAX_ENDPOINTS_PER_KEY } from '../../src/delivery/endpoints.js';
 import { limitRefusals } from '../../src/metrics/instruments.js';
-import { deliveryEnv, threadBody } from './delivery-env.js';
-import { countingTransactions } from '../helpers/store.js';
+import { envFor } from '../http/comments-env.js';
+import { deliveryEnv, scope, threadBody } from './delivery-env.js';
 
 t.test('an API key holds at most MAX_ENDPOINTS_PER_KEY endpoints; deleting one makes room', async (t) => {
   const env = await deliveryEnv(t);
@@ -24,7 +24,7 @@ t.test('an API key holds at most MAX_ENDPOINTS_PER_KEY endpoints; deleting one m
   t.equal((await env.call('/v2/workspace/advancedwebhook/endpoints/create', { url: 'http://127.0.0.1:9/one-more' })).status, 200, 'room again after a delete');
 });
 
-t.test('a round whose events fan out past the job budget commits in several transactions and plans every event once', async (t) => {
+t.test('one key\'s fan-out past its share of a round is parked in its lane: every event is planned once, and no transaction writes more than the budget and one event', async (t) => {
   const env = await deliveryEnv(t);
   await env.call('/v2/workspace/advancedwebhookconfig/update', { isEnabled: true });
   const endpoints = 40;
@@ -32,12 +32,74 @@ t.test('a round whose events fan out past the job budget commits in several tran
   for (let i = 0; i < endpoints; i++) await env.call('/v2/workspace/advancedwebhook/endpoints/create', { url: `http://127.0.0.1:9/hook-${i}` });
   for (let i = 0; i < events; i++) await env.call('/v1/commentannotations/add', threadBody(`t${i}`));
   const { store, outbox, delivery } = env.running.services;
-  const { result: planned, transactions } = await countingTransactions(store, () => delivery.dispatcher.pump());
-  t.equal(planned, events, 'one round took the whole batch');
+  const writes: number[] = [];
+  const transaction = store.transaction.bind(store);
+  store.transaction = ((body) => transaction((tx) => {
+    const before = delivery.queue.writeCount;
+    try {
+      return body(tx);
+    } finally {
+      writes.push(delivery.queue.writeCount - before);
+    }
+  })) as typeof store.transaction;
+  t.teardown(() => void (store.transaction = transaction));
+  t.equal(await delivery.dispatcher.pump(), events, 'the first round took the batch');
+  t.equal(outbox.lanes.size, 1, 'and parked part of it in the key\'s lane');
+  const webhookJobs = (): number => delivery.queue.pending().filter((job) => job.channel === 'advancedWebhook').length;
+  t.equal(webhookJobs(), Math.ceil(KEY_SHARE / endpoints) * endpoints, 'the round planned the key\'s share, rounded up to whole events');
+  await delivery.dispatcher.drain();
   const jobs = delivery.queue.pending().filter((job) => job.channel === 'advancedWebhook');
   t.equal(jobs.length, endpoints * events, 'one job per event and endpoint');
   t.equal(new Set(jobs.map((job) => job.id)).size, jobs.length, 'none twice');
-  t.ok(transactions >= Math.ceil((endpoints * events) / JOB_BUDGET), `several transactions (${transactions}), each bounded by the budget`);
+  t.ok(Math.max(...writes) <= JOB_BUDGET + endpoints, `each transaction wrote at most the budget and one event's jobs (${Math.max(...writes)})`);
   t.same(outbox.read(), [], 'every event acked');
+  t.equal(outbox.lanes.size, 0, 'the lane is empty');
   t.equal(await delivery.dispatcher.pump(), 0, 'nothing left to plan');
+});
+
+t.test('another key\'s event is planned in the first round, ahead of the parked fan-out of a key that wrote before it', async (t) => {
+  const env = await deliveryEnv(t);
+  const other = envFor(env.server, await env.server.api.createWorkspace());
+  for (const e of [env, other]) await e.call('/v2/workspace/advancedwebhookconfig/update', { isEnabled: true });
+  const endpoints = 50;
+  for (let i = 0; i < endpoints; i++) await env.call('/v2/workspace/advancedwebhook/endpoints/create', { url: `http://127.0.0.1:9/hook-${i}` });
+  await other.call('/v2/workspace/advancedwebhook/endpoints/create', { url: 'http://127.0.0.1:9/other' });
+  for (let i = 0; i < 150; i++) await env.call('/v1/commentannotations/add', threadBody(`t${i}`));
+  await other.call('/v1/commentannotations/add', threadBody('theirs'));
+  const { delivery, outbox } = env.running.services;
+  const heavy = new Set([env.creds.apiKey]);
+  const light = new Set([other.creds.apiKey]);
+  await delivery.dispatcher.pump();
+  t.equal(delivery.queue.pending(light).length, 1, 'the other key\'s event was planned in the first round');
+  const planned = delivery.queue.pending(heavy).length;
+  t.ok(planned < 150 * endpoints, `the heavy key had its share (${planned} jobs of ${150 * endpoints})`);
+  t.ok(outbox.lanes.has(env.creds.apiKey), 'the rest waits in its lane');
+  await delivery.dispatcher.drain();
+  const byEndpoint = new Map<string, string[]>();
+  for (const job of delivery.queue.pending(heavy)) {
+    const list = byEndpoint.get(job.target) ?? [];
+    list.push(job.id);
+    byEndpoint.set(job.target, list);
+  }
+  t.equal(byEndpoint.size, endpoints);
+  t.ok([...byEndpoint.values()].every((ids) => ids.length === 150), 'every event reached every endpoint');
+});
+
+t.test('a document deleted while its events are parked: they leave the lane and nothing is planned from them', async (t) => {
+  const env = await deliveryEnv(t);
+  await env.call('/v2/workspace/advancedwebhookconfig/update', { isEnabled: true });
+  t.equal((await env.call('/v2/organizations/documents/add', { organizationId: scope.organizationId, documents: [{ documentId: scope.documentId }] })).status, 200);
+  for (let i = 0; i < 30; i++) await env.call('/v2/workspace/advancedwebhook/endpoints/create', { url: `http://127.0.0.1:9/hook-${i}` });
+  for (let i = 0; i < 40; i++) await env.call('/v1/commentannotations/add', threadBody(`t${i}`));
+  const { delivery, outbox } = env.running.services;
+  await delivery.dispatcher.pump();
+  const before = delivery.queue.pending().filter((job) => job.channel === 'advancedWebhook').length;
+  t.ok(outbox.lanes.size === 1 && before < 40 * 30, `part planned (${before} jobs), the rest parked`);
+  const deleted = await env.call<Record<string, { success: boolean }>>('/v2/organizations/documents/delete', { organizationId: scope.organizationId, documentIds: [scope.documentId] });
+  t.equal(deleted.data[scope.documentId]?.success, true, 'the document is deleted');
+  await delivery.dispatcher.drain();
+  // The workspace's own account email (owner verification) is about no document.
+  t.same(delivery.queue.pending().filter((job) => job.documentId !== undefined), [], 'the planned jobs were cancelled and nothing more was planned');
+  t.equal(delivery.queue.list((job) => job.channel === 'advancedWebhook' && job.state === 'cancelled').length, before, 'only those planned before the deletion were ever made');
+  t.equal(outbox.lanes.size, 0, 'the lane is empty');
 });

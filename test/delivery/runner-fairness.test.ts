@@ -6,7 +6,7 @@ import { DeliveryQueue, type ChannelName, type DeliveryJob } from '../../src/del
 import { DeliveryRunner, type AttemptResult, type ChannelRunner } from '../../src/delivery/runner.js';
 import { createLogger } from '../../src/log.js';
 import { Store } from '../../src/store/env.js';
-import { DB } from '../../src/store/keys.js';
+import { DB, SCHEMA_VERSION } from '../../src/store/keys.js';
 
 /** Attempts on targets named `dead…` hang until released; the others succeed at once and are recorded. */
 function setup(t: Test, limits: { maxInFlight?: number; maxInFlightPerKey?: number } = {}) {
@@ -150,7 +150,7 @@ t.test('a schema-4 directory: its time index moves into the index by target once
   t.equal(await queue.buildTargetIndex(), 0, 'once');
   t.equal(Array.from(store.records<string>(DB.deliveryDue).getKeys({})).length, 0, 'the old index is gone');
   t.same(queue.due(due, 10, new Set()).map((j) => j.id), ['j1', 'j2']);
-  t.equal(store.records<number>(DB.meta).get('schemaVersion'), 5, 're-stamped: a build that reads only 4 now refuses it');
+  t.equal(store.records<number>(DB.meta).get('schemaVersion'), SCHEMA_VERSION, 're-stamped: a build that reads only 4 now refuses it');
 });
 
 t.test('a rate-limited target waits in memory: a backlog costs its slots\' attempts, not an attempt and a write per job', async (t) => {
