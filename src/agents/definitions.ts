@@ -2,7 +2,7 @@
 import type { Database, Key } from 'lmdb';
 import { randomId, type Secrets } from '../auth/secrets.js';
 import { AppError, invalidArgument, notFound } from '../errors.js';
-import type { Store } from '../store/env.js';
+import type { Store, WriteTx } from '../store/env.js';
 import { DB } from '../store/keys.js';
 import { BUILT_IN_AGENTS, builtInAgent } from './catalog.js';
 import type { AgentIdentity, AgentRecord, Behaviour, VersionRecord } from './model.js';
@@ -209,16 +209,17 @@ export class AgentDefinitions {
     return this.stats.get([apiKey, agentId]) ?? NO_STATS;
   }
 
-  /** Counts a run when it starts; tokens are added when it ends. */
-  async countRun(apiKey: string, agentId: string, at: number, tokens?: { prompt: number; completion: number }): Promise<void> {
-    await this.store.transaction(() => {
-      const stats = this.statsOf(apiKey, agentId);
-      this.stats.putSync([apiKey, agentId], {
-        executionCount: stats.executionCount + (tokens === undefined ? 1 : 0),
-        lastExecutedAt: tokens === undefined ? at : stats.lastExecutedAt,
-        promptTokens: stats.promptTokens + (tokens?.prompt ?? 0),
-        completionTokens: stats.completionTokens + (tokens?.completion ?? 0),
-      });
+  /**
+   * In the transaction that writes the run's record (src/agents/runs.ts): counts a run when it starts; tokens are added
+   * when it ends. One write with the record, so a run is never recorded without its count, nor counted without a record.
+   */
+  countRun(_tx: WriteTx, apiKey: string, agentId: string, at: number, tokens?: { prompt: number; completion: number }): void {
+    const stats = this.statsOf(apiKey, agentId);
+    this.stats.putSync([apiKey, agentId], {
+      executionCount: stats.executionCount + (tokens === undefined ? 1 : 0),
+      lastExecutedAt: tokens === undefined ? at : stats.lastExecutedAt,
+      promptTokens: stats.promptTokens + (tokens?.prompt ?? 0),
+      completionTokens: stats.completionTokens + (tokens?.completion ?? 0),
     });
   }
 }

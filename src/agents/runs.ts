@@ -164,13 +164,15 @@ export class AgentRuns {
     };
     this.mine.add(executionId);
     try {
-      await this.deps.store.transaction(() => {
+      // The run count goes with the record: counted apart, a count that failed after the record committed left a run
+      // `running` that nothing executed until recovery failed it. Both are written or neither (the call answers the error).
+      await this.deps.store.transaction((tx) => {
         this.db.putSync(byTime(apiKey, createdAt, executionId), record);
         this.db.putSync(byId(apiKey, executionId), createdAt);
         this.db.putSync(runningKey(executionId), [apiKey, createdAt]);
         this.db.putSync(byStatus(apiKey, record), null);
+        this.deps.definitions.countRun(tx, apiKey, input.agentId, createdAt);
       });
-      await this.deps.definitions.countRun(apiKey, input.agentId, createdAt);
     } catch (error) {
       this.mine.delete(executionId);
       ticket.release();
@@ -194,9 +196,7 @@ export class AgentRuns {
       const result = await this.deps.pool.run<RunResult>(ticket, { kind: 'run', env: this.deps.env, url: record.url, agentId: record.agentId, behaviour, userContext }, signal);
       const findings = stageOn(behaviour.postProcess?.guardrails) ? guardrails(result.findings) : [...result.findings];
       const applied = await applyToDocument(this.deps.collab, ref, { agentId: record.agentId, agentName: record.agentName, executionId: record.executionId, url: record.url }, findings, behaviour.postProcess);
-      if (stageOn(behaviour.postProcess?.analytics)) {
-        await this.deps.definitions.countRun(apiKey, record.agentId, record.createdAt, { prompt: result.usage.promptTokens, completion: result.usage.completionTokens });
-      }
+      const tokens = stageOn(behaviour.postProcess?.analytics) ? { prompt: result.usage.promptTokens, completion: result.usage.completionTokens } : undefined;
       await this.finish(apiKey, record, {
         status: 'completed',
         error: null,
@@ -211,7 +211,7 @@ export class AgentRuns {
           provider: result.provider ?? null,
           context: result.context,
         },
-      });
+      }, tokens);
     } catch (error) {
       const code = error instanceof RunError ? error.code : error instanceof AppError ? error.status : 'INTERNAL';
       const message = error instanceof Error && (error instanceof RunError || error instanceof AppError) ? error.message : 'internal error';
@@ -220,8 +220,12 @@ export class AgentRuns {
     }
   }
 
-  private async finish(apiKey: string, record: ExecutionRecord, outcome: Pick<ExecutionRecord, 'status' | 'error' | 'summary'> & Partial<ExecutionRecord>): Promise<void> {
-    await this.deps.store.transaction(() => this.settle(apiKey, record, { ...record, ...outcome, completedAt: this.now() }));
+  /** The final record, and the tokens it used (analytics) in the same transaction: the statistics never count a run the record does not show. */
+  private async finish(apiKey: string, record: ExecutionRecord, outcome: Pick<ExecutionRecord, 'status' | 'error' | 'summary'> & Partial<ExecutionRecord>, tokens?: { prompt: number; completion: number }): Promise<void> {
+    await this.deps.store.transaction((tx) => {
+      this.settle(apiKey, record, { ...record, ...outcome, completedAt: this.now() });
+      if (tokens !== undefined) this.deps.definitions.countRun(tx, apiKey, record.agentId, record.createdAt, tokens);
+    });
   }
 
   /** Inside a transaction: a running run's final record, its status key moved, its running entry gone. */
