@@ -62,6 +62,16 @@ export class FairQueue {
   }
 
   /**
+   * Tasks waiting and running, and the API keys with a task waiting, for /metrics. The keys are counted over the shares,
+   * one per key holding a place: at most `slots + queueLimit` of them, and only when scraped.
+   */
+  occupancy(): { readonly waiting: number; readonly running: number; readonly keysWaiting: number } {
+    let keysWaiting = 0;
+    for (const share of this.shares.values()) if (share.waiting.size > 0) keysWaiting++;
+    return { waiting: this.waitingCount, running: this.running, keysWaiting };
+  }
+
+  /**
    * Takes a place for one task of `apiKey`, or refuses at once (RESOURCE_EXHAUSTED) so the caller answers before
    * recording anything. The queue's bound comes first: with every slot busy, `queueLimit` more may wait.
    */

@@ -105,6 +105,11 @@ export class AgentPool {
     return result as T;
   }
 
+  /** Tasks waiting and running, and the API keys with a task waiting (src/agents/fair-queue.ts), for /metrics. */
+  occupancy(): ReturnType<FairQueue['occupancy']> {
+    return this.queue.occupancy();
+  }
+
   /** Threads alive and tasks waiting (diagnostics). */
   stats(): { threads: number; queued: number; utilization: number } {
     return { threads: this.piscina?.threads.length ?? 0, queued: this.queued, utilization: this.piscina?.utilization ?? 0 };

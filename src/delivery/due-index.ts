@@ -2,6 +2,7 @@
 import type { Database, Key } from 'lmdb';
 import type { Store } from '../store/env.js';
 import { DB, KEY_END } from '../store/keys.js';
+import { rowCount } from '../store/row-count.js';
 
 /** What the index keeps of a pending job. Every job of a target belongs to one API key (a target names its key or its endpoint). */
 export interface DueEntry {
@@ -107,6 +108,16 @@ export class DueIndex {
     for (const target of targets) {
       for (const key of this.byTarget.getKeys({ start: [target], end: [target, KEY_END] })) yield (key as [string, number, string])[2];
     }
+  }
+
+  /**
+   * Pending jobs (one index row each), the targets they wait on (one head each) and the earliest due time among them
+   * (undefined: none), in flight or held back included: two row counts and one read, for /metrics.
+   */
+  size(): { readonly jobs: number; readonly targets: number; readonly earliestDue: number | undefined } {
+    let earliestDue: number | undefined;
+    for (const key of this.heads.getKeys({ start: [0], limit: 1 })) earliestDue = (key as [number, string])[0];
+    return { jobs: rowCount(this.byTarget), targets: rowCount(this.heads), earliestDue };
   }
 
   private headOf(target: string): number | undefined {

@@ -249,6 +249,11 @@ export class DeliveryQueue {
     });
   }
 
+  /** The pending backlog without reading it (src/delivery/due-index.ts `size`): jobs, their targets, the earliest due time. */
+  backlog(): ReturnType<DueIndex['size']> {
+    return this.dueIndex.size();
+  }
+
   /** Counts by state (for logs, the bench and tests). */
   counts(): Record<JobState, number> {
     const counts: Record<JobState, number> = { pending: 0, delivered: 0, failed: 0, cancelled: 0 };

@@ -104,6 +104,18 @@ export class DeliveryRunner {
   }
 
   /**
+   * What the runner holds now, for /metrics: attempts in flight, targets and API keys with as many in flight as they may
+   * have (their other due jobs wait), and targets a channel asked to wait (a rate limit) whose wait has not ended. The
+   * first three walk at most `maxInFlight` entries; the throttled targets one entry per target that asked lately.
+   */
+  occupancy(): { readonly inFlight: number; readonly targetsFull: number; readonly keysFull: number; readonly targetsThrottled: number } {
+    const now = this.options.clock.now();
+    let targetsThrottled = 0;
+    for (const until of this.throttled.values()) if (until > now) targetsThrottled++;
+    return { inFlight: this.inFlight.size, targetsFull: atLeast(this.perTarget, this.maxPerTarget), keysFull: atLeast(this.perKey, this.maxPerKey), targetsThrottled };
+  }
+
+  /**
    * Starts every job due now that fits the concurrency limits and resolves when those attempts have settled.
    * Jobs held back by a full target or API key stay pending for the next call.
    */
@@ -274,6 +286,13 @@ export class DeliveryRunner {
 interface Picked {
   readonly targets: Map<string, number>;
   readonly keys: Map<string, number>;
+}
+
+/** How many of `counts` have reached `limit`. */
+function atLeast(counts: ReadonlyMap<string, number>, limit: number): number {
+  let n = 0;
+  for (const count of counts.values()) if (count >= limit) n++;
+  return n;
 }
 
 /** Adds `by` to a count, dropping it at zero so the maps hold only what is in flight. */

@@ -124,6 +124,17 @@ export class Delivery {
     await this.queue.buildTargetIndex();
   }
 
+  /**
+   * How full the room's queues are, for /metrics: the runner's figures (non-zero only where it runs: the worker role)
+   * and the pending backlog read from the store's row counts, the same on every node of a cluster; `overdueMs`: how long
+   * the earliest pending job has been due (0 when none is).
+   */
+  occupancy(): ReturnType<DeliveryRunner['occupancy']> & { readonly pending: number; readonly targetsPending: number; readonly overdueMs: number } {
+    const backlog = this.queue.backlog();
+    const overdueMs = backlog.earliestDue === undefined ? 0 : Math.max(0, this.clock.now() - backlog.earliestDue);
+    return { ...this.runner.occupancy(), pending: backlog.jobs, targetsPending: backlog.targets, overdueMs };
+  }
+
   start(): void {
     this.dispatcher.start();
     this.runner.start();

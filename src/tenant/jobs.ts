@@ -84,6 +84,8 @@ export class Jobs {
   private readonly unrunnable = new Set<string>();
   private stopped = false;
   private forwarding: JobForwarding | undefined;
+  /** Jobs another node forwarded here, running now (`runForwarded`): counted as running in `occupancy`. */
+  private forwardedRunning = 0;
 
   /**
    * `role`: only the holder of the worker role runs jobs (one process: always this one). A job submitted on another
@@ -111,7 +113,8 @@ export class Jobs {
     if (this.stopped) return Promise.reject(new AppError('UNAVAILABLE', 'this node is stopping; the job runs again later'));
     const runner = this.runners.get(job.kind);
     if (runner === undefined) return Promise.reject(new AppError('FAILED_PRECONDITION', `this node has no runner for jobs of kind "${job.kind}"`));
-    return this.track(this.runOrForward(job, runner, hops));
+    this.forwardedRunning++;
+    return this.track(this.runOrForward(job, runner, hops)).finally(() => this.forwardedRunning--);
   }
 
   /** Counts `work` as running until it settles, so stop() (and the store's close after it) waits for it. */
@@ -220,6 +223,15 @@ export class Jobs {
   /** Jobs waiting here for a slot (tests, diagnostics). */
   get queued(): number {
     return this.waitingIds.size;
+  }
+
+  /**
+   * For /metrics: jobs running in this process (started here as the worker-role holder, or forwarded here by it) and
+   * jobs waiting here for a slot (JOB_LIMITS). Only the holder queues jobs; an unfinished job another node recorded
+   * counts once the holder's wake-up or scan has read it.
+   */
+  occupancy(): { readonly running: number; readonly waiting: number } {
+    return { running: this.runningIds.size + this.forwardedRunning, waiting: this.waitingIds.size };
   }
 
   /** Settles once every job this process started, or queued, has finished (tests; jobs in flight at a stop resume next start). */
