@@ -3,9 +3,34 @@ import { collectDefaultMetrics, Counter, Gauge, Registry, type Metric } from 'pr
 import { FIGURES, type EventLoopDelay, type Figure } from './event-loop.js';
 import { groupCommitSeconds, groupCommitSize, limitRefusals, mailboxCounts, restRequests, restSeconds, syncCounts } from './instruments.js';
 
+/**
+ * How full the shared queues are (docs/limits.md, "Shared work, per workspace"), read once per scrape: every figure
+ * is kept by its queue or read from a row count, so a backlog costs the scrape nothing more. No figure is per API key.
+ */
+export interface QueueStats {
+  /** src/delivery/service.ts `occupancy()`: the runner's figures (the worker-role holder) and the pending backlog. */
+  readonly delivery: {
+    readonly inFlight: number;
+    readonly targetsFull: number;
+    readonly keysFull: number;
+    readonly targetsThrottled: number;
+    readonly pending: number;
+    readonly targetsPending: number;
+    readonly overdueMs: number;
+  };
+  /** Events in the outbox, not yet planned by the dispatcher. */
+  readonly outboxEvents: number;
+  /** src/agents/fair-queue.ts `occupancy()`. */
+  readonly agents: { readonly waiting: number; readonly running: number; readonly keysWaiting: number };
+  /** src/tenant/jobs.ts `occupancy()`. */
+  readonly jobs: { readonly running: number; readonly waiting: number };
+}
+
 /** What the scrape reads from the server (src/doc/registry.ts `stats()`). */
 export interface MetricSources {
   documents(): { loaded: number; connections: number; mailboxDepth: number; mailboxMax: number; joinStateBytes?: number };
+  /** The shared queues; absent in tests of the registry alone. */
+  queues?(): QueueStats;
   /** Cluster mode only: the state log (src/cluster/state.ts). */
   state?(): {
     applied: number;
@@ -84,6 +109,9 @@ export function createMetricsRegistry(sources: MetricSources, eventLoop: EventLo
   gauge('plait_mailbox_depth_max', 'Tasks queued in the fullest document mailbox', () => sources.documents().mailboxMax);
   gauge('plait_join_state_bytes', 'Bytes of kept late-join answers over all documents (at most JOIN_STATE_CACHE_BYTES)', () => sources.documents().joinStateBytes ?? 0);
 
+  const queues = sources.queues;
+  if (queues !== undefined) registerQueueGauges(queues, gauge);
+
   const state = sources.state;
   if (state !== undefined) {
     gauge('plait_cluster_state_applied_seq', 'Cluster mode: the state stream sequence this node has applied to its cache', () => state().applied);
@@ -127,6 +155,29 @@ export function createMetricsRegistry(sources: MetricSources, eventLoop: EventLo
     },
   });
   return registry;
+}
+
+/**
+ * The gauges of the shared queues. The figures are read once per scrape, when the first is collected (a scrape
+ * collects the metrics in registration order, as registerEventLoopDelay relies on too), so all of them read one moment.
+ */
+function registerQueueGauges(queues: () => QueueStats, gauge: (name: string, help: string, read: () => number) => void): void {
+  let taken: QueueStats | undefined;
+  const first = (read: (stats: QueueStats) => number) => () => read((taken = queues()));
+  const later = (read: (stats: QueueStats) => number) => () => read(taken ?? (taken = queues()));
+  gauge('plait_delivery_attempts_in_flight', 'Delivery attempts in flight (on the worker-role holder)', first((q) => q.delivery.inFlight));
+  gauge('plait_delivery_targets_full', 'Delivery targets at their limit of attempts in flight; their other due jobs wait', later((q) => q.delivery.targetsFull));
+  gauge('plait_delivery_keys_full', 'API keys at their limit of delivery attempts in flight over all their targets; their other due jobs wait', later((q) => q.delivery.keysFull));
+  gauge('plait_delivery_targets_throttled', 'Delivery targets waiting out a rate limit (an advanced webhook endpoint\'s rateLimit)', later((q) => q.delivery.targetsThrottled));
+  gauge('plait_delivery_jobs_pending', 'Delivery jobs pending, due now or later (retries included)', later((q) => q.delivery.pending));
+  gauge('plait_delivery_targets_pending', 'Delivery targets with a pending job', later((q) => q.delivery.targetsPending));
+  gauge('plait_delivery_overdue_seconds', 'How long the earliest pending delivery job has been due (0 when none is)', later((q) => q.delivery.overdueMs / 1000));
+  gauge('plait_outbox_events', 'Events in the outbox the dispatcher has not planned yet', later((q) => q.outboxEvents));
+  gauge('plait_agent_tasks_waiting', 'Agent tasks waiting for a pool thread (compare with AGENT_QUEUE_LIMIT)', later((q) => q.agents.waiting));
+  gauge('plait_agent_tasks_running', 'Agent tasks running on a pool thread (at most AGENT_POOL_SIZE)', later((q) => q.agents.running));
+  gauge('plait_agent_keys_waiting', 'API keys with an agent task waiting for a pool thread', later((q) => q.agents.keysWaiting));
+  gauge('plait_background_jobs_running', 'Background jobs (GDPR erase, document migration) running in this process', later((q) => q.jobs.running));
+  gauge('plait_background_jobs_waiting', 'Background jobs waiting for a slot (on the worker-role holder; JOB_LIMITS)', later((q) => q.jobs.waiting));
 }
 
 const HELP: Record<Figure, string> = {

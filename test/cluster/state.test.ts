@@ -69,6 +69,9 @@ t.test('three nodes on separate DATA_DIRs: a workspace created on one works on e
   t.ok(applied > 0, `s3's metrics show the applied stream position (${applied})`);
   t.match(metrics, /^plait_cluster_state_refusing 0$/m, 'and that writes are not refused');
   t.match(metrics, /^plait_cluster_state_lag \d+$/m, 'and the applier\'s lag behind the stream');
+  // The backlog gauges read row counts through the cluster's recording wrapper of each database.
+  t.match(metrics, /^plait_outbox_events \d+$/m, 'the outbox backlog as this node\'s cache has it');
+  t.match(metrics, /^plait_delivery_jobs_pending \d+$/m, 'the pending deliveries as this node\'s cache has them');
 
   // Each node keeps its own LMDB: the rows are in s3's cache too, not only reachable through the owner.
   await s3.server.stop();

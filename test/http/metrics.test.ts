@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import t from 'tap';
 import WebSocket from 'ws';
 import { upgradeStatus, connect, editorOf, synced, syncBase, roomName, userToken, whenDocs, type Room } from '../helpers/sync.js';
@@ -64,6 +65,14 @@ t.test('/metrics parses as Prometheus text and moves under REST and sync load', 
 
   a.provider.destroy();
   b.provider.destroy();
+});
+
+t.test('every plait_* family a server exports is documented in docs/observability.md', async (t) => {
+  const { url } = await startTestServer(t);
+  const doc = readFileSync(new URL('../../docs/observability.md', import.meta.url), 'utf8');
+  const exported = [...(await scrape(url)).types.keys()].filter((name) => name.startsWith('plait_'));
+  t.ok(exported.length > 20, `read the families (${exported.length})`);
+  t.same(exported.filter((name) => !doc.includes(`\`${name}\``)), [], 'each is named in the metrics table');
 });
 
 t.test('METRICS_PORT moves /metrics to its own listener', async (t) => {
