@@ -1,7 +1,8 @@
 // Owns the delivery benchmark: events per second from REST through the outbox dispatcher to a local webhook receiver, and
 // the latency of a REST comment write with 1,000 deliveries pending (it must stay flat), the server's CPU with deliveries
-// held behind an endpoint that never answers (it must stay idle), and the cost of an activity-log page in a large
-// organization (it must not grow with the log).
+// held behind an endpoint that never answers (it must stay idle), the cost of an activity-log page in a large
+// organization (it must not grow with the log), and how long another workspace's webhook waits behind one workspace's
+// fan-out (it must not grow with that fan-out).
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { finish, flags, main, num, profileDir, reportProfiles, servers } from './lib/cli.js';
@@ -17,6 +18,7 @@ const USAGE = `node --import=tsx bench/delivery.ts [flags]
   --writes N        comment writes timed in each latency phase (default 400)
   --concurrency C   REST requests in flight (default 8)
   --activities N    activities in the organization whose log pages are read (default 20000)
+  --fanout N        comments one workspace with 100 endpoints writes ahead of another's one (default 1000)
   --profile         write and summarize a V8 CPU profile of the Plait server
   --server K        plait (default) or plait-base (the build in BENCH_BASE_DIST, for before/after)`;
 
@@ -66,7 +68,7 @@ function comment(organizationId: string, documentId: string, i: number): unknown
   return { organizationId, documentId, commentAnnotations: [{ annotationId: `t${i}`, commentData: [{ commentText: `comment ${i}`, from: { userId: 'u1' } }] }] };
 }
 
-export async function runDelivery(options: { events: number; pending: number; held: number; writes: number; concurrency: number; activities: number }, cpuProfileDir?: string, kind: ServerKind = 'plait'): Promise<Figure[]> {
+export async function runDelivery(options: { events: number; pending: number; held: number; writes: number; concurrency: number; activities: number; fanout: number }, cpuProfileDir?: string, kind: ServerKind = 'plait'): Promise<Figure[]> {
   const figures: Figure[] = [];
   const fast = await startReceiver();
   const slow = await startReceiver();
@@ -116,6 +118,7 @@ export async function runDelivery(options: { events: number; pending: number; he
     }
     figures.push(...(await heldBehindAHang(plait, call, organizationId, stuck, options.held, options.pending - slow.count)));
     figures.push(...(await activityPages(plait, call, organizationId, options.activities)));
+    figures.push(...(await behindAFanOut(plait, stuck, options.fanout)));
   } finally {
     await plait.stop();
     fast.server.closeAllConnections();
@@ -149,6 +152,35 @@ async function heldBehindAHang(plait: ServerHandle, call: (path: string, data: u
 }
 
 /**
+ * One workspace with 100 advanced webhook endpoints (to the endpoint that never answers, so its attempts hold only its
+ * own slots) writes `count` comments, then another workspace writes one: the time from that write to its webhook
+ * reaching a receiver. Before the nineteenth session the dispatcher planned events in commit order, so the second
+ * workspace's event waited for the first's `count` × 100 jobs to be planned.
+ */
+async function behindAFanOut(plait: ServerHandle, stuck: Receiver, count: number): Promise<Figure[]> {
+  const receiver = await startReceiver();
+  try {
+    const [heavy, light] = [await plaitCredentials(plait.port), await plaitCredentials(plait.port)];
+    const heavyCall = (path: string, data: unknown): Promise<void> => postPlait(plait.port, heavy.headers, path, data);
+    const lightCall = (path: string, data: unknown): Promise<void> => postPlait(plait.port, light.headers, path, data);
+    for (const call of [heavyCall, lightCall]) await call('/v2/workspace/advancedwebhookconfig/update', { isEnabled: true });
+    await pool(100, 8, (i) => heavyCall('/v2/workspace/advancedwebhook/endpoints/create', { url: `${stuck.url}/fan-${i}` }));
+    await lightCall('/v2/workspace/advancedwebhook/endpoints/create', { url: `${receiver.url}/light` });
+    await pool(count, 8, (i) => heavyCall('/v1/commentannotations/add', comment(heavy.organizationId, 'fan-out', i)));
+    const reached = new Promise<void>((resolve) => (receiver.onCount = resolve));
+    const started = performance.now();
+    await lightCall('/v1/commentannotations/add', comment(light.organizationId, 'light', 0));
+    await reached;
+    const ms = performance.now() - started;
+    progress(`delivery: another workspace's webhook behind one workspace's ${count} comments to 100 endpoints: ${ms.toFixed(0)} ms from its write to its receiver`);
+    return [{ bench: `delivery: another workspace's webhook behind one workspace's ${count} comments to 100 endpoints`, metric: 'write to receiver', unit: 'ms', server: plait.kind, value: ms, better: 'lower' }];
+  } finally {
+    receiver.server.closeAllConnections();
+    receiver.server.close();
+  }
+}
+
+/**
  * Activity-log pages of 50 in an organization of `count` activities over 20 documents, one request at a time: the
  * newest page, and the newest page of one document. Each page must cost the same whatever the log holds.
  */
@@ -178,7 +210,7 @@ async function activityPages(plait: ServerHandle, call: (path: string, data: unk
 
 if (isMain(import.meta.url)) {
   main(async () => {
-    const values = flags(USAGE, { events: { type: 'string' }, pending: { type: 'string' }, held: { type: 'string' }, writes: { type: 'string' }, concurrency: { type: 'string' }, activities: { type: 'string' }, profile: { type: 'boolean' } });
+    const values = flags(USAGE, { events: { type: 'string' }, pending: { type: 'string' }, held: { type: 'string' }, writes: { type: 'string' }, concurrency: { type: 'string' }, activities: { type: 'string' }, fanout: { type: 'string' }, profile: { type: 'boolean' } });
     const dir = profileDir(values);
     const kinds = servers(values, ['plait']);
     const kind = kinds[0];
@@ -190,6 +222,7 @@ if (isMain(import.meta.url)) {
       writes: num(values, 'writes', 400, 10),
       concurrency: num(values, 'concurrency', 8, 1, 256),
       activities: num(values, 'activities', 20_000, 100),
+      fanout: num(values, 'fanout', 1000, 1),
     }, dir, kind);
     reportProfiles(dir);
     for (const figure of figures) emit(figure);

@@ -55,7 +55,7 @@ const STEPS: readonly Step[] = [
   { name: 'load', script: 'load.ts', args: [], quick: ['--small-docs', '3', '--large-docs', '1'], profiles: true },
   { name: 'rest', script: 'rest.ts', args: [], quick: ['--duration', '1', '--warmup', '0', '--floor-batches', '20'], profiles: true },
   { name: 'listing', script: 'listing.ts', args: [], quick: ['--docs', '300', '--pages', '3'], profiles: false },
-  { name: 'delivery', script: 'delivery.ts', args: [], quick: ['--events', '100', '--pending', '100', '--held', '200', '--writes', '50', '--activities', '1000'], profiles: false },
+  { name: 'delivery', script: 'delivery.ts', args: [], quick: ['--events', '100', '--pending', '100', '--held', '200', '--writes', '50', '--activities', '1000', '--fanout', '100'], profiles: false },
   // Skipped, saying so, when nats-server is missing.
   { name: 'cluster', script: 'cluster.ts', args: [], quick: ['--docs', '8', '--readers', '2', '--seconds', '2', '--latency-docs', '4', '--latency-seconds', '2'], profiles: false },
 ];

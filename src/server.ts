@@ -24,8 +24,6 @@ import { buildOpenApi, plaitVersion } from './http/openapi.js';
 import { mountMetrics, mountSite } from './http/site.js';
 import { metricsScrape } from './metrics/scrape.js';
 import type { QueueStats } from './metrics/registry.js';
-import { rowCount } from './store/row-count.js';
-import { DB } from './store/keys.js';
 import { folderDocumentsFrom } from './doc/annotations/listing.js';
 import type { TopicPublisher } from './doc/peer.js';
 import type { ClusterNode } from './cluster/node.js';
@@ -266,14 +264,13 @@ export async function startServer(config: Config, log: Logger, options: ServerOp
   };
 }
 
-/**
- * The shared queues as /metrics shows them. The outbox's backlog is its database's row count (one row per event not yet
- * planned; the dispatcher removes a row when it acks it): read here, beside the other figures, at no cost per event.
- */
+/** The shared queues as /metrics shows them. */
 function queueStats(services: Services): QueueStats {
+  const outbox = services.outbox.backlog();
   return {
     delivery: services.delivery.occupancy(),
-    outboxEvents: rowCount(services.store.records(DB.outbox)),
+    outboxEvents: outbox.waiting + outbox.parked,
+    outboxParked: outbox.parked,
     agents: services.agents.pool.occupancy(),
     jobs: services.jobs.occupancy(),
   };

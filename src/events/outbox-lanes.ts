@@ -2,6 +2,7 @@
 import type { Database, Key } from 'lmdb';
 import type { Store, WriteTx } from '../store/env.js';
 import { DB } from '../store/keys.js';
+import { rowCount } from '../store/row-count.js';
 import { eventOf, type StoredEvent } from './outbox-row.js';
 import type { OutboxEvent } from './types.js';
 
@@ -51,7 +52,12 @@ export class OutboxLanes {
     return this.keys().has(apiKey);
   }
 
-  /** How many keys have a lane (a figure for tests and metrics). */
+  /** How many events are parked, over every lane (LMDB's row count: no scan). */
+  get events(): number {
+    return rowCount(this.db);
+  }
+
+  /** How many keys have a lane (a figure for tests). */
   get size(): number {
     return this.keys().size;
   }

@@ -3,6 +3,7 @@ import type { Database, Key } from 'lmdb';
 import { timeOrderedHex } from '../ids.js';
 import type { Store, WriteTx } from '../store/env.js';
 import { DB } from '../store/keys.js';
+import { rowCount } from '../store/row-count.js';
 import { OutboxLanes } from './outbox-lanes.js';
 import { eventOf, type StoredEvent } from './outbox-row.js';
 import { V1_ACTION, type EventAudience, type EventDraft, type EventPayload, type EventRecorder, type EventType, type OutboxEvent, type StampedEvent } from './types.js';
@@ -240,6 +241,11 @@ export class Outbox {
       if (seq !== undefined) return seq;
     }
     return 0;
+  }
+
+  /** Events not yet planned, in the outbox (`waiting`) and in the keys' lanes (`parked`): LMDB's row counts, no scan. */
+  backlog(): { readonly waiting: number; readonly parked: number } {
+    return { waiting: rowCount(this.db), parked: this.lanes.events };
   }
 
   /** Events in seq order after `afterSeq`, claimed or not. */

@@ -18,8 +18,10 @@ export interface QueueStats {
     readonly targetsPending: number;
     readonly overdueMs: number;
   };
-  /** Events in the outbox, not yet planned by the dispatcher. */
+  /** Events not yet planned by the dispatcher, in the outbox and parked in the API keys' lanes. */
   readonly outboxEvents: number;
+  /** Of those, the events parked in lanes (src/events/outbox-lanes.ts). */
+  readonly outboxParked: number;
   /** src/agents/fair-queue.ts `occupancy()`. */
   readonly agents: { readonly waiting: number; readonly running: number; readonly keysWaiting: number };
   /** src/tenant/jobs.ts `occupancy()`. */
@@ -172,7 +174,8 @@ function registerQueueGauges(queues: () => QueueStats, gauge: (name: string, hel
   gauge('plait_delivery_jobs_pending', 'Delivery jobs pending, due now or later (retries included)', later((q) => q.delivery.pending));
   gauge('plait_delivery_targets_pending', 'Delivery targets with a pending job', later((q) => q.delivery.targetsPending));
   gauge('plait_delivery_overdue_seconds', 'How long the earliest pending delivery job has been due (0 when none is)', later((q) => q.delivery.overdueMs / 1000));
-  gauge('plait_outbox_events', 'Events in the outbox the dispatcher has not planned yet', later((q) => q.outboxEvents));
+  gauge('plait_outbox_events', 'Events the dispatcher has not planned yet, parked ones included', later((q) => q.outboxEvents));
+  gauge('plait_outbox_events_parked', 'Of those, events parked in their API key\'s lane after it planned its share of a dispatcher round', later((q) => q.outboxParked));
   gauge('plait_agent_tasks_waiting', 'Agent tasks waiting for a pool thread (compare with AGENT_QUEUE_LIMIT)', later((q) => q.agents.waiting));
   gauge('plait_agent_tasks_running', 'Agent tasks running on a pool thread (at most AGENT_POOL_SIZE)', later((q) => q.agents.running));
   gauge('plait_agent_keys_waiting', 'API keys with an agent task waiting for a pool thread', later((q) => q.agents.keysWaiting));

@@ -15,6 +15,7 @@ const QUEUE_GAUGES = [
   'plait_delivery_targets_pending',
   'plait_delivery_overdue_seconds',
   'plait_outbox_events',
+  'plait_outbox_events_parked',
   'plait_agent_tasks_waiting',
   'plait_agent_tasks_running',
   'plait_agent_keys_waiting',
@@ -47,6 +48,19 @@ t.test('every queue gauge is exported as a gauge, at 0 on an idle server', async
     t.equal(exposition.types.get(name), 'gauge', `${name} is a gauge`);
     t.equal(sampleValue(exposition, name), 0, `${name} is 0`);
   }
+});
+
+t.test('delivery: events parked in an API key\'s lane count in the backlog until they are planned', async (t) => {
+  const env = await deliveryEnv(t);
+  await env.call('/v2/workspace/advancedwebhookconfig/update', { isEnabled: true });
+  for (let i = 0; i < 40; i++) await env.call('/v2/workspace/advancedwebhook/endpoints/create', { url: `http://127.0.0.1:9/hook-${i}` });
+  for (let i = 0; i < 30; i++) await env.call('/v1/commentannotations/add', threadBody(`t${i}`));
+  t.match(await queues(env.server.url), { outbox_events: 30, outbox_events_parked: 0 }, 'thirty events wait in the outbox');
+  await env.running.services.delivery.dispatcher.pump();
+  // The key planned its share of the round (7 events to 40 endpoints); the other 23 wait in its lane.
+  t.match(await queues(env.server.url), { outbox_events: 23, outbox_events_parked: 23 }, 'the rest is parked, and still counted');
+  await env.running.services.delivery.dispatcher.drain();
+  t.match(await queues(env.server.url), { outbox_events: 0, outbox_events_parked: 0 }, 'all planned');
 });
 
 t.test('delivery: the outbox backlog, pending jobs, attempts held in flight by an endpoint that has not answered, how overdue', async (t) => {
