@@ -103,3 +103,23 @@ t.test('a document deleted while its events are parked: they leave the lane and 
   t.equal(delivery.queue.list((job) => job.channel === 'advancedWebhook' && job.state === 'cancelled').length, before, 'only those planned before the deletion were ever made');
   t.equal(outbox.lanes.size, 0, 'the lane is empty');
 });
+
+t.test('parked events survive a restart, and the next dispatcher plans them', async (t) => {
+  const dataDir = t.testdir();
+  const first = await deliveryEnv(t, {}, dataDir);
+  await first.call('/v2/workspace/advancedwebhookconfig/update', { isEnabled: true });
+  for (let i = 0; i < 30; i++) await first.call('/v2/workspace/advancedwebhook/endpoints/create', { url: `http://127.0.0.1:9/hook-${i}` });
+  for (let i = 0; i < 40; i++) await first.call('/v1/commentannotations/add', threadBody(`t${i}`));
+  await first.running.services.delivery.dispatcher.pump();
+  const parked = first.running.services.outbox.backlog().parked;
+  t.ok(parked > 0, `${parked} events parked`);
+  await first.running.stop();
+  const second = await deliveryEnv(t, {}, dataDir);
+  const { delivery, outbox } = second.running.services;
+  t.same(outbox.backlog(), { waiting: 0, parked }, 'the parked events are still there after the restart');
+  await delivery.dispatcher.drain();
+  const jobs = delivery.queue.pending().filter((job) => job.channel === 'advancedWebhook');
+  t.equal(jobs.length, 40 * 30, 'every event reached every endpoint, none twice');
+  t.equal(new Set(jobs.map((job) => job.id)).size, jobs.length);
+  t.same(outbox.backlog(), { waiting: 0, parked: 0 });
+});
