@@ -163,7 +163,11 @@ export class Dispatcher {
       for (let next = 0; next < events.length; ) next += await this.planClaimed(events.slice(next), shares, now, counts);
       if (events.length < batchSize) break;
     }
-    const fromLanes = outbox.lanes.size === 0 ? 0 : await this.planLanes(shares, now);
+    const fromLanes = outbox.lanes.size === 0 ? 0 : await this.planLanes(shares, now).catch((error: unknown) => {
+      // Its lane reads went with the transaction: the next round reads the lanes from the database again.
+      outbox.lanes.reload();
+      throw error;
+    });
     // Every round has fresh shares, so a round after this one takes parked events even when this one took none.
     this.lanesWaiting = outbox.lanes.size > 0;
     // The runner looks for due jobs when told; a round that wrote none (no channel configured for its events, the
@@ -214,13 +218,19 @@ export class Dispatcher {
       let taken = 0;
       for (let turn = outbox.lanes.nextTurn(); turn !== undefined && !turned.has(turn.apiKey); turn = outbox.lanes.nextTurn()) {
         turned.add(turn.apiKey);
+        let ended = true;
         for (const event of turn.events) {
-          if (queue.writeCount >= budget || (shares.get(event.apiKey) ?? 0) >= KEY_SHARE) break;
+          if (queue.writeCount >= budget || (shares.get(event.apiKey) ?? 0) >= KEY_SHARE) {
+            ended = false;
+            break;
+          }
           // Removed since it was read: its document or organization was deleted.
           if (outbox.lanes.holds(event)) this.planOne(tx, event, shares, now);
           outbox.lanes.remove(tx, event);
           taken++;
         }
+        // Planned to its end: the key's next events are planned as they come instead of parked behind nothing.
+        if (ended) outbox.lanes.emptied(turn.apiKey);
         if (queue.writeCount >= budget) break;
       }
       return taken;

@@ -89,6 +89,14 @@ export class OutboxLanes {
     for (const { value } of this.db.getRange(laneRange(apiKey))) yield eventOf(value);
   }
 
+  /**
+   * The key's lane was planned to its end in the caller's transaction: it loses its turn now, so the key's next events
+   * are planned as they come. If that transaction fails, the caller must `reload`.
+   */
+  emptied(apiKey: string): void {
+    this.keys().delete(apiKey);
+  }
+
   /** Whether the event is still parked: a deletion may have removed it since it was read. */
   holds(ref: LaneRef): boolean {
     return this.db.doesExist(laneKey(ref));
