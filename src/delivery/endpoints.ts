@@ -6,6 +6,7 @@ import { invalidArgument, notFound } from '../errors.js';
 import { limitRefusals } from '../metrics/instruments.js';
 import type { Store, WriteTx } from '../store/env.js';
 import { DB } from '../store/keys.js';
+import { MessageBodies } from './message-bodies.js';
 import { TimeIndexed } from './time-index.js';
 
 /**
@@ -93,6 +94,12 @@ export function viewEndpoint(record: EndpointRecord): EndpointView {
 
 const ENDPOINT_NOT_FOUND = 'Advanced webhook endpoint not found.';
 
+/**
+ * A message as stored: without its body, which its endpoints share (src/delivery/message-bodies.ts). Records written
+ * before schema 7 still hold it and are read as they are.
+ */
+type StoredMessage = Omit<MessageRecord, 'body'> & { readonly body?: string };
+
 /** What a message listing filters on, kept in its time-index row. */
 interface MessageSummary {
   readonly status: MessageRecord['status'];
@@ -101,11 +108,13 @@ interface MessageSummary {
 export class Endpoints {
   private readonly endpoints: Database<EndpointRecord, Key>;
   /** Listed under [apiKey, endpointId], newest first by `createdAt`. */
-  private readonly messages: TimeIndexed<MessageRecord, MessageSummary>;
+  private readonly messages: TimeIndexed<StoredMessage, MessageSummary>;
+  private readonly bodies: MessageBodies;
 
   constructor(private readonly store: Store, private readonly secrets: Secrets) {
     this.endpoints = store.records<EndpointRecord>(DB.webhookEndpoints);
-    this.messages = new TimeIndexed(store, {
+    this.bodies = new MessageBodies(store);
+    this.messages = new TimeIndexed<StoredMessage, MessageSummary>(store, {
       records: DB.webhookMessages,
       index: DB.webhookMessageTimes,
       summarize: (message) => ({ status: message.status }),
@@ -193,16 +202,40 @@ export class Endpoints {
   }
 
   message(apiKey: string, endpointId: string, messageId: string): MessageRecord | undefined {
-    return this.messages.get([apiKey, endpointId], messageId);
+    const stored = this.messages.get([apiKey, endpointId], messageId);
+    return stored === undefined ? undefined : this.withBody(apiKey, stored);
   }
 
+  /** Whether the endpoint has a record of the message (planning asks, to enqueue it once). */
+  hasMessage(apiKey: string, endpointId: string, messageId: string): boolean {
+    return this.messages.has([apiKey, endpointId], messageId);
+  }
+
+  /** Writes the endpoint's record of the message; its body is written once for all the message's endpoints. */
   putMessage(tx: WriteTx, apiKey: string, message: MessageRecord): void {
-    this.messages.put(tx, [apiKey, message.endpointId], message);
+    this.bodies.keep(tx, apiKey, message.id, message.body, message.createdAt);
+    // Field by field: object rest is V8's slow path, and this runs for every endpoint of every event and every attempt.
+    const stored: StoredMessage = {
+      id: message.id,
+      endpointId: message.endpointId,
+      eventType: message.eventType,
+      eventId: message.eventId,
+      createdAt: message.createdAt,
+      status: message.status,
+      attempts: message.attempts,
+      resends: message.resends,
+    };
+    this.messages.put(tx, [apiKey, message.endpointId], stored);
   }
 
   /** The endpoint's newest `limit` messages (with `status`, if given), newest first: reads no further than that. */
   listMessages(apiKey: string, endpointId: string, limit: number, status?: MessageRecord['status']): MessageRecord[] {
-    return this.messages.page([apiKey, endpointId], (summary) => status === undefined || summary.status === status, { pageSize: limit, order: 'desc' }).rows;
+    const rows = this.messages.page([apiKey, endpointId], (summary) => status === undefined || summary.status === status, { pageSize: limit, order: 'desc' }).rows;
+    return rows.map((stored) => this.withBody(apiKey, stored));
+  }
+
+  private withBody(apiKey: string, stored: StoredMessage): MessageRecord {
+    return stored.body !== undefined ? (stored as MessageRecord) : { ...stored, body: this.bodies.get(apiKey, stored.id) ?? '' };
   }
 
   /**
@@ -217,8 +250,20 @@ export class Endpoints {
         const [apiKey, endpointId] = key as [string, string];
         removed += this.messages.removeBefore(tx, [apiKey, endpointId], before, (summary) => summary.status !== 'pending', limit - removed);
       }
+      // Then the bodies of that time no endpoint's message refers to any more (pruned above, or their endpoint deleted).
+      if (removed < limit) removed += this.bodies.prune(tx, before, limit - removed, this.referencedBy());
       return removed;
     });
+  }
+
+  /** Whether any endpoint of the key still has a record of the message; each key's endpoints are read once. */
+  private referencedBy(): (apiKey: string, messageId: string) => boolean {
+    const endpointIds = new Map<string, string[]>();
+    return (apiKey, messageId) => {
+      let ids = endpointIds.get(apiKey);
+      if (ids === undefined) endpointIds.set(apiKey, (ids = Array.from(this.endpoints.getKeys({ start: [apiKey], end: [apiKey, '\uffff'] }), (key) => String((key as unknown[])[1]))));
+      return ids.some((endpointId) => this.messages.has([apiKey, endpointId], messageId));
+    };
   }
 
   /** Indexes by time the messages written before schema 4, once. */

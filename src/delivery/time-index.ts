@@ -54,6 +54,11 @@ export class TimeIndexed<R extends { readonly id: string }, S> {
     return this.records.get([apiKey, scope, id]);
   }
 
+  /** Whether the scope holds a record of this id (no decoding). */
+  has([apiKey, scope]: Scope, id: string): boolean {
+    return this.records.doesExist([apiKey, scope, id]);
+  }
+
   /** Writes `record` and its index row; a stored record of the same id at another time loses its old index row. */
   put(_tx: WriteTx, [apiKey, scope]: Scope, record: R): void {
     const before = this.records.get([apiKey, scope, record.id]);

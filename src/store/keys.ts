@@ -100,10 +100,14 @@ export const DB = {
   deliveryFinished: 'delivery-finished',
   /** [apiKey, endpointId] -> EndpointRecord (advanced webhook endpoints, secret sealed) */
   webhookEndpoints: 'webhook-endpoints',
-  /** [apiKey, endpointId, messageId] -> MessageRecord with its attempts (Plait extension: messages/attempts/resend) */
+  /** [apiKey, endpointId, messageId] -> MessageRecord with its attempts, its body in DB.webhookBodies (Plait extension: messages/attempts/resend) */
   webhookMessages: 'webhook-messages',
   /** [apiKey, endpointId, createdAt, messageId] -> {status}: the message log's time index; src/delivery/time-index.ts */
   webhookMessageTimes: 'webhook-message-times',
+  /** [apiKey, messageId] -> the message's body (JSON text), once for every endpoint the message went to; src/delivery/message-bodies.ts */
+  webhookBodies: 'webhook-bodies',
+  /** [createdAt, apiKey, messageId] -> null: the bodies by time, for pruning */
+  webhookBodyTimes: 'webhook-body-times',
   /** [apiKey, organizationId, notificationId] -> NotificationRecord */
   notifications: 'notifications',
   /** [apiKey, organizationId, timestamp, notificationId] -> what notification reads filter on; src/delivery/time-index.ts */
@@ -154,14 +158,16 @@ export function distinctAfter(db: Pick<Database<unknown, Key>, 'getKeys'>, prefi
  * build stamped 4 would enqueue jobs the runner of this build never sees, so it must refuse such a directory.
  * 6: the dispatcher parks an API key's events in its lane (`outbox-lanes`); a build stamped 5 never reads the lanes, so
  * their events would never be planned, and it must refuse such a directory.
+ * 7: an advanced webhook message's body is stored once (`webhook-bodies`) for all its endpoints' records, which no
+ * longer hold it; a build stamped 6 would send and list those messages with no body, so it must refuse such a directory.
  */
-export const SCHEMA_VERSION = 6;
+export const SCHEMA_VERSION = 7;
 
 /**
  * Older stamps this build reads as they are (and re-stamps): version 1's inline records still decode, and threads
  * keyed by annotation id (1 and 2) are read and move to their number with their next change, and the activity logs,
  * notifications and webhook messages of 1 to 3 are indexed by time once at start (src/delivery/time-index.ts), and
  * the pending delivery jobs of 1 to 4 by target (DeliveryQueue.buildTargetIndex); 1 to 5 have no lanes, and none is
- * needed.
+ * needed; the webhook messages of 1 to 6 hold their bodies and are read as they are.
  */
-export const READABLE_SCHEMA_VERSIONS: readonly number[] = [1, 2, 3, 4, 5];
+export const READABLE_SCHEMA_VERSIONS: readonly number[] = [1, 2, 3, 4, 5, 6];

@@ -30,12 +30,57 @@ t.test('pruning removes settled messages made before the cut, with their index r
     endpoints.putMessage(tx, 'key-2', message(second.id, 'other-old', 100, 'success'));
   });
   t.equal(await endpoints.pruneMessages(1_000, 1), 1, 'at most the limit in one call');
-  t.equal(await endpoints.pruneMessages(1_000), 2, 'the rest of the old settled messages, on every endpoint');
+  t.equal(await endpoints.pruneMessages(1_000), 2 + 3, 'the rest of the old settled messages, on every endpoint, and the three bodies no message refers to any more');
   t.equal(await endpoints.pruneMessages(1_000), 0, 'nothing more');
-  t.same(endpoints.listMessages(API, first.id, 10).map((m) => m.id), ['new-ok', 'old-pending']);
+  t.same(endpoints.listMessages(API, first.id, 10).map((m) => [m.id, m.body]), [['new-ok', '{}'], ['old-pending', '{}']], 'the messages left keep their bodies');
   t.same(endpoints.listMessages('key-2', second.id, 10), []);
-  const rows = (name: typeof DB.webhookMessages | typeof DB.webhookMessageTimes): number => Array.from(store.records<unknown>(name).getKeys()).length;
+  const rows = (name: typeof DB.webhookMessages | typeof DB.webhookMessageTimes | typeof DB.webhookBodies | typeof DB.webhookBodyTimes): number => Array.from(store.records<unknown>(name).getKeys()).length;
   t.same([rows(DB.webhookMessages), rows(DB.webhookMessageTimes)], [2, 2], 'no record without its index row, nor the other way');
+  t.same([rows(DB.webhookBodies), rows(DB.webhookBodyTimes)], [2, 2], 'a body for each message left, with its time row');
+});
+
+t.test('a message\'s body is stored once for all its endpoints, and pruned once no endpoint refers to it', async (t) => {
+  const store = Store.open(t.testdir());
+  t.teardown(() => store.close());
+  const endpoints = new Endpoints(store, Secrets.load(t.testdir(), undefined));
+  const ids: string[] = [];
+  for (const url of ['https://example.com/a', 'https://example.com/b', 'https://example.com/c']) ids.push((await endpoints.create(API, { url }, 1)).id);
+  const body = JSON.stringify({ type: 'comment_annotation.add', text: 'x'.repeat(3000) });
+  await store.transaction((tx) => {
+    for (const endpointId of ids) endpoints.putMessage(tx, API, { ...message(endpointId, 'msg_1', 100, 'pending'), body });
+  });
+  const bodies = store.records<string>(DB.webhookBodies);
+  t.same(Array.from(bodies.getKeys()), [[API, 'msg_1']], 'one body row for three endpoints');
+  t.same(Array.from(store.records<{ body?: string }>(DB.webhookMessages).getRange({}), ({ value }) => value.body), [undefined, undefined, undefined], 'the records hold none');
+  for (const endpointId of ids) t.equal(endpoints.message(API, endpointId, 'msg_1')?.body, body, 'each endpoint reads it back');
+  // Settled on one endpoint, which rewrites its record: the body is not written again.
+  const settled = endpoints.message(API, ids[0]!, 'msg_1')!;
+  await store.transaction((tx) => endpoints.putMessage(tx, API, { ...settled, status: 'success' }));
+  t.equal(bodies.getKeysCount(), 1);
+  t.equal(await endpoints.pruneMessages(1_000), 1, 'the settled record goes; the others are pending and keep the body');
+  t.equal(bodies.get([API, 'msg_1']), body);
+  await endpoints.remove(API, ids[1]!);
+  await endpoints.remove(API, ids[2]!);
+  t.equal(await endpoints.pruneMessages(1_000), 1, 'its last endpoints deleted, the body goes at the next pass');
+  t.equal(bodies.getKeysCount(), 0);
+  t.equal(store.records<null>(DB.webhookBodyTimes).getKeysCount(), 0);
+});
+
+t.test('a record written before schema 7, with its body inline, is read as it is and keeps its body when rewritten', async (t) => {
+  const store = Store.open(t.testdir());
+  t.teardown(() => store.close());
+  const endpoints = new Endpoints(store, Secrets.load(t.testdir(), undefined));
+  const endpoint = await endpoints.create(API, { url: 'https://example.com/a' }, 1);
+  const old = { ...message(endpoint.id, 'msg_old', 100, 'pending'), body: '{"old":true}' };
+  // As an older build wrote it: the record with its body, and its index row.
+  await store.transaction(() => {
+    store.records<MessageRecord>(DB.webhookMessages).putSync([API, endpoint.id, old.id], old);
+    store.records<unknown>(DB.webhookMessageTimes).putSync([API, endpoint.id, old.createdAt, old.id], { status: 'pending' });
+  });
+  t.equal(endpoints.message(API, endpoint.id, old.id)?.body, '{"old":true}');
+  await store.transaction((tx) => endpoints.putMessage(tx, API, { ...endpoints.message(API, endpoint.id, old.id)!, status: 'success' }));
+  t.match(endpoints.message(API, endpoint.id, old.id), { status: 'success', body: '{"old":true}' }, 'rewritten without it, the body moved to its own row');
+  t.equal(store.records<{ body?: string }>(DB.webhookMessages).get([API, endpoint.id, old.id])?.body, undefined);
 });
 
 t.test('the runner prunes in batches until one comes back short, or until one fails, which it logs', async (t) => {

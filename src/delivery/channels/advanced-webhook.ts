@@ -84,7 +84,7 @@ export class AdvancedWebhookChannel implements Planner, ChannelRunner {
     now: number,
     about: Pick<DeliveryJob, 'organizationId' | 'documentId'> = {},
   ): void {
-    if (this.deps.endpoints.message(apiKey, endpoint.id, message.id) !== undefined) return;
+    if (this.deps.endpoints.hasMessage(apiKey, endpoint.id, message.id)) return;
     this.deps.endpoints.putMessage(tx, apiKey, { ...message, endpointId: endpoint.id, createdAt: now, status: 'pending', attempts: [], resends: 0 });
     const payload: AdvancedJobPayload = { endpointId: endpoint.id, messageId: message.id };
     this.deps.queue.enqueue(tx, { id: `${message.id}:${endpoint.id}`, channel: 'advancedWebhook', apiKey, target: `adv:${endpoint.id}`, due: now, createdAt: now, ...about, payload });
