@@ -70,3 +70,17 @@ t.test('cluster mode (NATS_URL) requires SECRET_KEY; without NATS_URL nothing ch
   t.throws(() => loadConfig({ NATS_URL: 'http://x', SECRET_KEY: key }, []), { message: /NATS_URL must be nats:\/\/host:port/ });
   t.throws(() => loadConfig({ NATS_URL: 'nats://x', SECRET_KEY: key, CLUSTER_LEASE_MS: '60000' }, []), { message: /CLUSTER_LEASE_MS must be an integer from 1000 to 10000/ });
 });
+
+t.test('the loaded-documents budget: defaults, 0 for none, and bad values named', async (t) => {
+  const defaults = loadConfig({}, []);
+  t.same(
+    [defaults.maxLoadedDocuments, defaults.maxLoadedDocumentsPerKey, defaults.maxLoadedDocumentBytes, defaults.maxLoadedDocumentBytesPerKey],
+    [50_000, 10_000, 1024 * 1024 * 1024, 256 * 1024 * 1024],
+  );
+  const set = loadConfig({ MAX_LOADED_DOCUMENTS: '0', MAX_LOADED_DOCUMENT_BYTES_PER_KEY: '1048576' }, ['--max-loaded-documents-per-key', '25']);
+  t.equal(set.maxLoadedDocuments, 0, '0 turns the limit off');
+  t.equal(set.maxLoadedDocumentsPerKey, 25);
+  t.equal(set.maxLoadedDocumentBytesPerKey, 1024 * 1024);
+  t.throws(() => loadConfig({ MAX_LOADED_DOCUMENTS_PER_KEY: '-1' }, []), { message: /^MAX_LOADED_DOCUMENTS_PER_KEY must be an integer from 0 to/ });
+  t.throws(() => loadConfig({}, ['--max-loaded-document-bytes', '1.5']), { message: /^--max-loaded-document-bytes must be an integer/ });
+});

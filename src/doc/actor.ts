@@ -27,7 +27,7 @@ export interface ActorDeps {
   readonly mailboxCapacity: number;
   readonly awareness: AwarenessLimits;
   readonly maxConnections: number;
-  /** Bytes published between two checks of every socket's buffer (backpressureCheckBytes in src/doc/registry.ts). */
+  /** Bytes published between two checks of every socket's buffer (backpressureCheckBytes below). */
   readonly backpressureCheckBytes: number;
   /** Called when the actor has no connection and no lease: the registry may unload it after a delay. */
   readonly onIdle: (actor: DocumentActor) => void;
@@ -343,6 +343,13 @@ export class DocumentActor implements DocumentActorView, TaskFailures, EditorDoc
     return this.peerCount === 0 && this.leases === 0;
   }
 
+  /** Bytes of its stores as stored (last snapshot plus the log since): the loaded-documents budget's estimate (src/doc/loaded-budget.ts). */
+  get storedBytes(): number {
+    let bytes = 0;
+    for (const store of this.stores.values()) bytes += store.snapshotBytes + store.logBytes;
+    return bytes;
+  }
+
   checkIdle(): void {
     if (this.idle) this.deps.onIdle(this);
   }
@@ -377,4 +384,14 @@ function info({ sessionId, userId, name, email, editorId, readOnly, extensions }
 
 function isChangeOrigin(value: unknown): value is ChangeOrigin {
   return typeof value === 'object' && value !== null && typeof (value as ChangeOrigin).userId === 'string';
+}
+
+/**
+ * How many bytes a document publishes between two checks of its sockets' buffers: a socket's buffer grows only by what
+ * is queued for it, so none is more than this past WS_MAX_BACKPRESSURE_BYTES when it is closed, well inside uWS's own
+ * backstop (twice the limit; src/ws/behavior.ts). Checking after every publish cost one native call per connection per
+ * update (issue 18).
+ */
+export function backpressureCheckBytes(limit: number): number {
+  return Math.min(64 * 1024, Math.floor(limit / 4));
 }

@@ -4,8 +4,9 @@ import { CLOSE, unavailable } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Store } from '../store/env.js';
 import { UpdateLog } from '../store/update-log.js';
-import { DocumentActor, type ActorDeps } from './actor.js';
+import { backpressureCheckBytes, DocumentActor, type ActorDeps } from './actor.js';
 import { JoinFrames } from './join-state.js';
+import { LoadedBudget, type LoadedLimits } from './loaded-budget.js';
 import { ActorLease, type Lease } from './lease.js';
 import { type ConnectionListener, type TopicPublisher } from './peer.js';
 import { documentKeyString, type DocumentKey } from '../document-key.js';
@@ -24,6 +25,7 @@ export type RegistryConfig = Pick<
   | 'docIdleUnloadMs'
   | 'wsMaxBackpressureBytes'
 > &
+  LoadedLimits &
   Partial<Pick<Config, 'joinStateCacheBytes'>>;
 
 interface Entry {
@@ -33,6 +35,8 @@ interface Entry {
   actor?: DocumentActor | undefined;
   unloading?: Promise<void> | undefined;
   timer?: NodeJS.Timeout | undefined;
+  /** The actor's stored bytes when last looked at (at its load, after each use, when it went idle): the budget's estimate. */
+  bytes: number;
 }
 
 export class DocumentActors {
@@ -47,6 +51,8 @@ export class DocumentActors {
   readonly joinFrames: JoinFrames;
   /** One for every actor: a deps object and onIdle closure per document cost ~0.5 KB each. */
   private readonly actorDeps: ActorDeps;
+  /** Loaded documents against MAX_LOADED_DOCUMENTS[_PER_KEY] and their bytes: who is unloaded early, and the 429. */
+  private readonly budget: LoadedBudget<Entry>;
 
   /** `publisher` reaches a topic's subscribers (uWS app.publish in src/server.ts). */
   constructor(
@@ -71,6 +77,14 @@ export class DocumentActors {
       publisher,
       joinFrames: this.joinFrames,
     };
+    this.budget = new LoadedBudget<Entry>(config, {
+      // No connection, no lease, nothing queued, loaded and staying.
+      unloadable: ({ key, actor, loading, unloading }) =>
+        actor !== undefined && loading === undefined && unloading === undefined && !this.closing && actor.idle && actor.queued === 0 && !this.holds.has(documentKeyString(key)),
+      inUse: (entry) => entry.actor !== undefined && !entry.actor.idle,
+      // The same path as the idle unload; out of the budget in any case, so the budget's loops always end.
+      unload: (entry) => (this.unload(documentKeyString(entry.key), entry), this.budget.remove(entry)),
+    });
   }
 
   /** The scale-out seam: whether this process owns `key` (always, unless a cluster's ownership says otherwise). */
@@ -123,7 +137,12 @@ export class DocumentActors {
   }
 
   /** Loads the actor if needed (concurrent first callers share one load) and leases it. */
-  async acquire(key: DocumentKey): Promise<Lease> {
+  acquire(key: DocumentKey): Promise<Lease> {
+    return this.acquireAs(key, false);
+  }
+
+  /** `admitted`: a request's load, which passes the key's budget or is refused (a sync connection's never is). */
+  private async acquireAs(key: DocumentKey, admitted: boolean): Promise<Lease> {
     const id = documentKeyString(key);
     for (;;) {
       if (this.closing) throw unavailable('the server is shutting down; reconnect shortly');
@@ -137,7 +156,11 @@ export class DocumentActors {
         await hold;
         continue;
       }
-      const entry = this.entries.get(id) ?? this.load(id, key);
+      let entry = this.entries.get(id);
+      if (entry === undefined) {
+        if (admitted) this.budget.admit(key.apiKey);
+        entry = this.load(id, key);
+      }
       if (entry.unloading !== undefined) {
         await entry.unloading;
         continue;
@@ -152,13 +175,14 @@ export class DocumentActors {
   /** Runs `use` with a leased actor and releases it afterwards (also the `DocumentActorLoader` port of src/doc/peer.ts). */
   async use<T>(key: DocumentKey, use: (actor: DocumentActor) => Promise<T> | T): Promise<T> {
     // Every REST operation on a document comes here: a loaded document is leased without acquire's awaits.
-    const lease = this.leaseNow(key) ?? (await this.acquire(key));
+    const lease = this.leaseNow(key) ?? (await this.acquireAs(key, true));
     try {
       return await use(lease.actor);
     } finally {
       lease.release();
     }
   }
+
 
   /** A lease taken at once, when this process owns the document and it is loaded and neither held nor unloading. */
   private leaseNow(key: DocumentKey): Lease | undefined {
@@ -174,7 +198,13 @@ export class DocumentActors {
   private leaseOf(entry: Entry, actor: DocumentActor): Lease {
     if (entry.timer !== undefined) clearTimeout(entry.timer);
     entry.timer = undefined;
-    return new ActorLease(actor);
+    // What its last use added is counted here (an idle document's at once, in scheduleUnload).
+    this.budget.resize(entry, actor.storedBytes);
+    this.budget.touch(entry);
+    const lease = new ActorLease(actor);
+    // Leased, this document is not one the budget may unload; a new one may have put the budget over.
+    this.budget.enforce(entry.key.apiKey);
+    return lease;
   }
 
   private load(id: string, key: DocumentKey): Entry {
@@ -185,10 +215,13 @@ export class DocumentActors {
       entry.loading = undefined;
       return actor;
     });
-    const entry: Entry = { key, loading };
+    const entry: Entry = { key, loading, bytes: 0 };
     this.entries.set(id, entry);
+    // Counted from the start of its load, so concurrent loads of one key cannot all pass its share.
+    this.budget.add(entry);
     loading.catch((error: unknown) => {
       this.log.error('document load failed', { error, organizationId: key.organizationId, documentId: key.documentId });
+      this.budget.remove(entry);
       entry.loading = undefined;
       if (this.entries.get(id) === entry) this.entries.delete(id);
     });
@@ -198,6 +231,10 @@ export class DocumentActors {
   private scheduleUnload(id: string): void {
     const entry = this.entries.get(id);
     if (entry === undefined || this.closing || entry.unloading !== undefined) return;
+    // Idle now: what a connection added is counted, and the budget may take this or another document at once.
+    if (entry.actor !== undefined) this.budget.resize(entry, entry.actor.storedBytes);
+    this.budget.enforce(entry.key.apiKey);
+    if (entry.unloading !== undefined) return;
     if (entry.timer !== undefined) clearTimeout(entry.timer);
     entry.timer = setTimeout(() => this.unload(id, entry), this.config.docIdleUnloadMs);
     // An idle document must not keep the process alive; stop() snapshots whatever is still loaded.
@@ -205,9 +242,11 @@ export class DocumentActors {
   }
 
   private unload(id: string, entry: Entry): void {
+    if (entry.timer !== undefined) clearTimeout(entry.timer);
     entry.timer = undefined;
     const actor = entry.actor;
     if (actor === undefined || !actor.idle || entry.unloading !== undefined || this.closing) return;
+    this.budget.remove(entry);
     entry.unloading = (async () => {
       await actor.whenIdle();
       await actor.finalSnapshot();
@@ -219,6 +258,7 @@ export class DocumentActors {
       // The state is still only in memory: keep the actor so nothing is lost, and try again later.
       this.log.error('final snapshot failed; the document stays loaded', { error });
       entry.unloading = undefined;
+      this.budget.add(entry);
       this.scheduleUnload(id);
     });
   }
@@ -232,20 +272,32 @@ export class DocumentActors {
     const id = documentKeyString(key);
     const entry = this.entries.get(id);
     if (entry === undefined || entry.unloading !== undefined) return;
+    await this.takeDown(id, entry, CLOSE.SERVICE_RESTART, 'the document moved to another node', () => this.updateLog.flush()).catch((error: unknown) =>
+      this.log.error('dropping a document whose lease was lost failed', { error }),
+    );
+  }
+
+  /**
+   * Closes a document's connections with `code`, drains its mailbox, lets `keep` write what must be kept, disposes it and
+   * forgets it (the unload listeners are told). A load still in flight is finished first; its failure rejects here, as
+   * it did for the callers waiting on it (the entry is already gone then).
+   */
+  private takeDown(id: string, entry: Entry, code: number, reason: string, keep: (actor: DocumentActor) => Promise<void>): Promise<void> {
     if (entry.timer !== undefined) clearTimeout(entry.timer);
     entry.timer = undefined;
+    this.budget.remove(entry);
     entry.unloading = (async () => {
       const actor = entry.actor ?? (await entry.loading);
       if (actor !== undefined) {
-        actor.closeAll(CLOSE.SERVICE_RESTART, 'the document moved to another node');
+        actor.closeAll(code, reason);
         await actor.whenIdle();
-        await this.updateLog.flush();
+        await keep(actor);
         actor.dispose();
       }
       this.entries.delete(id);
       for (const listener of this.unloadListeners) listener(entry.key);
     })();
-    await entry.unloading.catch((error: unknown) => this.log.error('dropping a document whose lease was lost failed', { error }));
+    return entry.unloading;
   }
 
   /** DocumentDataOwner (src/tenant/directory): the document is deleted, so its actor goes without a snapshot. */
@@ -280,19 +332,7 @@ export class DocumentActors {
   private async evictOne(id: string, entry: Entry): Promise<void> {
     if (entry.unloading !== undefined) await entry.unloading;
     if (this.entries.get(id) !== entry) return;
-    if (entry.timer !== undefined) clearTimeout(entry.timer);
-    entry.unloading = (async () => {
-      // A failed load rejects here, as it did for the callers waiting on it (the entry is already gone then).
-      const actor = entry.actor ?? (await entry.loading);
-      if (actor !== undefined) {
-        actor.closeAll(CLOSE.DOCUMENT_DELETED, 'the document was deleted');
-        await actor.whenIdle();
-        actor.dispose();
-      }
-      this.entries.delete(id);
-      for (const listener of this.unloadListeners) listener(entry.key);
-    })();
-    await entry.unloading;
+    await this.takeDown(id, entry, CLOSE.DOCUMENT_DELETED, 'the document was deleted', () => Promise.resolve());
   }
 
   /**
@@ -334,20 +374,7 @@ export class DocumentActors {
       await entry.unloading.catch(() => undefined);
       return this.unloadNow(id, code, reason);
     }
-    if (entry.timer !== undefined) clearTimeout(entry.timer);
-    entry.timer = undefined;
-    entry.unloading = (async () => {
-      const actor = entry.actor ?? (await entry.loading);
-      if (actor !== undefined) {
-        actor.closeAll(code, reason);
-        await actor.whenIdle();
-        await actor.finalSnapshot();
-        actor.dispose();
-      }
-      this.entries.delete(id);
-      for (const listener of this.unloadListeners) listener(entry.key);
-    })();
-    await entry.unloading;
+    await this.takeDown(id, entry, code, reason, (actor) => actor.finalSnapshot());
   }
 
   /** Graceful stop: close every connection with SERVICE_RESTART, drain mailboxes, final snapshots, flush. */
@@ -369,14 +396,4 @@ export class DocumentActors {
     for (const actor of actors) this.ownership.release(actor.key);
     this.entries.clear();
   }
-}
-
-/**
- * How many bytes a document publishes between two checks of its sockets' buffers: a socket's buffer grows only by what
- * is queued for it, so none is more than this past WS_MAX_BACKPRESSURE_BYTES when it is closed, well inside uWS's own
- * backstop (twice the limit; src/ws/behavior.ts). Checking after every publish cost one native call per connection per
- * update (issue 18).
- */
-export function backpressureCheckBytes(limit: number): number {
-  return Math.min(64 * 1024, Math.floor(limit / 4));
 }

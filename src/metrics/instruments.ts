@@ -32,6 +32,8 @@ export const limitRefusals = {
   agent_queue: 0,
   /** Advanced webhook endpoints past MAX_ENDPOINTS_PER_KEY. */
   webhook_endpoints_per_key: 0,
+  /** REST requests that would load a document past MAX_LOADED_DOCUMENTS_PER_KEY (or its bytes) when none of that key's could be unloaded. */
+  loaded_documents_per_key: 0,
 };
 
 type Labels = Readonly<Record<string, string>>;
