@@ -12,19 +12,8 @@ import { type ConnectionListener, type TopicPublisher } from './peer.js';
 import { documentKeyString, type DocumentKey } from '../document-key.js';
 import { NotOwnerError, SINGLE_PROCESS, type DocumentOwnership } from './ownership.js';
 
-export type RegistryConfig = Pick<
-  Config,
-  | 'persistence'
-  | 'awarenessMaxStateBytes'
-  | 'awarenessUpdatesPerSecond'
-  | 'groupCommitMs'
-  | 'compactAfterUpdates'
-  | 'compactAfterBytes'
-  | 'mailboxCapacity'
-  | 'maxConnectionsPerDocument'
-  | 'docIdleUnloadMs'
-  | 'wsMaxBackpressureBytes'
-> &
+export type RegistryConfig = Pick<Config, 'persistence' | 'groupCommitMs' | 'compactAfterUpdates' | 'compactAfterBytes' | 'mailboxCapacity' | 'docIdleUnloadMs'> &
+  Pick<Config, 'awarenessMaxStateBytes' | 'awarenessUpdatesPerSecond' | 'maxConnectionsPerDocument' | 'wsMaxBackpressureBytes'> &
   LoadedLimits &
   Partial<Pick<Config, 'joinStateCacheBytes'>>;
 
@@ -156,11 +145,7 @@ export class DocumentActors {
         await hold;
         continue;
       }
-      let entry = this.entries.get(id);
-      if (entry === undefined) {
-        if (admitted) this.budget.admit(key.apiKey);
-        entry = this.load(id, key);
-      }
+      const entry = this.entries.get(id) ?? this.load(id, key, admitted);
       if (entry.unloading !== undefined) {
         await entry.unloading;
         continue;
@@ -207,7 +192,16 @@ export class DocumentActors {
     return lease;
   }
 
-  private load(id: string, key: DocumentKey): Entry {
+  /** `admitted`: see acquireAs; a refused load leaves nothing behind, not even a cluster lease claimed for it. */
+  private load(id: string, key: DocumentKey, admitted: boolean): Entry {
+    if (admitted) {
+      try {
+        this.budget.admit(key.apiKey);
+      } catch (error) {
+        this.ownership.release(key);
+        throw error;
+      }
+    }
     const loading = Promise.resolve().then(() => {
       const loaded = this.updateLog.snapshots.load(key.apiKey, key.organizationId, key.documentId);
       const actor = new DocumentActor(key, loaded, this.actorDeps);
