@@ -1,7 +1,7 @@
 // Owns the accounting of loaded documents against their budget: counts and estimated bytes, overall and per API key, in least-recently-used order.
 import type { DocumentKey } from '../document-key.js';
 import { resourceExhausted } from '../errors.js';
-import { limitRefusals } from '../metrics/instruments.js';
+import { budgetCounts, limitRefusals } from '../metrics/instruments.js';
 
 /** The budget's limits (0: none), from MAX_LOADED_DOCUMENTS[_PER_KEY] and MAX_LOADED_DOCUMENT_BYTES[_PER_KEY]. */
 export interface LoadedLimits {
@@ -156,7 +156,7 @@ export class LoadedBudget<E extends Budgeted> {
         limitRefusals.loaded_documents_per_key++;
         throw resourceExhausted(`this API key has reached its limit of ${this.keyLimitPassed(apiKey, 1)}, and every one of them is in use by a connection or a request; retry when one is closed`, 5);
       }
-      this.host.unload(victim);
+      this.unload(victim);
     }
   }
 
@@ -169,12 +169,17 @@ export class LoadedBudget<E extends Budgeted> {
     while (this.keyOver(apiKey)) {
       const victim = this.oldest(apiKey);
       if (victim === undefined) break;
-      this.host.unload(victim);
+      this.unload(victim);
     }
     while (this.over()) {
       const victim = this.oldest(undefined);
       if (victim === undefined) break;
-      this.host.unload(victim);
+      this.unload(victim);
     }
+  }
+
+  private unload(victim: E): void {
+    budgetCounts.unloadedEarly++;
+    this.host.unload(victim);
   }
 }

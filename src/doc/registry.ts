@@ -86,7 +86,7 @@ export class DocumentActors {
   }
 
   /** Loaded documents, their connections and queued mailbox work, summed when metrics are scraped. */
-  stats(): { loaded: number; connections: number; mailboxDepth: number; mailboxMax: number; joinStateBytes: number } {
+  stats(): { loaded: number; connections: number; mailboxDepth: number; mailboxMax: number; joinStateBytes: number; loadedBytes: number } {
     let connections = 0;
     let mailboxDepth = 0;
     let mailboxMax = 0;
@@ -97,7 +97,7 @@ export class DocumentActors {
       mailboxDepth += actor.queued;
       mailboxMax = Math.max(mailboxMax, actor.queued);
     }
-    return { loaded: this.entries.size, connections, mailboxDepth, mailboxMax, joinStateBytes: this.joinFrames.bytes };
+    return { loaded: this.entries.size, connections, mailboxDepth, mailboxMax, joinStateBytes: this.joinFrames.bytes, loadedBytes: this.budget.bytes };
   }
 
   /** Registers a listener told (inside the mailbox) when a connection joins or leaves any document. */

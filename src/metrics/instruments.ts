@@ -16,6 +16,9 @@ export const syncCounts = {
   closed: 0,
 };
 
+/** Documents the loaded-documents budget unloaded before DOC_IDLE_UNLOAD_MS (src/doc/loaded-budget.ts). */
+export const budgetCounts = { unloadedEarly: 0 };
+
 /** Mailbox work refused because a document's mailbox was full (the sender is shed with RESOURCE_EXHAUSTED or close 1013). */
 export const mailboxCounts = { shed: 0 };
 

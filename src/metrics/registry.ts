@@ -1,7 +1,7 @@
 // Owns one server's Prometheus registry: the process-wide instruments plus gauges read from its services at scrape time.
 import { collectDefaultMetrics, Counter, Gauge, Registry, type Metric } from 'prom-client';
 import { FIGURES, type EventLoopDelay, type Figure } from './event-loop.js';
-import { groupCommitSeconds, groupCommitSize, limitRefusals, mailboxCounts, restRequests, restSeconds, syncCounts } from './instruments.js';
+import { budgetCounts, groupCommitSeconds, groupCommitSize, limitRefusals, mailboxCounts, restRequests, restSeconds, syncCounts } from './instruments.js';
 
 /**
  * How full the shared queues are (docs/limits.md, "Shared work, per workspace"), read once per scrape: every figure
@@ -30,7 +30,7 @@ export interface QueueStats {
 
 /** What the scrape reads from the server (src/doc/registry.ts `stats()`). */
 export interface MetricSources {
-  documents(): { loaded: number; connections: number; mailboxDepth: number; mailboxMax: number; joinStateBytes?: number };
+  documents(): { loaded: number; connections: number; mailboxDepth: number; mailboxMax: number; joinStateBytes?: number; loadedBytes?: number };
   /** The shared queues; absent in tests of the registry alone. */
   queues?(): QueueStats;
   /** Cluster mode only: the state log (src/cluster/state.ts). */
@@ -107,6 +107,7 @@ export function createMetricsRegistry(sources: MetricSources, eventLoop: EventLo
   // Each gauge walks the loaded documents once per scrape (a few thousand entries at most: cheap, and never on a hot path).
   gauge('plait_sync_connections', 'Open sync (WebSocket) connections', () => sources.documents().connections);
   gauge('plait_documents_loaded', 'Documents loaded in memory (actors)', () => sources.documents().loaded);
+  gauge('plait_documents_loaded_bytes', 'Loaded documents\' bytes as stored, as the loaded-documents budget last estimated them (compare with MAX_LOADED_DOCUMENT_BYTES)', () => sources.documents().loadedBytes ?? 0);
   gauge('plait_mailbox_depth', 'Tasks queued in all document mailboxes', () => sources.documents().mailboxDepth);
   gauge('plait_mailbox_depth_max', 'Tasks queued in the fullest document mailbox', () => sources.documents().mailboxMax);
   gauge('plait_join_state_bytes', 'Bytes of kept late-join answers over all documents (at most JOIN_STATE_CACHE_BYTES)', () => sources.documents().joinStateBytes ?? 0);
@@ -141,6 +142,7 @@ export function createMetricsRegistry(sources: MetricSources, eventLoop: EventLo
   );
   mirroredCounter(registry, 'plait_sync_connections_opened_total', 'Sync connections opened', () => syncCounts.opened);
   mirroredCounter(registry, 'plait_sync_connections_closed_total', 'Sync connections closed', () => syncCounts.closed);
+  mirroredCounter(registry, 'plait_documents_unloaded_early_total', 'Documents unloaded before DOC_IDLE_UNLOAD_MS to keep within the loaded-documents budget', () => budgetCounts.unloadedEarly);
   mirroredCounter(registry, 'plait_mailbox_shed_total', 'Messages refused because a document mailbox was full', () => mailboxCounts.shed);
   const refusalsExported = new Map<string, number>();
   new Counter({

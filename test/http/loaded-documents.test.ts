@@ -38,7 +38,7 @@ t.test('a key whose loaded documents are all connected gets 429 for a REST load;
 });
 
 t.test('documents unloaded for the budget come back with their comments and CRDT data', async (t) => {
-  const { api, server } = await startTestServer(t, { maxLoadedDocumentsPerKey: 1 });
+  const { api, url, server } = await startTestServer(t, { maxLoadedDocumentsPerKey: 1 });
   const actors = server.services.documentActors;
   const credentials = await api.createWorkspace();
   const unloaded: string[] = [];
@@ -54,6 +54,9 @@ t.test('documents unloaded for the budget come back with their comments and CRDT
 
   const text = await api.call<Array<{ data: unknown }>>(credentials, '/v2/crdt/get', { organizationId: 'org', documentId: 'first' });
   t.same(text.body.result?.data.map((record) => record.data), ['kept text']);
+  const metrics = await (await fetch(`${url}/metrics`)).text();
+  t.ok(Number(/^plait_documents_unloaded_early_total (\d+)$/m.exec(metrics)?.[1]) >= 2, 'the early unloads are counted in /metrics');
+  t.ok(Number(/^plait_documents_loaded_bytes (\d+)$/m.exec(metrics)?.[1]) > 0, 'and the budget\'s estimate of the loaded bytes is exported');
   const comments = await api.call<Array<{ annotationId: string; comments: Array<{ commentText: string }> }>>(credentials, '/v2/commentannotations/get', { organizationId: 'org', documentId: 'first' });
   t.same(comments.body.result?.data.map((annotation) => [annotation.annotationId, annotation.comments[0]?.commentText]), [['c1', 'kept comment']]);
 });
