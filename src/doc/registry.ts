@@ -85,7 +85,7 @@ export class DocumentActors {
     return this.entries.size;
   }
 
-  /** Loaded documents, their connections and queued mailbox work, summed when metrics are scraped. */
+  /** Loaded documents, their connections, queued mailbox work and stored bytes, summed when metrics are scraped. */
   stats(): { loaded: number; connections: number; mailboxDepth: number; mailboxMax: number; joinStateBytes: number; loadedBytes: number } {
     let connections = 0;
     let mailboxDepth = 0;
@@ -93,6 +93,8 @@ export class DocumentActors {
     for (const entry of this.entries.values()) {
       const actor = entry.actor;
       if (actor === undefined) continue;
+      // Connected documents grow through sync between the budget's looks (leases, going idle): the gauge reads them now.
+      this.budget.resize(entry, actor.storedBytes);
       connections += actor.connectionCount;
       mailboxDepth += actor.queued;
       mailboxMax = Math.max(mailboxMax, actor.queued);
