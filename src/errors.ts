@@ -75,6 +75,8 @@ export const CLOSE = {
   DOCUMENT_DELETED: 4404,
   /** The document was re-keyed (documents/migrate); the reason names the new id. Final: reconnect under the new id. */
   DOCUMENT_MOVED: 4410,
+  /** The document is at MAX_DOCUMENT_BYTES: the edit was not applied. Final: the client keeps its edits, reconnecting would send them again. */
+  DOCUMENT_TOO_LARGE: 4413,
   DOCUMENT_FULL: 4429,
   /**
    * 1013 Try Again Later, not a 44xx code: y-websocket treats 4400-4499 as final and stops reconnecting, while a

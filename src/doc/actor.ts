@@ -27,7 +27,7 @@ export interface ActorDeps {
   readonly mailboxCapacity: number;
   readonly awareness: AwarenessLimits;
   readonly maxConnections: number;
-  /** Bytes published between two checks of every socket's buffer (backpressureCheckBytes below). */
+  /** Bytes published between two checks of every socket's buffer (backpressureCheckBytes in src/doc/fanout.ts). */
   readonly backpressureCheckBytes: number;
   /** Called when the actor has no connection and no lease: the registry may unload it after a delay. */
   readonly onIdle: (actor: DocumentActor) => void;
@@ -37,6 +37,8 @@ export interface ActorDeps {
   readonly publisher: TopicPublisher;
   /** The byte budget of the kept late-join frames (src/doc/join-state.ts); none kept when absent. */
   readonly joinFrames?: JoinFrames;
+  /** MAX_DOCUMENT_BYTES (0: none): what `fits` holds the document's stored bytes to. */
+  readonly maxDocumentBytes: number;
 }
 
 export interface RootHint {
@@ -313,6 +315,7 @@ export class DocumentActor implements DocumentActorView, TaskFailures, EditorDoc
       get: (editorId) => this.stores.get(editorId),
       create: (editorId) => this.addStore(editorId),
       all: () => this.stores.values(),
+      fits: (added) => this.fits(added),
     };
     return (this.writesState = new StoreWrites(stores, this.deps.updateLog));
   }
@@ -350,6 +353,15 @@ export class DocumentActor implements DocumentActorView, TaskFailures, EditorDoc
     return bytes;
   }
 
+  /**
+   * Whether `added` more bytes keep the document within MAX_DOCUMENT_BYTES, counted as stored (snapshot plus the log
+   * since): a loop over the document's stores (most have one), then a comparison, per edit.
+   */
+  fits(added: number): boolean {
+    const max = this.deps.maxDocumentBytes;
+    return max === 0 || this.storedBytes + added <= max;
+  }
+
   checkIdle(): void {
     if (this.idle) this.deps.onIdle(this);
   }
@@ -384,14 +396,4 @@ function info({ sessionId, userId, name, email, editorId, readOnly, extensions }
 
 function isChangeOrigin(value: unknown): value is ChangeOrigin {
   return typeof value === 'object' && value !== null && typeof (value as ChangeOrigin).userId === 'string';
-}
-
-/**
- * How many bytes a document publishes between two checks of its sockets' buffers: a socket's buffer grows only by what
- * is queued for it, so none is more than this past WS_MAX_BACKPRESSURE_BYTES when it is closed, well inside uWS's own
- * backstop (twice the limit; src/ws/behavior.ts). Checking after every publish cost one native call per connection per
- * update (issue 18).
- */
-export function backpressureCheckBytes(limit: number): number {
-  return Math.min(64 * 1024, Math.floor(limit / 4));
 }

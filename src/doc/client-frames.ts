@@ -1,6 +1,7 @@
 // Owns what a connection's frames do to its document inside the actor's mailbox: sync answers, applied updates, awareness, and a viewer's refused edits.
 import * as Y from 'yjs';
 import { CLOSE } from '../errors.js';
+import { limitRefusals } from '../metrics/instruments.js';
 import { isEmptyUpdate, writePermissionDenied, type ClientMessage } from '../sync/protocol.js';
 import type { DocumentAwareness } from './document-awareness.js';
 import type { EditorDoc } from './editor-doc.js';
@@ -12,6 +13,8 @@ export interface FrameTarget {
   attachedStore(peer: Peer): EditorDoc | undefined;
   /** A client's update, applied to `store` as is: stamp, log and fan out its bytes (and `frame`, the frame holding them). */
   clientChanged(store: EditorDoc, update: Uint8Array, peer: Peer, frame?: Uint8Array): void;
+  /** Whether `added` more bytes keep the document within MAX_DOCUMENT_BYTES (DocumentActor.fits). */
+  fits(added: number): boolean;
   /** The document's awareness, made at first use. */
   readonly documentAwareness: DocumentAwareness;
 }
@@ -35,12 +38,14 @@ export function handleClientFrame(target: FrameTarget, peer: Peer, message: Clie
     case 'update':
       // The common case, kept free of re-encoding: the client's own bytes go to the log and, alone in their turn, out.
       if (peer.readOnly) refuseEdit(peer, message.update);
+      else if (!target.fits(message.update.length)) refuseGrowth(peer);
       else if (store.applyClientUpdate(message.update, peer)) target.clientChanged(store, message.update, peer, message.frame);
       return;
     case 'sync-step2':
       // Applied through the update event, which carries only what was new: a reconnecting client sends its whole
       // state, which must not be logged or passed on again.
       if (peer.readOnly) refuseEdit(peer, message.update);
+      else if (!target.fits(message.update.length)) refuseGrowth(peer);
       else Y.applyUpdate(store.doc, message.update, peer);
       return;
     case 'awareness':
@@ -62,4 +67,13 @@ function refuseEdit(peer: Peer, update: Uint8Array): void {
   if (isEmptyUpdate(update) || deniedOnce.has(peer)) return;
   deniedOnce.add(peer);
   peer.send(writePermissionDenied('viewer access: your edits are not saved or shared'));
+}
+
+/**
+ * An edit past MAX_DOCUMENT_BYTES is not applied, and its connection is closed with a final code: the client keeps the
+ * edit, and would send it again at every reconnect (its SyncStep2 carries all the server lacks).
+ */
+function refuseGrowth(peer: Peer): void {
+  limitRefusals.document_bytes++;
+  peer.close(CLOSE.DOCUMENT_TOO_LARGE, 'the document has reached its size limit (MAX_DOCUMENT_BYTES); this edit was not saved');
 }

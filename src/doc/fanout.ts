@@ -118,3 +118,13 @@ export class UpdateFanout {
     this.pending = undefined;
   }
 }
+
+/**
+ * How many bytes a document publishes between two checks of its sockets' buffers: a socket's buffer grows only by what
+ * is queued for it, so none is more than this past WS_MAX_BACKPRESSURE_BYTES when it is closed, well inside uWS's own
+ * backstop (twice the limit; src/ws/behavior.ts). Checking after every publish cost one native call per connection per
+ * update (issue 18).
+ */
+export function backpressureCheckBytes(limit: number): number {
+  return Math.min(64 * 1024, Math.floor(limit / 4));
+}

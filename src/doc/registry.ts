@@ -4,7 +4,8 @@ import { CLOSE, unavailable } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Store } from '../store/env.js';
 import { UpdateLog } from '../store/update-log.js';
-import { backpressureCheckBytes, DocumentActor, type ActorDeps } from './actor.js';
+import { DocumentActor, type ActorDeps } from './actor.js';
+import { backpressureCheckBytes } from './fanout.js';
 import { JoinFrames } from './join-state.js';
 import { LoadedBudget, type LoadedLimits } from './loaded-budget.js';
 import { ActorLease, type Lease } from './lease.js';
@@ -12,7 +13,7 @@ import { type ConnectionListener, type TopicPublisher } from './peer.js';
 import { documentKeyString, type DocumentKey } from '../document-key.js';
 import { NotOwnerError, SINGLE_PROCESS, type DocumentOwnership } from './ownership.js';
 
-export type RegistryConfig = Pick<Config, 'persistence' | 'groupCommitMs' | 'compactAfterUpdates' | 'compactAfterBytes' | 'mailboxCapacity' | 'docIdleUnloadMs'> &
+export type RegistryConfig = Pick<Config, 'persistence' | 'groupCommitMs' | 'compactAfterUpdates' | 'compactAfterBytes' | 'mailboxCapacity' | 'docIdleUnloadMs' | 'maxDocumentBytes'> &
   Pick<Config, 'awarenessMaxStateBytes' | 'awarenessUpdatesPerSecond' | 'maxConnectionsPerDocument' | 'wsMaxBackpressureBytes'> &
   LoadedLimits &
   Partial<Pick<Config, 'joinStateCacheBytes'>>;
@@ -65,6 +66,7 @@ export class DocumentActors {
       listeners: this.listeners,
       publisher,
       joinFrames: this.joinFrames,
+      maxDocumentBytes: config.maxDocumentBytes,
     };
     this.budget = new LoadedBudget<Entry>(config, {
       // No connection, no lease, nothing queued, loaded and staying.

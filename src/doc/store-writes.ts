@@ -1,6 +1,7 @@
 // Owns the REST CRDT operations of one document (records, Add and Update CRDT Data): each write is one Yjs update applied in the actor's mailbox and answered once committed.
 import * as Y from 'yjs';
-import { alreadyExists, notFound } from '../errors.js';
+import { alreadyExists, failedPrecondition, notFound } from '../errors.js';
+import { limitRefusals } from '../metrics/instruments.js';
 import type { UpdateLog } from '../store/update-log.js';
 import { isEmptyUpdate } from '../sync/protocol.js';
 import { defineRoot } from './crdt.js';
@@ -16,6 +17,8 @@ export interface WritableStores {
   /** Makes an empty store for `editorId` (it exists on disk once written). */
   create(editorId: string): EditorDoc;
   all(): Iterable<EditorDoc>;
+  /** Whether `added` more bytes keep the document within MAX_DOCUMENT_BYTES (DocumentActor.fits). */
+  fits(added: number): boolean;
 }
 
 /** Made at a document's first REST CRDT operation: most loaded documents only ever see sync traffic. */
@@ -67,6 +70,11 @@ export class StoreWrites {
   /** Applies a REST write as one Yjs update (planned on a scratch copy: `planWrite`); returns the commit promises (not awaited inside the mailbox). */
   private write(store: EditorDoc, write: StoreWrite): Array<Promise<void>> {
     const { contentKey, update } = planWrite(store, write);
+    // Planned on a scratch copy, so its size is known before anything is applied.
+    if (update !== undefined && !this.stores.fits(update.length)) {
+      limitRefusals.document_bytes++;
+      throw failedPrecondition('this write would take the document past its size limit (MAX_DOCUMENT_BYTES) as stored; nothing was written');
+    }
     const commits: Array<Promise<void>> = [];
     this.commits = commits;
     try {

@@ -44,7 +44,7 @@ export const ERROR_ANSWERS: Readonly<Record<string, { readonly description: stri
   '409': { description: 'It exists already, or a concurrent change won.', statuses: ['ALREADY_EXISTS', 'ABORTED'] },
   '413': { description: 'The body is larger than MAX_BODY_BYTES.', statuses: ['INVALID_ARGUMENT'] },
   '415': { description: 'The content type is not JSON.', statuses: ['INVALID_ARGUMENT'] },
-  '429': { description: 'A limit was reached (rate limit, full mailbox); `Retry-After` says when to retry.', statuses: ['RESOURCE_EXHAUSTED'] },
+  '429': { description: 'A limit was reached (rate limit, full mailbox, the API key\'s loaded documents); `Retry-After` says when to retry.', statuses: ['RESOURCE_EXHAUSTED'] },
   '500': { description: 'An internal error; nothing about it is leaked.', statuses: ['INTERNAL'] },
   '503': { description: 'The server is stopping; retry shortly.', statuses: ['UNAVAILABLE'] },
 };

@@ -37,6 +37,8 @@ export const limitRefusals = {
   webhook_endpoints_per_key: 0,
   /** REST requests that would load a document past MAX_LOADED_DOCUMENTS_PER_KEY (or its bytes) when none of that key's could be unloaded. */
   loaded_documents_per_key: 0,
+  /** Sync edits and REST CRDT writes that would have taken a document past MAX_DOCUMENT_BYTES. */
+  document_bytes: 0,
 };
 
 type Labels = Readonly<Record<string, string>>;

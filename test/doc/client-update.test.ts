@@ -4,7 +4,7 @@ import type { Test } from 'tap';
 import * as Y from 'yjs';
 import type { DocumentActor } from '../../src/doc/actor.js';
 import { loadConfig } from '../../src/config.js';
-import { backpressureCheckBytes } from '../../src/doc/actor.js';
+import { backpressureCheckBytes } from '../../src/doc/fanout.js';
 import { DocumentActors } from '../../src/doc/registry.js';
 import { createLogger } from '../../src/log.js';
 import { Store } from '../../src/store/env.js';
