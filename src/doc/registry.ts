@@ -25,7 +25,7 @@ interface Entry {
   actor?: DocumentActor | undefined;
   unloading?: Promise<void> | undefined;
   timer?: NodeJS.Timeout | undefined;
-  /** The actor's stored bytes when last looked at (at its load, after each use, when it went idle): the budget's estimate. */
+  /** The actor's stored bytes when last looked at (at each lease, when it went idle, at a scrape): the budget's estimate. */
   bytes: number;
 }
 
