@@ -137,11 +137,13 @@ export class DocumentActors {
   /** `admitted`: a request's load, which passes the key's budget or is refused (a sync connection's never is). */
   private async acquireAs(key: DocumentKey, admitted: boolean): Promise<Lease> {
     const id = documentKeyString(key);
+    let claimed = false;
     for (;;) {
       if (this.closing) throw unavailable('the server is shutting down; reconnect shortly');
       if (!this.ownership.owns(key)) {
         const claim = await this.ownership.claim(key);
         if (!claim.mine) throw new NotOwnerError(claim.owner);
+        claimed = true;
         if (this.closing) throw unavailable('the server is shutting down; reconnect shortly');
       }
       const hold = this.holds.get(id);
@@ -149,7 +151,7 @@ export class DocumentActors {
         await hold;
         continue;
       }
-      const entry = this.entries.get(id) ?? this.load(id, key, admitted);
+      const entry = this.entries.get(id) ?? this.load(id, key, admitted && { claimed });
       if (entry.unloading !== undefined) {
         await entry.unloading;
         continue;
@@ -171,7 +173,6 @@ export class DocumentActors {
       lease.release();
     }
   }
-
 
   /** A lease taken at once, when this process owns the document and it is loaded and neither held nor unloading. */
   private leaseNow(key: DocumentKey): Lease | undefined {
@@ -196,13 +197,13 @@ export class DocumentActors {
     return lease;
   }
 
-  /** `admitted`: see acquireAs; a refused load leaves nothing behind, not even a cluster lease claimed for it. */
-  private load(id: string, key: DocumentKey, admitted: boolean): Entry {
-    if (admitted) {
+  /** `admitted`: a request's load (acquireAs); refused, it leaves nothing behind, not even the cluster lease it claimed. */
+  private load(id: string, key: DocumentKey, admitted: false | { readonly claimed: boolean }): Entry {
+    if (admitted !== false) {
       try {
         this.budget.admit(key.apiKey);
       } catch (error) {
-        this.ownership.release(key);
+        if (admitted.claimed) this.ownership.release(key);
         throw error;
       }
     }

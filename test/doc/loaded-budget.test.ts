@@ -2,8 +2,9 @@
 import t from 'tap';
 import type { Test } from 'tap';
 import { loadConfig, type Config } from '../../src/config.js';
+import type { DocumentOwnership } from '../../src/doc/ownership.js';
 import { DocumentActors } from '../../src/doc/registry.js';
-import type { DocumentKey } from '../../src/document-key.js';
+import { documentKeyString, type DocumentKey } from '../../src/document-key.js';
 import { createLogger } from '../../src/log.js';
 import { budgetCounts, limitRefusals } from '../../src/metrics/instruments.js';
 import { Store } from '../../src/store/env.js';
@@ -13,12 +14,12 @@ import { FakeHub, FakePeer } from '../helpers/fake-peer.js';
 const hub = new FakeHub();
 const NO_LIMITS = { maxLoadedDocuments: 0, maxLoadedDocumentsPerKey: 0, maxLoadedDocumentBytes: 0, maxLoadedDocumentBytesPerKey: 0 };
 
-function open(t: Test, limits: Partial<Config>): { store: Store; registry: DocumentActors; unloaded: string[]; nextUnload: () => Promise<string> } {
+function open(t: Test, limits: Partial<Config>, ownership?: DocumentOwnership): { store: Store; registry: DocumentActors; unloaded: string[]; nextUnload: () => Promise<string> } {
   const dir = t.testdir();
   const store = Store.open(dir);
   // An idle unload an hour away: every unload seen here is the budget's.
   const config = loadConfig({}, [], { dataDir: dir, docIdleUnloadMs: 3_600_000, groupCommitMs: 0, ...NO_LIMITS, ...limits });
-  const registry = new DocumentActors(config, store, createLogger('silent'), hub);
+  const registry = new DocumentActors(config, store, createLogger('silent'), hub, ownership);
   t.teardown(async () => {
     await registry.shutdown();
     await store.close();
@@ -137,4 +138,21 @@ t.test('concurrent first loads of one key are counted from their start, so they 
   await Promise.all(busy);
   await write(registry, doc('third'), 'now it fits');
   t.equal(registry.loadedCount, 2, 'one of the released documents made room');
+});
+
+t.test('in a cluster, a refused load gives back the document lease it claimed', async (t) => {
+  // Ownership as a cluster's leases hold it: claimed at load, given up at release.
+  const held = new Set<string>();
+  const ownership: DocumentOwnership = {
+    owns: (ref) => held.has(documentKeyString(ref)),
+    claim: (ref) => (held.add(documentKeyString(ref)), Promise.resolve({ mine: true } as const)),
+    release: (ref) => void held.delete(documentKeyString(ref)),
+    onLost: () => undefined,
+  };
+  const { registry } = open(t, { maxLoadedDocumentsPerKey: 1 }, ownership);
+  const connected = await registry.acquire(doc('live'));
+  t.teardown(() => connected.release());
+  await t.rejects(write(registry, doc('refused'), 'x'), { name: 'AppError', status: 'RESOURCE_EXHAUSTED' });
+  t.notOk(held.has(documentKeyString(doc('refused'))), 'the lease claimed for the refused load was released');
+  t.ok(held.has(documentKeyString(doc('live'))), 'the loaded document keeps its own');
 });
