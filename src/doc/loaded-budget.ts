@@ -45,20 +45,12 @@ export class LoadedBudget<E extends Budgeted> {
 
   constructor(private readonly limits: LoadedLimits, private readonly host: BudgetHost<E>) {}
 
-  get count(): number {
-    return this.recent.size;
-  }
-
   get bytes(): number {
     return this.totalBytes;
   }
 
-  countOf(apiKey: string): number {
+  private countOf(apiKey: string): number {
     return this.keys.get(apiKey)?.recent.size ?? 0;
-  }
-
-  bytesOf(apiKey: string): number {
-    return this.keys.get(apiKey)?.bytes ?? 0;
   }
 
   add(entry: E): void {
