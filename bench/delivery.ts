@@ -2,7 +2,7 @@
 // the latency of a REST comment write with 1,000 deliveries pending (it must stay flat), the server's CPU with deliveries
 // held behind an endpoint that never answers (it must stay idle), the cost of an activity-log page in a large
 // organization (it must not grow with the log), and how long another workspace's webhook waits behind one workspace's
-// fan-out (it must not grow with that fan-out).
+// fan-out and beside workspaces whose endpoints never answer (neither must hold it).
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { finish, flags, main, num, profileDir, reportProfiles, servers } from './lib/cli.js';
@@ -119,6 +119,7 @@ export async function runDelivery(options: { events: number; pending: number; he
     figures.push(...(await heldBehindAHang(plait, call, organizationId, stuck, options.held, options.pending - slow.count)));
     figures.push(...(await activityPages(plait, call, organizationId, options.activities)));
     figures.push(...(await behindAFanOut(plait, stuck, options.fanout)));
+    figures.push(...(await besideDeadEndpoints(plait, stuck)));
   } finally {
     await plait.stop();
     fast.server.closeAllConnections();
@@ -174,6 +175,41 @@ async function behindAFanOut(plait: ServerHandle, stuck: Receiver, count: number
     const ms = performance.now() - started;
     progress(`delivery: another workspace's webhook behind one workspace's ${count} comments to 100 endpoints: ${ms.toFixed(0)} ms from its write to its receiver`);
     return [{ bench: `delivery: another workspace's webhook behind one workspace's ${count} comments to 100 endpoints`, metric: 'write to receiver', unit: 'ms', server: plait.kind, value: ms, better: 'lower' }];
+  } finally {
+    receiver.server.closeAllConnections();
+    receiver.server.close();
+  }
+}
+
+/**
+ * Four workspaces with two endpoints each that never answer (8 attempts a target hang for 15 s), 20 comments each, then
+ * another workspace's one comment: the time from its write to its webhook at a receiver. Before the nineteenth session
+ * the hanging attempts held all 64 of the runner's slots, so the other workspace waited for their timeouts.
+ */
+async function besideDeadEndpoints(plait: ServerHandle, stuck: Receiver): Promise<Figure[]> {
+  const receiver = await startReceiver();
+  try {
+    const before = stuck.count;
+    for (let k = 0; k < 4; k++) {
+      const dead = await plaitCredentials(plait.port);
+      const call = (path: string, data: unknown): Promise<void> => postPlait(plait.port, dead.headers, path, data);
+      await call('/v2/workspace/advancedwebhookconfig/update', { isEnabled: true });
+      for (let e = 0; e < 2; e++) await call('/v2/workspace/advancedwebhook/endpoints/create', { url: `${stuck.url}/dead-${k}-${e}` });
+      await pool(20, 8, (i) => call('/v1/commentannotations/add', comment(dead.organizationId, 'dead', i)));
+    }
+    // Every dead endpoint has its attempts out (8 each) before the other workspace writes.
+    while (stuck.count < before + 64) await new Promise<void>((resolve) => setImmediate(resolve));
+    const light = await plaitCredentials(plait.port);
+    const call = (path: string, data: unknown): Promise<void> => postPlait(plait.port, light.headers, path, data);
+    await call('/v2/workspace/advancedwebhookconfig/update', { isEnabled: true });
+    await call('/v2/workspace/advancedwebhook/endpoints/create', { url: `${receiver.url}/alive` });
+    const reached = new Promise<void>((resolve) => (receiver.onCount = resolve));
+    const started = performance.now();
+    await call('/v1/commentannotations/add', comment(light.organizationId, 'alive', 0));
+    await reached;
+    const ms = performance.now() - started;
+    progress(`delivery: another workspace's webhook beside 4 workspaces with 2 endpoints each that never answer: ${ms.toFixed(0)} ms from its write to its receiver`);
+    return [{ bench: "delivery: another workspace's webhook beside 4 workspaces with 2 endpoints each that never answer", metric: 'write to receiver', unit: 'ms', server: plait.kind, value: ms, better: 'lower' }];
   } finally {
     receiver.server.closeAllConnections();
     receiver.server.close();

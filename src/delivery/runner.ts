@@ -31,7 +31,9 @@ export interface RunnerOptions {
   readonly log: Logger;
   readonly maxInFlight?: number;
   readonly maxInFlightPerTarget?: number;
-  /** Attempts in flight for one API key over all its targets (default a quarter of `maxInFlight`). */
+  /** Attempts in flight to targets whose last attempt failed, beside `maxInFlight` (default a quarter of it: 64). */
+  readonly maxInFlightFailing?: number;
+  /** Attempts in flight for one API key over all its targets (default a sixteenth of `maxInFlight`: 16). */
   readonly maxInFlightPerKey?: number;
   /** Whether this process may send now (the worker role, src/worker-role.ts), checked before each attempt; default: always. */
   readonly mayRun?: () => boolean;
@@ -46,6 +48,13 @@ export interface RunnerOptions {
  * backstop for a missed wake-up (a job another cluster node enqueued) and a wall-clock jump (due times are wall-clock).
  */
 export const DEFAULT_MAX_IDLE_MS = 1_000;
+/**
+ * Attempts in flight over every target unless told otherwise (`RunnerOptions.maxInFlight`). An attempt waiting on the
+ * network costs a socket and a few KB, not CPU; the per-key and per-target limits keep one workspace's share small.
+ */
+export const DEFAULT_MAX_IN_FLIGHT = 256;
+/** Failing targets remembered (`DeliveryRunner.failing`): a string each. */
+const FAILING_KEPT = 10_000;
 /** Finished job rows are kept this long (visible state, and replanning stays idempotent), then pruned. */
 export const KEEP_FINISHED_MS = 7 * 24 * 60 * 60 * 1000;
 const PRUNE_EVERY_MS = 60 * 60 * 1000;
@@ -67,6 +76,18 @@ export class DeliveryRunner {
    * slot, not an attempt and a transaction per job per slot (bench/README.md, "Eighteenth session").
    */
   private readonly throttled = new Map<string, number>();
+  /**
+   * Targets whose last attempt failed (a timeout, a refused connection, an error status), oldest first: each may have
+   * one attempt in flight until one succeeds, and those attempts have slots of their own (`maxFailing`), so targets
+   * that fail cannot take the slots of those that work. An endpoint that never answers held 8 slots for 15 s at a
+   * time, so four workspaces with two such endpoints each took all 64 and every other workspace's deliveries waited
+   * 30–44 s (bench/README.md, "Nineteenth session"). At most FAILING_KEPT are remembered; the oldest forgotten is
+   * treated as working again.
+   */
+  private readonly failing = new Set<string>();
+  private readonly maxFailing: number;
+  /** Attempts in flight by pool: to targets not failing when the attempt started, and to failing ones. */
+  private readonly pools = { working: 0, failing: 0 };
   private readonly maxIdleMs: number;
   private timer: NodeJS.Timeout | undefined;
   private running = false;
@@ -76,9 +97,10 @@ export class DeliveryRunner {
   private timerAt = 0;
 
   constructor(private readonly options: RunnerOptions) {
-    this.maxInFlight = options.maxInFlight ?? 64;
+    this.maxInFlight = options.maxInFlight ?? DEFAULT_MAX_IN_FLIGHT;
     this.maxPerTarget = options.maxInFlightPerTarget ?? 8;
-    this.maxPerKey = options.maxInFlightPerKey ?? Math.max(1, Math.floor(this.maxInFlight / 4));
+    this.maxPerKey = options.maxInFlightPerKey ?? Math.max(1, Math.floor(this.maxInFlight / 16));
+    this.maxFailing = options.maxInFlightFailing ?? Math.max(1, Math.floor(this.maxInFlight / 4));
     this.maxIdleMs = options.maxIdleMs ?? DEFAULT_MAX_IDLE_MS;
     options.queue.onEnqueue(() => this.schedule(0));
   }
@@ -108,11 +130,11 @@ export class DeliveryRunner {
    * have (their other due jobs wait), and targets a channel asked to wait (a rate limit) whose wait has not ended. The
    * first three walk at most `maxInFlight` entries; the throttled targets one entry per target that asked lately.
    */
-  occupancy(): { readonly inFlight: number; readonly targetsFull: number; readonly keysFull: number; readonly targetsThrottled: number } {
+  occupancy(): { readonly inFlight: number; readonly targetsFull: number; readonly keysFull: number; readonly targetsThrottled: number; readonly targetsFailing: number } {
     const now = this.options.clock.now();
     let targetsThrottled = 0;
     for (const until of this.throttled.values()) if (until > now) targetsThrottled++;
-    return { inFlight: this.inFlight.size, targetsFull: atLeast(this.perTarget, this.maxPerTarget), keysFull: atLeast(this.perKey, this.maxPerKey), targetsThrottled };
+    return { inFlight: this.inFlight.size, targetsFull: atLeast(this.perTarget, this.maxPerTarget), keysFull: atLeast(this.perKey, this.maxPerKey), targetsThrottled, targetsFailing: this.failing.size };
   }
 
   /**
@@ -122,18 +144,19 @@ export class DeliveryRunner {
   async runDue(): Promise<number> {
     if (this.options.mayRun?.() === false) return 0;
     const now = this.options.clock.now();
-    const room = this.maxInFlight - this.inFlight.size;
+    const room = this.maxInFlight - this.pools.working + (this.maxFailing - this.pools.failing);
     if (room <= 0) return 0;
     const busy = new Set(this.inFlight.keys());
     const started: Promise<void>[] = [];
     // Counts what this scan picks too, so one busy target or key cannot fill the whole batch.
-    const picked: Picked = { targets: new Map(), keys: new Map() };
+    const picked: Picked = { targets: new Map(), keys: new Map(), pools: { working: 0, failing: 0 } };
     const slots: Slots = {
       free: (target, apiKey) => this.free(target, apiKey, picked, now),
       take: (target, apiKey) => {
         if (!this.free(target, apiKey, picked, now)) return false;
         bump(picked.targets, target, 1);
         bump(picked.keys, apiKey, 1);
+        picked.pools[this.poolOf(target)]++;
         return true;
       },
     };
@@ -141,10 +164,13 @@ export class DeliveryRunner {
       if (started.length >= room) break;
       bump(this.perTarget, job.target, 1);
       bump(this.perKey, job.apiKey, 1);
+      const pool = this.poolOf(job.target);
+      this.pools[pool]++;
       const run = this.run(job).finally(() => {
         this.inFlight.delete(job.id);
         bump(this.perTarget, job.target, -1);
         bump(this.perKey, job.apiKey, -1);
+        this.pools[pool]--;
         if (this.running) this.schedule(0);
       });
       this.inFlight.set(job.id, run);
@@ -173,7 +199,14 @@ export class DeliveryRunner {
   private free(target: string, apiKey: string, picked: Picked | undefined, now: number): boolean {
     const ofTarget = (this.perTarget.get(target) ?? 0) + (picked?.targets.get(target) ?? 0);
     const ofKey = (this.perKey.get(apiKey) ?? 0) + (picked?.keys.get(apiKey) ?? 0);
-    return ofTarget < this.maxPerTarget && ofKey < this.maxPerKey && (this.throttled.get(target) ?? 0) <= now;
+    const pool = this.poolOf(target);
+    const ofPool = this.pools[pool] + (picked?.pools[pool] ?? 0);
+    const fits = pool === 'failing' ? ofTarget < 1 && ofPool < this.maxFailing : ofTarget < this.maxPerTarget && ofPool < this.maxInFlight;
+    return fits && ofKey < this.maxPerKey && (this.throttled.get(target) ?? 0) <= now;
+  }
+
+  private poolOf(target: string): 'working' | 'failing' {
+    return this.failing.has(target) ? 'failing' : 'working';
   }
 
   /** Runs until nothing is due at the current clock time (tests with a manual clock). */
@@ -261,6 +294,7 @@ export class DeliveryRunner {
       this.throttled.set(job.target, Math.max(this.throttled.get(job.target) ?? 0, result.at));
       return;
     }
+    this.noteOutcome(job.target, result.ok === true);
     const now = this.options.clock.now();
     const settlement = this.settlement(job, result, channel, now);
     try {
@@ -271,6 +305,14 @@ export class DeliveryRunner {
       // The attempt happened but its outcome is not recorded: the job stays pending and runs again (at least once).
       this.options.log.error('could not record a delivery attempt', { jobId: job.id, error });
     }
+  }
+
+  /** A failed attempt leaves its target one attempt in flight at a time until one succeeds (`failing`). */
+  private noteOutcome(target: string, delivered: boolean): void {
+    this.failing.delete(target);
+    if (delivered) return;
+    this.failing.add(target);
+    if (this.failing.size > FAILING_KEPT) this.failing.delete(this.failing.values().next().value as string);
   }
 
   private settlement(job: DeliveryJob, result: Exclude<AttemptResult, { ok: 'later' }>, channel: ChannelRunner, now: number): Settlement {
@@ -286,6 +328,7 @@ export class DeliveryRunner {
 interface Picked {
   readonly targets: Map<string, number>;
   readonly keys: Map<string, number>;
+  readonly pools: { working: number; failing: number };
 }
 
 /** How many of `counts` have reached `limit`. */

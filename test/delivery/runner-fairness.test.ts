@@ -9,12 +9,12 @@ import { Store } from '../../src/store/env.js';
 import { DB, SCHEMA_VERSION } from '../../src/store/keys.js';
 
 /** Attempts on targets named `dead…` hang until released; the others succeed at once and are recorded. */
-function setup(t: Test, limits: { maxInFlight?: number; maxInFlightPerKey?: number } = {}) {
+function setup(t: Test, limits: { maxInFlight?: number; maxInFlightPerKey?: number; maxInFlightFailing?: number } = {}) {
   const store = Store.open(t.testdir());
   t.teardown(() => store.close());
   const queue = new DeliveryQueue(store);
   const clock = new ManualClock(Date.UTC(2026, 10, 28));
-  const hanging: Array<{ job: DeliveryJob; release: () => void }> = [];
+  const hanging: Array<{ job: DeliveryJob; release: () => void; fail: () => void }> = [];
   const delivered: string[] = [];
   const channel: ChannelRunner = {
     retryDelaysMs: [60_000],
@@ -23,7 +23,7 @@ function setup(t: Test, limits: { maxInFlight?: number; maxInFlightPerKey?: numb
         delivered.push(job.id);
         return Promise.resolve({ ok: true });
       }
-      return new Promise<AttemptResult>((resolve) => hanging.push({ job, release: () => resolve({ ok: true }) }));
+      return new Promise<AttemptResult>((resolve) => hanging.push({ job, release: () => resolve({ ok: true }), fail: () => resolve({ ok: false, error: 'timed out' }) }));
     },
   };
   const channels: Record<ChannelName, ChannelRunner> = { email: channel, webhook: channel, advancedWebhook: channel, notification: channel, account: channel };
@@ -65,13 +65,13 @@ t.test('a backlog behind a target whose attempts hang: 8 in flight, the rest wai
   await Promise.all(scans);
 });
 
-t.test('one API key holds at most a quarter of the slots over all its targets; other keys start beside it', async (t) => {
+t.test('one API key holds at most a sixteenth of the slots over all its targets; other keys start beside it', async (t) => {
   const { clock, runner, hanging, delivered, enqueue } = setup(t);
-  // Five endpoints of one key that never answer: 40 attempts would fit their targets, 64 the runner.
+  // Five endpoints of one key that never answer: 40 attempts would fit their targets, 256 the runner.
   await enqueue(range(100, (i) => ({ id: `dead-${i}`, apiKey: 'noisy', target: `dead:${i % 5}` })));
   await enqueue(range(20, (i) => ({ id: `quiet-${i}`, apiKey: 'quiet', target: `alive:${i % 2}` })));
   const scan = runner.runDue();
-  t.equal(hanging.length, 16, 'the noisy key holds 16 of the 64');
+  t.equal(hanging.length, 16, 'the noisy key holds 16 of the 256');
   t.equal(delivered.length, 16, 'the other key\'s jobs started beside it, up to its own 16');
   await until(() => runner.busy === 16);
   t.equal(runner.nextDue(), clock.now(), 'the other key has room again: its 4 jobs left are due');
@@ -83,13 +83,48 @@ t.test('one API key holds at most a quarter of the slots over all its targets; o
   await Promise.all([scan, second]);
 });
 
-t.test('the limit per key is an option (a quarter of maxInFlight unless set)', async (t) => {
+t.test('the limit per key is an option (a sixteenth of maxInFlight unless set)', async (t) => {
   const { runner, hanging, enqueue } = setup(t, { maxInFlight: 10, maxInFlightPerKey: 3 });
   await enqueue(range(20, (i) => ({ id: `dead-${i}`, apiKey: 'noisy', target: `dead:${i % 4}` })));
   const scan = runner.runDue();
   t.equal(hanging.length, 3);
   for (const h of hanging.splice(0)) h.release();
   await scan;
+});
+
+t.test('a target whose last attempt failed has one attempt in flight, in slots of their own: failing targets cannot take the working ones\' slots', async (t) => {
+  const { runner, hanging, delivered, enqueue } = setup(t, { maxInFlight: 8, maxInFlightFailing: 2, maxInFlightPerKey: 8 });
+  const scans: Array<Promise<number>> = [];
+  // Three endpoints of three keys that time out. Until a first attempt fails nobody knows: each takes its 8 in turn.
+  for (const n of [0, 1, 2]) {
+    await enqueue(range(10, (i) => ({ id: `dead${n}-${i}`, apiKey: `k${n}`, target: `dead:${n}` })));
+    scans.push(runner.runDue());
+    t.equal(hanging.filter((h) => h.job.target === `dead:${n}`).length, 8, `dead:${n} takes the working slots before it has failed`);
+    for (const h of hanging.splice(0)) h.fail();
+    await until(() => runner.busy === 0);
+  }
+  t.equal(runner.occupancy().targetsFailing, 3, 'the three targets are failing');
+  // Each has 2 jobs left due now: one attempt per target, in the 2 slots of the failing.
+  scans.push(runner.runDue());
+  t.equal(hanging.length, 2, 'two failing attempts in flight, their slots full');
+  t.equal(new Set(hanging.map((h) => h.job.target)).size, 2, 'one per target');
+  // Another key's working endpoint, and a new endpoint not yet failing: the 8 working slots are theirs.
+  await enqueue(range(8, (i) => ({ id: `alive-${i}`, apiKey: 'quiet', target: `alive:${i % 2}` })));
+  scans.push(runner.runDue());
+  t.equal(delivered.length, 8, 'the working endpoint\'s jobs all started beside the failing ones');
+  await until(() => runner.busy === 2);
+  await enqueue(range(8, (i) => ({ id: `slow-${i}`, apiKey: 'slow', target: 'dead-slow:1' })));
+  scans.push(runner.runDue());
+  t.equal(hanging.filter((h) => h.job.target === 'dead-slow:1').length, 8, 'a target not yet failing has its 8 working slots');
+  // A failing target that answers again gets its 8 back.
+  const probe = hanging.find((h) => h.job.target.startsWith('dead:'));
+  hanging.splice(hanging.indexOf(probe!), 1);
+  probe!.release();
+  await until(() => runner.occupancy().targetsFailing === 2);
+  t.pass(`${probe!.job.target} answered: it is no longer failing`);
+  for (const h of hanging.splice(0)) h.release();
+  await until(() => runner.busy === 0);
+  await Promise.all(scans);
 });
 
 t.test('each target\'s earliest job heads the index as jobs are added, moved and settled', async (t) => {

@@ -11,6 +11,7 @@ const QUEUE_GAUGES = [
   'plait_delivery_targets_full',
   'plait_delivery_keys_full',
   'plait_delivery_targets_throttled',
+  'plait_delivery_targets_failing',
   'plait_delivery_jobs_pending',
   'plait_delivery_targets_pending',
   'plait_delivery_overdue_seconds',
