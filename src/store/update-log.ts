@@ -226,16 +226,19 @@ export const COMPACT_COUNT_CAP = 16;
 export const COMPACT_SIZE_SHARE = 4;
 
 /**
- * Whether the next commit takes a snapshot of `stream`: past COMPACT_AFTER_BYTES, past COMPACT_COUNT_CAP ×
- * COMPACT_AFTER_UPDATES entries, or past COMPACT_AFTER_UPDATES entries once the log holds a quarter of the last
- * snapshot's bytes. A snapshot costs an encoding of the whole store, so a fixed count made a large document pay its
- * full size every 1000 updates (a 1×50 burst's profile: `Y.encodeStateAsUpdate` in compaction was ~20 % of the server's
- * JavaScript). With the share, the bytes encoded for snapshots are at most four times the bytes logged, and a load
- * merges a tail of at most a quarter of the snapshot (or the caps).
+ * Whether the next commit takes a snapshot of `stream`: past COMPACT_COUNT_CAP × COMPACT_AFTER_UPDATES entries, or,
+ * once the log holds a quarter of the last snapshot's bytes, past COMPACT_AFTER_BYTES or COMPACT_AFTER_UPDATES entries.
+ * A snapshot costs an encoding of the whole store, so a fixed count made a large document pay its full size every 1000
+ * updates (a 1×50 burst's profile: `Y.encodeStateAsUpdate` in compaction was ~20 % of the server's JavaScript), and a
+ * fixed byte count made it pay its full size at every large update: a client sending 16 MiB frames had the store
+ * encoded whole at each one, a cost growing with the store (seconds of the event loop at 200 MB, bench/README.md,
+ * "Noisy neighbours"). With the share, the bytes encoded for snapshots are at most four times the bytes logged (plus
+ * the count cap's), and a load merges a tail of at most a quarter of the snapshot, COMPACT_AFTER_BYTES or the caps.
  */
 export function compactionDue(stream: Pick<LogStream, 'logCount' | 'logBytes' | 'snapshotBytes'>, options: Pick<DurabilityOptions, 'compactAfterUpdates' | 'compactAfterBytes'>): boolean {
-  if (stream.logBytes > options.compactAfterBytes || stream.logCount > options.compactAfterUpdates * COMPACT_COUNT_CAP) return true;
-  return stream.logCount > options.compactAfterUpdates && stream.logBytes * COMPACT_SIZE_SHARE >= stream.snapshotBytes;
+  if (stream.logCount > options.compactAfterUpdates * COMPACT_COUNT_CAP) return true;
+  if (stream.logBytes * COMPACT_SIZE_SHARE < stream.snapshotBytes) return false;
+  return stream.logBytes > options.compactAfterBytes || stream.logCount > options.compactAfterUpdates;
 }
 
 /**

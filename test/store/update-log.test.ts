@@ -251,9 +251,41 @@ t.test('compaction: a count alone takes a snapshot only once the log holds a qua
   t.equal(due(11, 100, 400), true, 'past the count, log at a quarter of the snapshot');
   t.equal(due(10 * COMPACT_COUNT_CAP, 20, 100_000), false, 'at the count cap: not yet');
   t.equal(due(10 * COMPACT_COUNT_CAP + 1, 20, 100_000), true, 'past the count cap whatever the sizes');
-  t.equal(due(1, 1001, 100_000), true, 'past COMPACT_AFTER_BYTES whatever the count');
+  t.equal(due(1, 1001, 4004), true, 'past COMPACT_AFTER_BYTES with a quarter of the snapshot');
+  t.equal(due(1, 1001, 0), true, 'past COMPACT_AFTER_BYTES with no snapshot yet');
+  t.equal(due(1, 1001, 4005), false, 'past COMPACT_AFTER_BYTES, log below a quarter of the snapshot: not yet');
+  t.equal(due(1, 25_000, 100_000), true, 'a large store: once the log holds a quarter of it, whatever the count');
   t.equal(COMPACT_SIZE_SHARE, 4);
   t.end();
+});
+
+t.test('large updates to a large store: the bytes encoded for snapshots stay within four times the bytes logged', async (t) => {
+  // Before, each update past COMPACT_AFTER_BYTES took a snapshot of the whole store: a client sending 16 MiB frames
+  // had a store of n frames encoded at each, n² in all (bench/README.md, "Noisy neighbours, probed from outside").
+  const store = Store.open(t.testdir());
+  t.teardown(() => store.close());
+  const log = new UpdateLog(store, { groupCommitMs: 0, compactAfterUpdates: 1000, compactAfterBytes: 1024 }, silent);
+  const a = logged(log, 'a');
+  const text = a.store.doc.getText('content');
+  let logged_ = 0;
+  let encoded = 0;
+  let snapshots = 0;
+  for (let i = 0; i < 40; i++) {
+    const before = a.store.snapshotBytes;
+    const logBefore = a.store.logBytes;
+    text.insert(text.length, String(i % 10).repeat(2000));
+    await Promise.all(a.commits);
+    logged_ += 2000;
+    if (a.store.logBytes < logBefore || a.store.snapshotBytes !== before) {
+      snapshots++;
+      encoded += a.store.snapshotBytes;
+    }
+  }
+  t.ok(snapshots >= 3 && snapshots <= 20, `a snapshot every few updates as the store grows, not at each (${snapshots} in 40)`);
+  t.ok(encoded <= COMPACT_SIZE_SHARE * logged_ + 2 * 2000 * 40, `encoded ${encoded} bytes for ${logged_} logged`);
+  const reloaded = new Snapshots(store).load('key', 'org', 'doc').find((s) => s.editorId === 'a');
+  t.ok(reloaded !== undefined);
+  t.equal(rebuild(new Snapshots(store), 'a')?.getText('content').toString(), text.toString(), 'the reload holds everything');
 });
 
 t.test('compaction of a large store waits for its log to reach a quarter of the snapshot; the reload is whole', async (t) => {
