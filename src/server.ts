@@ -190,6 +190,7 @@ export async function startServer(config: Config, log: Logger, options: ServerOp
       workspaces: activeKeys,
       access: services.directory.access,
       gate: deps.gate,
+      bytes: deps.limits.bytes,
       providerAccess: (userId, key) => {
         // A disabled organization or document stays closed whatever the provider says (access model rows 2 and 3).
         const { organizations, documents } = services.directory;

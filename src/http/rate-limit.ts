@@ -1,4 +1,5 @@
 // Owns rate limiting: a token bucket per key (client address, target email, API key), refilled continuously, in bounded memory.
+import { ByteBudget } from '../edge/byte-budget.js';
 import { resourceExhausted } from '../errors.js';
 
 interface Bucket {
@@ -91,6 +92,8 @@ export interface RateLimits {
   readonly emailStatus: RateLimiter;
   /** Every authenticated operation, per API key or per workspace. */
   readonly credential: RateLimiter;
+  /** Bytes per API key (or workspace), REST bodies and sync frames together: the sync endpoint charges the same budget. */
+  readonly bytes: ByteBudget;
 }
 
 export interface RateLimitConfig {
@@ -98,6 +101,9 @@ export interface RateLimitConfig {
   readonly emailRateLimitPerHour: number;
   readonly emailStatusRateLimitPerMinute: number;
   readonly apiKeyRateLimitPerMinute: number;
+  readonly apiKeyBytesPerSecond: number;
+  readonly maxBodyBytes: number;
+  readonly wsMaxPayloadBytes: number;
   readonly rateLimitMaxKeys: number;
 }
 
@@ -108,5 +114,6 @@ export function rateLimits(config: RateLimitConfig, now: () => number = Date.now
     emailSend: new RateLimiter({ limit: config.emailRateLimitPerHour, windowMs: 3_600_000, maxKeys, subject: 'email address', now }),
     emailStatus: new RateLimiter({ limit: config.emailStatusRateLimitPerMinute, windowMs: 60_000, maxKeys, subject: 'email address', now }),
     credential: new RateLimiter({ limit: config.apiKeyRateLimitPerMinute, windowMs: 60_000, maxKeys, subject: 'API key', now }),
+    bytes: new ByteBudget({ bytesPerSecond: config.apiKeyBytesPerSecond, largestCharge: Math.max(config.maxBodyBytes, config.wsMaxPayloadBytes), maxKeys, now }),
   };
 }

@@ -1,7 +1,7 @@
 // Owns the serve step of a REST request apart from uWS: authentication, origin policy, rate limits, validation, the operation, forwarding and the answer.
-import { AppError, permissionDenied, toAppError, unavailable, unsupportedMediaType } from '../errors.js';
+import { AppError, permissionDenied, resourceExhausted, toAppError, unavailable, unsupportedMediaType } from '../errors.js';
 import type { Logger } from '../log.js';
-import type { RestInstrument } from '../metrics/instruments.js';
+import { limitRefusals, type RestInstrument } from '../metrics/instruments.js';
 import { NotOwnerError } from '../doc/ownership.js';
 import { errorEnvelope, successEnvelope } from '../edge/reply.js';
 import { isJsonContentType, parseEnvelope } from './body.js';
@@ -150,7 +150,7 @@ export async function serveStep(op: Operation, deps: RouteDeps, validate: Valida
       if (policy === 'refused') throw permissionDenied(`origin ${exchange.origin} is not among this API key's domains (see /v2/workspace/domains/get)`);
       if (policy === 'listed') exchange.corsOrigin = exchange.origin;
     }
-    if (!exchange.forwarded) takeRateLimits(op, deps, exchange);
+    if (!exchange.forwarded) takeRateLimits(op, deps, exchange, incoming.raw.length);
     if (!isJsonContentType(incoming.contentType)) throw unsupportedMediaType(incoming.contentType);
     const input = validate(parseEnvelope(incoming.raw));
     if (op.targetEmail !== undefined && !exchange.forwarded) deps.limits[op.targetEmail.limiter].take(op.targetEmail.of(input).trim().toLowerCase());
@@ -215,12 +215,18 @@ async function forward(send: NonNullable<RouteDeps['forward']>, owner: string, e
   }
 }
 
-/** Public operations count per client address; authenticated ones per API key (or workspace). */
-function takeRateLimits(op: Operation, deps: RouteDeps, exchange: Exchange): void {
+/** Public operations count per client address; authenticated ones per API key (or workspace), in requests and in body bytes. */
+function takeRateLimits(op: Operation, deps: RouteDeps, exchange: Exchange, bodyBytes: number): void {
   if (op.rateLimited) deps.limits.client.take(rateLimitKey(exchange.ip));
   const identity = exchange.identity;
   if (identity === null) return;
-  deps.limits.credential.take(identity.kind === 'apiKey' ? identity.apiKey : `workspace:${identity.workspaceId}`);
+  const key = identity.kind === 'apiKey' ? identity.apiKey : `workspace:${identity.workspaceId}`;
+  deps.limits.credential.take(key);
+  const wait = deps.limits.bytes.charge(key, bodyBytes);
+  if (wait > 0) {
+    limitRefusals.api_key_bytes++;
+    throw resourceExhausted(`this API key has sent more than ${deps.limits.bytes.bytesPerSecond} bytes per second (API_KEY_BYTES_PER_SECOND, REST bodies and sync frames together); try again later`, wait);
+  }
 }
 
 function authenticate(op: Operation, auth: RouteDeps['auth'], presented: readonly [string, string] | undefined): RequestContext['identity'] {

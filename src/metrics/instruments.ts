@@ -39,6 +39,8 @@ export const limitRefusals = {
   loaded_documents_per_key: 0,
   /** Sync edits and REST CRDT writes that would have taken a document past MAX_DOCUMENT_BYTES. */
   document_bytes: 0,
+  /** REST requests (429) and sync frames (close 1013) past API_KEY_BYTES_PER_SECOND. */
+  api_key_bytes: 0,
 };
 
 type Labels = Readonly<Record<string, string>>;

@@ -10,6 +10,7 @@ import type { DocumentActors } from '../doc/registry.js';
 import { NotOwnerError } from '../doc/ownership.js';
 import type { ConnectionLease, DocumentRelay } from '../doc/relay-port.js';
 import { AppError, CLOSE, permissionDenied, resourceExhausted, toAppError, unauthenticated, unavailable } from '../errors.js';
+import type { ByteBudget } from '../edge/byte-budget.js';
 import { writeError, type ResponseState } from '../edge/reply.js';
 import type { Logger } from '../log.js';
 import type { AccessResolver, DocumentAccess } from '../tenant/access.js';
@@ -41,6 +42,8 @@ export interface SyncDeps {
   readonly catchUp?: () => Promise<boolean>;
   /** Directory changes (grants, groups, users, access types, disabled states): open sockets re-check their access. */
   readonly directory?: Pick<Directory, 'onChange'>;
+  /** API_KEY_BYTES_PER_SECOND, shared with REST: every frame is charged to its API key before anything is done with it. */
+  readonly bytes?: Pick<ByteBudget, 'charge' | 'bytesPerSecond'>;
 }
 
 /** When the connection's access must be looked at again: the grant's expiresAt or the token's exp, whichever is first. */
@@ -310,6 +313,13 @@ export function syncBehavior(deps: SyncDeps): WebSocketBehavior<Session> {
       if (peer === undefined || peer.closed) return;
       if (!isBinary) {
         peer.close(CLOSE.MALFORMED_FRAME, 'text frames are not part of the protocol');
+        return;
+      }
+      // Charged before the copy and the validation: past the budget the frame is not applied but the socket closed,
+      // never dropped alone (the client would diverge); it reconnects, and its resync sends the frame's content again.
+      if (deps.bytes !== undefined && deps.bytes.charge(session.key.apiKey, message.byteLength) > 0) {
+        limitRefusals.api_key_bytes++;
+        peer.close(CLOSE.BACKPRESSURE, `this API key sent more than ${deps.bytes.bytesPerSecond} bytes per second (API_KEY_BYTES_PER_SECOND); reconnect to resync`);
         return;
       }
       // The ArrayBuffer is neutered when this callback returns and the actor may run later: copy it.
