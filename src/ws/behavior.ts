@@ -315,15 +315,17 @@ export function syncBehavior(deps: SyncDeps): WebSocketBehavior<Session> {
         peer.close(CLOSE.MALFORMED_FRAME, 'text frames are not part of the protocol');
         return;
       }
-      // Charged before the copy and the validation: past the budget the frame is not applied but the socket closed,
-      // never dropped alone (the client would diverge); it reconnects, and its resync sends the frame's content again.
-      if (deps.bytes !== undefined && deps.bytes.charge(session.key.apiKey, message.byteLength) > 0) {
+      // The ArrayBuffer is neutered when this callback returns and the actor may run later: copy it.
+      const bytes = new Uint8Array(message.slice(0));
+      // Sync frames (type 0: what changes and grows a store) are charged before they are read. Past the budget the
+      // frame is not applied but its socket closed, never dropped alone (the client would diverge): it reconnects, and
+      // its resync sends the content again. Awareness frames are bounded per connection instead (awareness-guard.ts):
+      // a large workspace's cursors must not spend what its edits need.
+      if (bytes[0] === 0 && deps.bytes !== undefined && deps.bytes.charge(session.key.apiKey, bytes.length) > 0) {
         limitRefusals.api_key_bytes++;
         peer.close(CLOSE.BACKPRESSURE, `this API key sent more than ${deps.bytes.bytesPerSecond} bytes per second (API_KEY_BYTES_PER_SECOND); reconnect to resync`);
         return;
       }
-      // The ArrayBuffer is neutered when this callback returns and the actor may run later: copy it.
-      const bytes = new Uint8Array(message.slice(0));
       const parsed = readClientMessage(bytes);
       if (parsed.kind === 'malformed') {
         log.debug('closing a connection that sent a malformed frame', { reason: parsed.reason, sessionId: session.sessionId });
