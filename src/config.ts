@@ -54,7 +54,7 @@ export interface Config {
   readonly emailRateLimitPerHour: number;
   readonly emailStatusRateLimitPerMinute: number;
   readonly apiKeyRateLimitPerMinute: number;
-  /** Bytes per second one API key may send, REST bodies and sync frames together (src/edge/byte-budget.ts); 0: off. */
+  /** Bytes per second one API key may send, REST bodies and sync frames together (src/byte-budget.ts); 0: off. */
   readonly apiKeyBytesPerSecond: number;
   readonly rateLimitMaxKeys: number;
   readonly trustedProxies: readonly string[];
@@ -78,6 +78,8 @@ export interface Config {
   readonly clusterCheckpointBytes: number;
   readonly awarenessMaxStateBytes: number;
   readonly awarenessUpdatesPerSecond: number;
+  /** Awareness bytes times recipients per second per API key (src/doc/actor.ts); 0: off. */
+  readonly apiKeyAwarenessBytesPerSecond: number;
 }
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent';
@@ -262,6 +264,7 @@ const OPTIONS: readonly OptionSpec<keyof Config>[] = [
   { key: 'clusterCheckpointBytes', env: 'CLUSTER_CHECKPOINT_BYTES', fallback: 256 * MiB, parse: integer(0, 1024 * 1024 * MiB), doc: 'Cluster mode: once the state log (the stream `PLAIT_STATE` and its blobs) has grown this much since the last checkpoint, the worker-role holder writes a checkpoint (object store `plait_checkpoints`) and purges the stream and blobs up to it (docs/cluster.md, "Compaction"); 0 never compacts.' },
   { key: 'awarenessMaxStateBytes', env: 'AWARENESS_MAX_STATE_BYTES', fallback: 16 * 1024, parse: integer(256, MiB), doc: 'Largest awareness state (as JSON) one client id may announce; larger entries are dropped (docs/limits.md).' },
   { key: 'awarenessUpdatesPerSecond', env: 'AWARENESS_UPDATES_PER_SECOND', fallback: 30, parse: integer(1, 10_000), doc: 'Awareness frames one sync connection may send per second (a burst of as many); the excess is dropped.' },
+  { key: 'apiKeyAwarenessBytesPerSecond', env: 'API_KEY_AWARENESS_BYTES_PER_SECOND', fallback: 64 * MiB, parse: integer(0, 1024 * 1024 * MiB), doc: 'Awareness bytes one API key\'s connections may have sent out per second, over all its documents: each frame a connection announces counts its size times the connections of its document (awareness goes to every one of them), with bursts of 8 seconds\' worth; past it the frame is dropped like one past the rate (clients renew their state), so one workspace\'s cursors cannot take the event loop every other needs. 0 turns it off.' },
 ];
 
 export class ConfigError extends Error {

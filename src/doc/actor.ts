@@ -1,7 +1,9 @@
 // Owns one document's live state: a Y.Doc per editor id, the document's awareness, its connections and its mailbox.
 import * as Y from 'yjs';
+import type { ByteBudget } from '../byte-budget.js';
 import { CLOSE } from '../errors.js';
 import type { Logger } from '../log.js';
+import { limitRefusals } from '../metrics/instruments.js';
 import type { LoadedStore } from '../store/snapshots.js';
 import type { UpdateLog } from '../store/update-log.js';
 import { EXTENSION_TYPE_MIN, messageType, writeReadOnly, writeSyncStep1, type ClientMessage } from '../sync/protocol.js';
@@ -26,6 +28,8 @@ export interface ActorDeps {
   readonly log: Logger;
   readonly mailboxCapacity: number;
   readonly awareness: AwarenessLimits;
+  /** API_KEY_AWARENESS_BYTES_PER_SECOND, shared by every actor: awareness bytes times connections, per API key. */
+  readonly awarenessFanout?: Pick<ByteBudget, 'charge'>;
   readonly maxConnections: number;
   /** Bytes published between two checks of every socket's buffer (backpressureCheckBytes in src/doc/fanout.ts). */
   readonly backpressureCheckBytes: number;
@@ -198,6 +202,14 @@ export class DocumentActor implements DocumentActorView, TaskFailures, EditorDoc
     // client's own awareness renewals are what it hears. Queued updates go first: cursors refer to them.
     this.fanoutState?.flush();
     this.publishToAll(frame);
+  }
+
+  /** @internal For the document's awareness (AwarenessOwner): one frame to every connection, the sender's included. */
+  awarenessFanoutFits(bytes: number): boolean {
+    const budget = this.deps.awarenessFanout;
+    if (budget === undefined || budget.charge(this.key.apiKey, bytes * Math.max(1, this.connectionCount)) === 0) return true;
+    limitRefusals.api_key_awareness_bytes++;
+    return false;
   }
 
   /** @internal For the document's awareness (AwarenessOwner). */

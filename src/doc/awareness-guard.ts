@@ -21,7 +21,7 @@ interface PeerAwareness {
 }
 
 /** Why frames or entries were dropped, for the debug log and tests. */
-export type AwarenessRefusal = 'rate' | 'size' | 'not-owner' | 'too-many-clients';
+export type AwarenessRefusal = 'rate' | 'size' | 'not-owner' | 'too-many-clients' | 'fan-out';
 
 /**
  * One per document (made with its awareness). A client id belongs to the first connection that announces it, until

@@ -1,9 +1,27 @@
 // Owns one document's awareness: the server-side y-protocols Awareness, which connection owns which client id, and the frames its changes make.
 import * as awarenessProtocol from 'y-protocols/awareness';
+import { ByteBudget } from '../byte-budget.js';
+import type { Config } from '../config.js';
 import { writeAwareness, type AwarenessEntry } from '../sync/protocol.js';
 import { AwarenessGuard, type AwarenessLimits, type AwarenessRefusal } from './awareness-guard.js';
 import { createAwareness, releaseAwareness } from './awareness-sweep.js';
 import type { Peer } from './peer.js';
+
+/** API keys whose awareness budget is remembered at once; past it the least recently charged (a rested one, mostly) is forgotten. */
+const AWARENESS_BUDGET_KEYS = 10_000;
+
+/**
+ * The process's API_KEY_AWARENESS_BYTES_PER_SECOND budget, shared by every document's actor: an awareness frame costs
+ * its bytes times the connections it reaches. One largest state to every connection of a document passes on a rested
+ * key.
+ */
+export function awarenessFanoutBudget(config: Pick<Config, 'apiKeyAwarenessBytesPerSecond' | 'awarenessMaxStateBytes' | 'maxConnectionsPerDocument'>): ByteBudget {
+  return new ByteBudget({
+    bytesPerSecond: config.apiKeyAwarenessBytesPerSecond,
+    largestCharge: config.awarenessMaxStateBytes * config.maxConnectionsPerDocument,
+    maxKeys: AWARENESS_BUDGET_KEYS,
+  });
+}
 
 /** What the document's awareness needs of its actor. */
 export interface AwarenessOwner {
@@ -11,6 +29,8 @@ export interface AwarenessOwner {
   awarenessChanged(frame: Uint8Array): void;
   /** An entry a connection sent was dropped (debug log). */
   awarenessRefused(peer: Peer, why: AwarenessRefusal): void;
+  /** Whether a frame of `bytes` for every connection of the document fits the API key's awareness budget (taken if so). */
+  awarenessFanoutFits(bytes: number): boolean;
   /** Expiring states failed (they expire from a timer, where a throw would end the process). */
   taskFailed(error: unknown): void;
 }
@@ -47,7 +67,13 @@ export class DocumentAwareness {
   receive(peer: Peer, update: Uint8Array, entries: readonly AwarenessEntry[]): void {
     const awareness = this.now();
     const admitted = (this.guard ??= new AwarenessGuard(this.limits, (from, why) => this.owner.awarenessRefused(from, why))).admit(peer, update, entries);
-    if (admitted !== undefined) awarenessProtocol.applyAwarenessUpdate(awareness, admitted, peer);
+    if (admitted === undefined) return;
+    // What the frame will cost: its bytes copied to every connection of the document (API_KEY_AWARENESS_BYTES_PER_SECOND).
+    if (!this.owner.awarenessFanoutFits(admitted.length)) {
+      this.owner.awarenessRefused(peer, 'fan-out');
+      return;
+    }
+    awarenessProtocol.applyAwarenessUpdate(awareness, admitted, peer);
   }
 
   /** The answer to a query-awareness frame: every state, possibly none. */

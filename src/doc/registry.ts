@@ -10,11 +10,12 @@ import { JoinFrames } from './join-state.js';
 import { LoadedBudget, type LoadedLimits } from './loaded-budget.js';
 import { ActorLease, type Lease } from './lease.js';
 import { type ConnectionListener, type TopicPublisher } from './peer.js';
+import { awarenessFanoutBudget } from './document-awareness.js';
 import { documentKeyString, type DocumentKey } from '../document-key.js';
 import { NotOwnerError, SINGLE_PROCESS, type DocumentOwnership } from './ownership.js';
 
 export type RegistryConfig = Pick<Config, 'persistence' | 'groupCommitMs' | 'compactAfterUpdates' | 'compactAfterBytes' | 'mailboxCapacity' | 'docIdleUnloadMs' | 'maxDocumentBytes'> &
-  Pick<Config, 'awarenessMaxStateBytes' | 'awarenessUpdatesPerSecond' | 'maxConnectionsPerDocument' | 'wsMaxBackpressureBytes'> &
+  Pick<Config, 'awarenessMaxStateBytes' | 'awarenessUpdatesPerSecond' | 'apiKeyAwarenessBytesPerSecond' | 'maxConnectionsPerDocument' | 'wsMaxBackpressureBytes'> &
   LoadedLimits &
   Partial<Pick<Config, 'joinStateCacheBytes'>>;
 
@@ -60,6 +61,7 @@ export class DocumentActors {
       log,
       mailboxCapacity: config.mailboxCapacity,
       awareness: config,
+      awarenessFanout: awarenessFanoutBudget(config),
       maxConnections: config.maxConnectionsPerDocument,
       backpressureCheckBytes: backpressureCheckBytes(config.wsMaxBackpressureBytes),
       onIdle: (actor) => this.scheduleUnload(documentKeyString(actor.key)),

@@ -1,5 +1,5 @@
 // Owns rate limiting: a token bucket per key (client address, target email, API key), refilled continuously, in bounded memory.
-import { ByteBudget } from '../edge/byte-budget.js';
+import { ByteBudget } from '../byte-budget.js';
 import { resourceExhausted } from '../errors.js';
 
 interface Bucket {

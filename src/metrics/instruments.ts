@@ -41,6 +41,8 @@ export const limitRefusals = {
   document_bytes: 0,
   /** REST requests (429) and sync frames (close 1013) past API_KEY_BYTES_PER_SECOND. */
   api_key_bytes: 0,
+  /** Awareness frames dropped past API_KEY_AWARENESS_BYTES_PER_SECOND. */
+  api_key_awareness_bytes: 0,
 };
 
 type Labels = Readonly<Record<string, string>>;

@@ -10,7 +10,7 @@ import type { DocumentActors } from '../doc/registry.js';
 import { NotOwnerError } from '../doc/ownership.js';
 import type { ConnectionLease, DocumentRelay } from '../doc/relay-port.js';
 import { AppError, CLOSE, permissionDenied, resourceExhausted, toAppError, unauthenticated, unavailable } from '../errors.js';
-import type { ByteBudget } from '../edge/byte-budget.js';
+import type { ByteBudget } from '../byte-budget.js';
 import { writeError, type ResponseState } from '../edge/reply.js';
 import type { Logger } from '../log.js';
 import type { AccessResolver, DocumentAccess } from '../tenant/access.js';

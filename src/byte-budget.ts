@@ -1,4 +1,4 @@
-// Owns the bytes each API key may send per second (REST bodies and sync frames together): a token bucket per key.
+// Owns per-key byte budgets: a token bucket per key (API key), refilled continuously, in bounded memory (REST and sync input, awareness fan-out).
 
 export interface ByteBudgetOptions {
   /** Bytes per second per key; 0 turns the budget off. */

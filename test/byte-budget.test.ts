@@ -1,5 +1,5 @@
 import t from 'tap';
-import { BYTE_BURST_SECONDS, ByteBudget } from '../../src/edge/byte-budget.js';
+import { BYTE_BURST_SECONDS, ByteBudget } from '../src/byte-budget.js';
 
 function clock(start = 1_000_000): { now: () => number; advance: (ms: number) => void } {
   let time = start;
