@@ -88,3 +88,16 @@ t.test('sync: the frame past the key\'s bytes closes its socket with 1013, nothi
   await whenDocs([reader.doc], () => reader.text.length === 140_000);
   t.equal(reader.text.toString(), writer.text.toString(), 'the reader has every update, the refused one included');
 });
+
+t.test('sync: awareness frames are not charged to the key\'s bytes (cursors do not spend what edits need)', async (t) => {
+  const { api, url } = await start(t);
+  const room: Room = { organizationId: 'org', documentId: 'doc', editorId: 'main' };
+  const [writer, reader] = await pair(t, api, url, await api.createWorkspace(), room);
+  const refusedBefore = limitRefusals.api_key_bytes;
+  // 20 states of ~10 KB: ~200 KB, more than the 128 KiB bucket, which the clock (frozen) never refills here.
+  for (let n = 0; n < 20; n++) writer.provider.awareness.setLocalState({ n, pad: 'x'.repeat(10_000) });
+  writer.text.insert(0, 'still editing');
+  await whenDocs([reader.doc], () => reader.text.toString() === 'still editing');
+  t.equal(limitRefusals.api_key_bytes, refusedBefore, 'nothing refused');
+  t.equal((reader.provider.awareness.getStates().get(writer.doc.clientID) as { n?: number } | undefined)?.n, 19, 'every state went through');
+});
