@@ -1,13 +1,10 @@
 // Owns one document's live state: a Y.Doc per editor id, the document's awareness, its connections and its mailbox.
 import * as Y from 'yjs';
-import type { ByteBudget } from '../byte-budget.js';
 import { CLOSE } from '../errors.js';
-import type { Logger } from '../log.js';
 import { limitRefusals } from '../metrics/instruments.js';
 import type { LoadedStore } from '../store/snapshots.js';
-import type { UpdateLog } from '../store/update-log.js';
 import { EXTENSION_TYPE_MIN, messageType, writeReadOnly, writeSyncStep1, type ClientMessage } from '../sync/protocol.js';
-import type { AwarenessLimits, AwarenessRefusal } from './awareness-guard.js';
+import type { AwarenessRefusal } from './awareness-guard.js';
 import { DocumentAwareness, type AwarenessOwner } from './document-awareness.js';
 import { defineRoot } from './crdt.js';
 import type { StoreWrite } from './crdt-write.js';
@@ -15,35 +12,12 @@ import type { StoreType } from '../store/snapshots.js';
 import { EditorDoc, LOADING, type CrdtRecord, type EditorDocUpdates } from './editor-doc.js';
 import { EditorDocs } from './editor-docs.js';
 import { handleClientFrame, type FrameTarget } from './client-frames.js';
-import type { JoinFrames } from './join-state.js';
 import { connectionTopics, topics, UpdateFanout, type FanoutTarget } from './fanout.js';
 import { Mailbox, type TaskFailures } from './mailbox.js';
 import { StoreWrites, type WritableStores } from './store-writes.js';
-import { REST_ORIGIN, type ChangeOrigin, type ConnectionListener, type DocumentActorView, type Peer, type PeerInfo, type TopicPublisher } from './peer.js';
+import { REST_ORIGIN, type ChangeOrigin, type DocumentActorView, type Peer, type PeerInfo } from './peer.js';
 import type { DocumentKey } from '../document-key.js';
-
-export interface ActorDeps {
-  readonly updateLog: UpdateLog;
-  /** Shared by every actor; the actor adds its document to each line (a child logger per document costs memory). */
-  readonly log: Logger;
-  readonly mailboxCapacity: number;
-  readonly awareness: AwarenessLimits;
-  /** API_KEY_AWARENESS_BYTES_PER_SECOND, shared by every actor: awareness bytes times connections, per API key. */
-  readonly awarenessFanout?: Pick<ByteBudget, 'charge'>;
-  readonly maxConnections: number;
-  /** Bytes published between two checks of every socket's buffer (backpressureCheckBytes in src/doc/fanout.ts). */
-  readonly backpressureCheckBytes: number;
-  /** Called when the actor has no connection and no lease: the registry may unload it after a delay. */
-  readonly onIdle: (actor: DocumentActor) => void;
-  /** Shared with the registry, so listeners registered later are told too. */
-  readonly listeners: readonly ConnectionListener[];
-  /** Server-originated frames (awareness, broadcasts, REST updates) go to a topic's subscribers through it. */
-  readonly publisher: TopicPublisher;
-  /** The byte budget of the kept late-join frames (src/doc/join-state.ts); none kept when absent. */
-  readonly joinFrames?: JoinFrames;
-  /** MAX_DOCUMENT_BYTES (0: none): what `fits` holds the document's stored bytes to. */
-  readonly maxDocumentBytes: number;
-}
+import type { ActorDeps } from './actor-deps.js';
 
 export interface RootHint {
   readonly type?: StoreType;
@@ -375,7 +349,7 @@ export class DocumentActor implements DocumentActorView, TaskFailures, EditorDoc
   }
 
   checkIdle(): void {
-    if (this.idle) this.deps.onIdle(this);
+    if (this.idle) this.deps.onIdle(this.key);
   }
 
   whenIdle(): Promise<void> {

@@ -4,7 +4,8 @@ import { CLOSE, unavailable } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Store } from '../store/env.js';
 import { UpdateLog } from '../store/update-log.js';
-import { DocumentActor, type ActorDeps } from './actor.js';
+import { DocumentActor } from './actor.js';
+import type { ActorDeps } from './actor-deps.js';
 import { backpressureCheckBytes } from './fanout.js';
 import { JoinFrames } from './join-state.js';
 import { LoadedBudget, type LoadedLimits } from './loaded-budget.js';
@@ -64,7 +65,7 @@ export class DocumentActors {
       awarenessFanout: awarenessFanoutBudget(config),
       maxConnections: config.maxConnectionsPerDocument,
       backpressureCheckBytes: backpressureCheckBytes(config.wsMaxBackpressureBytes),
-      onIdle: (actor) => this.scheduleUnload(documentKeyString(actor.key)),
+      onIdle: (key) => this.scheduleUnload(documentKeyString(key)),
       listeners: this.listeners,
       publisher,
       joinFrames: this.joinFrames,

@@ -1,0 +1,32 @@
+// Owns what a document actor is given by its registry: the shared log, limits, budgets and ports every actor of the process uses.
+import type { ByteBudget } from '../byte-budget.js';
+import type { DocumentKey } from '../document-key.js';
+import type { Logger } from '../log.js';
+import type { UpdateLog } from '../store/update-log.js';
+import type { AwarenessLimits } from './awareness-guard.js';
+import type { JoinFrames } from './join-state.js';
+import type { ConnectionListener, TopicPublisher } from './peer.js';
+
+/** One object for every actor of the registry (src/doc/registry.ts): a deps object per document cost ~0.5 KB each. */
+export interface ActorDeps {
+  readonly updateLog: UpdateLog;
+  /** Shared by every actor; the actor adds its document to each line (a child logger per document costs memory). */
+  readonly log: Logger;
+  readonly mailboxCapacity: number;
+  readonly awareness: AwarenessLimits;
+  /** API_KEY_AWARENESS_BYTES_PER_SECOND, shared by every actor: awareness bytes times connections, per API key. */
+  readonly awarenessFanout?: Pick<ByteBudget, 'charge'>;
+  readonly maxConnections: number;
+  /** Bytes published between two checks of every socket's buffer (backpressureCheckBytes in src/doc/fanout.ts). */
+  readonly backpressureCheckBytes: number;
+  /** Called when the actor has no connection and no lease: the registry may unload it after a delay. */
+  readonly onIdle: (key: DocumentKey) => void;
+  /** Shared with the registry, so listeners registered later are told too. */
+  readonly listeners: readonly ConnectionListener[];
+  /** Server-originated frames (awareness, broadcasts, REST updates) go to a topic's subscribers through it. */
+  readonly publisher: TopicPublisher;
+  /** The byte budget of the kept late-join frames (src/doc/join-state.ts); none kept when absent. */
+  readonly joinFrames?: JoinFrames;
+  /** MAX_DOCUMENT_BYTES (0: none): what `fits` holds the document's stored bytes to. */
+  readonly maxDocumentBytes: number;
+}
