@@ -10,6 +10,7 @@ import { budgetCounts, limitRefusals } from '../../src/metrics/instruments.js';
 import { Store } from '../../src/store/env.js';
 import { DB } from '../../src/store/keys.js';
 import { FakeHub, FakePeer } from '../helpers/fake-peer.js';
+import { leaseHoldingOwnership } from '../helpers/ownership.js';
 
 const hub = new FakeHub();
 const NO_LIMITS = { maxLoadedDocuments: 0, maxLoadedDocumentsPerKey: 0, maxLoadedDocumentBytes: 0, maxLoadedDocumentBytesPerKey: 0 };
@@ -142,13 +143,7 @@ t.test('concurrent first loads of one key are counted from their start, so they 
 
 t.test('in a cluster, a refused load gives back the document lease it claimed', async (t) => {
   // Ownership as a cluster's leases hold it: claimed at load, given up at release.
-  const held = new Set<string>();
-  const ownership: DocumentOwnership = {
-    owns: (ref) => held.has(documentKeyString(ref)),
-    claim: (ref) => (held.add(documentKeyString(ref)), Promise.resolve({ mine: true } as const)),
-    release: (ref) => void held.delete(documentKeyString(ref)),
-    onLost: () => undefined,
-  };
+  const { ownership, held } = leaseHoldingOwnership();
   const { registry } = open(t, { maxLoadedDocumentsPerKey: 1 }, ownership);
   const connected = await registry.acquire(doc('live'));
   t.teardown(() => connected.release());

@@ -3,7 +3,6 @@ import t from 'tap';
 import * as Y from 'yjs';
 import type { Test } from 'tap';
 import { loadConfig } from '../../src/config.js';
-import type { DocumentOwnership } from '../../src/doc/ownership.js';
 import { DocumentActors } from '../../src/doc/registry.js';
 import { documentKeyString, type DocumentKey } from '../../src/document-key.js';
 import { CLOSE } from '../../src/errors.js';
@@ -11,6 +10,7 @@ import { createLogger } from '../../src/log.js';
 import { Store } from '../../src/store/env.js';
 import { DB } from '../../src/store/keys.js';
 import { FakeHub, FakePeer } from '../helpers/fake-peer.js';
+import { leaseHoldingOwnership } from '../helpers/ownership.js';
 
 const key = { apiKey: 'key', organizationId: 'org', documentId: 'doc' };
 
@@ -103,13 +103,7 @@ t.test('a deleted document is unloaded like an idle one: the unload listeners ar
   const store = Store.open(dir);
   const config = loadConfig({}, [], { dataDir: dir, docIdleUnloadMs: 60_000, groupCommitMs: 0 });
   // Ownership as a cluster's leases hold it: claimed at load, given up at release.
-  const held = new Set<string>();
-  const ownership: DocumentOwnership = {
-    owns: (ref) => held.has(documentKeyString(ref)),
-    claim: (ref) => (held.add(documentKeyString(ref)), Promise.resolve({ mine: true } as const)),
-    release: (ref) => void held.delete(documentKeyString(ref)),
-    onLost: () => undefined,
-  };
+  const { ownership, held } = leaseHoldingOwnership();
   const registry = new DocumentActors(config, store, createLogger('silent'), hub, ownership);
   t.teardown(async () => {
     await registry.shutdown();
