@@ -87,6 +87,21 @@ t.test('filterTypes and channels decide which endpoints get an event; disabled o
   t.match((await call('/v2/workspace/advancedwebhook/endpoints/messages/attempts/get', { endpointId: all, messageId: 'msg_nope' })).error, { status: 'NOT_FOUND' });
 });
 
+t.test('a message whose endpoint was disabled before its attempt ends fail, not pending for good', async (t) => {
+  const receiver = await startReceiver(t);
+  const env = await deliveryEnv(t);
+  const { call } = env;
+  await call('/v2/workspace/advancedwebhookconfig/update', { isEnabled: true });
+  const id = (await call<{ id: string }>('/v2/workspace/advancedwebhook/endpoints/create', { url: `${receiver.url}/later-off` })).data.id;
+  await call('/v1/commentannotations/add', threadBody());
+  await env.running.services.delivery.dispatcher.drain();
+  await call('/v2/workspace/advancedwebhook/endpoints/update', { endpointId: id, disabled: true });
+  await env.pump();
+  t.same(receiver.requests, [], 'nothing sent');
+  const listed = await call<{ messages: Array<{ status: string; attempts: number }> }>('/v2/workspace/advancedwebhook/endpoints/messages/get', { endpointId: id });
+  t.match(listed.data.messages, [{ status: 'fail', attempts: 0 }], 'settled as failed, with no attempt');
+});
+
 interface Activity {
   id: string;
   actionType: string;

@@ -126,8 +126,15 @@ export class AdvancedWebhookChannel implements Planner, ChannelRunner {
   }
 
   settled(tx: WriteTx, next: DeliveryJob, result: AttemptResult, now: number): void {
-    if (result.ok === 'later' || result.ok === 'cancel') return;
+    if (result.ok === 'later') return;
     const payload = next.payload as AdvancedJobPayload;
+    if (result.ok === 'cancel') {
+      // Nothing was sent (the endpoint is disabled): the message ends `fail` with the attempts it had. Left `pending`, it
+      // stayed so for good, and the retention pass, which keeps pending messages, never removed it.
+      const message = this.deps.endpoints.message(next.apiKey, payload.endpointId, payload.messageId);
+      if (message?.status === 'pending') this.deps.endpoints.putMessage(tx, next.apiKey, { ...message, status: 'fail' });
+      return;
+    }
     const detail = this.details.get(next.id);
     this.details.delete(next.id);
     const endpoints = this.deps.endpoints;
