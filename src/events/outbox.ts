@@ -288,7 +288,7 @@ export class Outbox {
   /**
    * Removes, in the caller's transaction, the events of `apiKeys` not yet dispatched that `match` picks (those of a
    * deleted document or organization), parked ones included: nothing is planned from them. Returns how many. Reads
-   * every outbox row, which holds only what the dispatcher has not claimed yet, and those keys' lanes.
+   * every outbox row, which holds only what the dispatcher has not yet planned or parked, and those keys' lanes.
    */
   removeWhere(tx: WriteTx, apiKeys: ReadonlySet<string>, match: (event: Pick<OutboxEvent, 'apiKey' | 'organizationId' | 'documentId'>) => boolean): number {
     let removed = 0;
