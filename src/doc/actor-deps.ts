@@ -1,9 +1,12 @@
 // Owns what a document actor is given by its registry: the shared log, limits, budgets and ports every actor of the process uses.
 import type { ByteBudget } from '../byte-budget.js';
+import type { Config } from '../config.js';
 import type { DocumentKey } from '../document-key.js';
 import type { Logger } from '../log.js';
 import type { UpdateLog } from '../store/update-log.js';
 import type { AwarenessLimits } from './awareness-guard.js';
+import { awarenessFanoutBudget } from './document-awareness.js';
+import { backpressureCheckBytes } from './fanout.js';
 import type { JoinFrames } from './join-state.js';
 import type { ConnectionListener, TopicPublisher } from './peer.js';
 
@@ -29,4 +32,23 @@ export interface ActorDeps {
   readonly joinFrames?: JoinFrames;
   /** MAX_DOCUMENT_BYTES (0: none): what `fits` holds the document's stored bytes to. */
   readonly maxDocumentBytes: number;
+}
+
+/** The settings an actor's deps are made from. */
+export type ActorConfig = Pick<
+  Config,
+  'mailboxCapacity' | 'maxDocumentBytes' | 'awarenessMaxStateBytes' | 'awarenessUpdatesPerSecond' | 'apiKeyAwarenessBytesPerSecond' | 'maxConnectionsPerDocument' | 'wsMaxBackpressureBytes'
+>;
+
+/** The registry's one deps object: its shared parts, and the limits and budgets the settings make. */
+export function makeActorDeps(config: ActorConfig, shared: Pick<ActorDeps, 'updateLog' | 'log' | 'onIdle' | 'listeners' | 'publisher' | 'joinFrames'>): ActorDeps {
+  return {
+    ...shared,
+    mailboxCapacity: config.mailboxCapacity,
+    awareness: config,
+    awarenessFanout: awarenessFanoutBudget(config),
+    maxConnections: config.maxConnectionsPerDocument,
+    backpressureCheckBytes: backpressureCheckBytes(config.wsMaxBackpressureBytes),
+    maxDocumentBytes: config.maxDocumentBytes,
+  };
 }

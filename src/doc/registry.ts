@@ -5,18 +5,16 @@ import type { Logger } from '../log.js';
 import type { Store } from '../store/env.js';
 import { UpdateLog } from '../store/update-log.js';
 import { DocumentActor } from './actor.js';
-import type { ActorDeps } from './actor-deps.js';
-import { backpressureCheckBytes } from './fanout.js';
+import { makeActorDeps, type ActorConfig, type ActorDeps } from './actor-deps.js';
 import { JoinFrames } from './join-state.js';
 import { LoadedBudget, type LoadedLimits } from './loaded-budget.js';
 import { ActorLease, type Lease } from './lease.js';
 import { type ConnectionListener, type TopicPublisher } from './peer.js';
-import { awarenessFanoutBudget } from './document-awareness.js';
 import { documentKeyString, type DocumentKey } from '../document-key.js';
 import { NotOwnerError, SINGLE_PROCESS, type DocumentOwnership } from './ownership.js';
 
-export type RegistryConfig = Pick<Config, 'persistence' | 'groupCommitMs' | 'compactAfterUpdates' | 'compactAfterBytes' | 'mailboxCapacity' | 'docIdleUnloadMs' | 'maxDocumentBytes'> &
-  Pick<Config, 'awarenessMaxStateBytes' | 'awarenessUpdatesPerSecond' | 'apiKeyAwarenessBytesPerSecond' | 'maxConnectionsPerDocument' | 'wsMaxBackpressureBytes'> &
+export type RegistryConfig = Pick<Config, 'persistence' | 'groupCommitMs' | 'compactAfterUpdates' | 'compactAfterBytes' | 'docIdleUnloadMs'> &
+  ActorConfig &
   LoadedLimits &
   Partial<Pick<Config, 'joinStateCacheBytes'>>;
 
@@ -57,20 +55,14 @@ export class DocumentActors {
     ownership.onLost((key) => void this.drop(key));
     this.updateLog = new UpdateLog(config.persistence ? store : null, config, log);
     this.joinFrames = new JoinFrames(config.joinStateCacheBytes ?? 0);
-    this.actorDeps = {
+    this.actorDeps = makeActorDeps(config, {
       updateLog: this.updateLog,
       log,
-      mailboxCapacity: config.mailboxCapacity,
-      awareness: config,
-      awarenessFanout: awarenessFanoutBudget(config),
-      maxConnections: config.maxConnectionsPerDocument,
-      backpressureCheckBytes: backpressureCheckBytes(config.wsMaxBackpressureBytes),
       onIdle: (key) => this.scheduleUnload(documentKeyString(key)),
       listeners: this.listeners,
       publisher,
       joinFrames: this.joinFrames,
-      maxDocumentBytes: config.maxDocumentBytes,
-    };
+    });
     this.budget = new LoadedBudget<Entry>(config, {
       // No connection, no lease, nothing queued, loaded and staying.
       unloadable: ({ key, actor, loading, unloading }) =>
