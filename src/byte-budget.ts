@@ -1,4 +1,5 @@
 // Owns per-key byte budgets: a token bucket per key (API key), refilled continuously, in bounded memory (REST and sync input, awareness fan-out).
+import { TokenBuckets } from './token-buckets.js';
 
 export interface ByteBudgetOptions {
   /** Bytes per second per key; 0 turns the budget off. */
@@ -8,11 +9,6 @@ export interface ByteBudgetOptions {
   /** Most keys remembered at once; past it the least recently charged key is forgotten. */
   readonly maxKeys: number;
   readonly now?: () => number;
-}
-
-interface Bucket {
-  bytes: number;
-  updatedAt: number;
 }
 
 /** A key may spend this many seconds' worth of its rate at once (the bucket's size). */
@@ -25,20 +21,17 @@ export const BYTE_BURST_SECONDS = 8;
  * still pass while a large one waits, and the key's other users are not shut out by one large paste. Why bytes: what
  * one workspace's input costs every other (parsing, validation, a Yjs apply, the LMDB write, the snapshot it leads
  * to) grows with its size, and the request rate limit counts a 1 MiB body as one (bench/README.md, "Noisy neighbours,
- * probed from outside"). The map is an LRU list like RateLimiter's, so memory stays bounded: a forgotten key comes
- * back rested, which a key not charged for a while mostly is.
+ * probed from outside"). The buckets are the rate limits' (src/token-buckets.ts), so memory stays bounded: a forgotten
+ * key comes back rested, which a key not charged for a while mostly is.
  */
 export class ByteBudget {
-  private readonly buckets = new Map<string, Bucket>();
+  private readonly buckets: TokenBuckets;
   private readonly perMs: number;
-  private readonly size: number;
-  private readonly now: () => number;
 
   constructor(private readonly options: ByteBudgetOptions) {
-    if (options.maxKeys < 1) throw new Error('ByteBudget needs room for at least one key');
     this.perMs = options.bytesPerSecond / 1000;
-    this.size = Math.max(options.bytesPerSecond * BYTE_BURST_SECONDS, options.largestCharge);
-    this.now = options.now ?? Date.now;
+    const capacity = Math.max(options.bytesPerSecond * BYTE_BURST_SECONDS, options.largestCharge);
+    this.buckets = new TokenBuckets({ capacity, refillPerMs: this.perMs, maxKeys: options.maxKeys, now: options.now ?? Date.now });
   }
 
   get enabled(): boolean {
@@ -52,26 +45,7 @@ export class ByteBudget {
   /** Charges `bytes` to `key`: 0 when taken, or the seconds until its bucket could cover them (nothing is charged then). Off (rate 0): always 0. */
   charge(key: string, bytes: number): number {
     if (this.perMs <= 0) return 0;
-    const now = this.now();
-    let bucket = this.buckets.get(key);
-    if (bucket === undefined) {
-      bucket = { bytes: this.size, updatedAt: now };
-      if (this.buckets.size >= this.options.maxKeys) this.forgetOldest();
-    } else {
-      this.buckets.delete(key);
-      bucket.bytes = Math.min(this.size, bucket.bytes + Math.max(0, now - bucket.updatedAt) * this.perMs);
-      bucket.updatedAt = now;
-    }
-    this.buckets.set(key, bucket);
-    if (bucket.bytes < bytes) return Math.max(0.001, Math.ceil((bytes - bucket.bytes) / this.perMs) / 1000);
-    bucket.bytes -= bytes;
-    return 0;
-  }
-
-  private forgetOldest(): void {
-    for (const key of this.buckets.keys()) {
-      this.buckets.delete(key);
-      return;
-    }
+    const lacking = this.buckets.take(key, bytes);
+    return lacking === 0 ? 0 : Math.max(0.001, Math.ceil(lacking / this.perMs) / 1000);
   }
 }

@@ -1,11 +1,7 @@
 // Owns rate limiting: a token bucket per key (client address, target email, API key), refilled continuously, in bounded memory.
 import { ByteBudget } from '../byte-budget.js';
 import { resourceExhausted } from '../errors.js';
-
-interface Bucket {
-  tokens: number;
-  updatedAt: number;
-}
+import { TokenBuckets } from '../token-buckets.js';
 
 export interface RateLimitOptions {
   /** Requests allowed per window; also the burst size. 0 turns the limiter off. */
@@ -18,20 +14,14 @@ export interface RateLimitOptions {
   readonly now?: () => number;
 }
 
-/**
- * Token buckets kept in a Map used as an LRU list (a touched key is moved to the end), so memory never exceeds
- * `maxKeys` buckets whatever the number of distinct keys. Forgetting the least recently used key is safe: a key
- * not seen for a while has mostly refilled; a flood of fresh keys only forgets keys that went quiet.
- */
+/** One bucket of `limit` requests per key, refilled over `windowMs` (src/token-buckets.ts: bounded memory). */
 export class RateLimiter {
-  private readonly buckets = new Map<string, Bucket>();
+  private readonly buckets: TokenBuckets;
   private readonly refillPerMs: number;
-  private readonly now: () => number;
 
   constructor(private readonly options: RateLimitOptions) {
-    if (options.maxKeys < 1) throw new Error('RateLimiter needs room for at least one key');
     this.refillPerMs = options.limit / options.windowMs;
-    this.now = options.now ?? Date.now;
+    this.buckets = new TokenBuckets({ capacity: options.limit, refillPerMs: this.refillPerMs, maxKeys: options.maxKeys, now: options.now ?? Date.now });
   }
 
   get enabled(): boolean {
@@ -47,32 +37,13 @@ export class RateLimiter {
   take(key: string): void {
     const { limit } = this.options;
     if (limit <= 0) return;
-    const now = this.now();
-    let bucket = this.buckets.get(key);
-    if (bucket === undefined) {
-      bucket = { tokens: limit, updatedAt: now };
-      if (this.buckets.size >= this.options.maxKeys) this.forgetOldest();
-    } else {
-      this.buckets.delete(key);
-      bucket.tokens = Math.min(limit, bucket.tokens + Math.max(0, now - bucket.updatedAt) * this.refillPerMs);
-      bucket.updatedAt = now;
-    }
-    this.buckets.set(key, bucket);
-    if (bucket.tokens < 1) {
-      throw resourceExhausted(
-        `rate limit exceeded for this ${this.options.subject} (${limit} requests per ${describeWindow(this.options.windowMs)}); try again later`,
-        // Whole milliseconds first: float noise must not turn 1800 s into a Retry-After of 1801.
-        Math.round((1 - bucket.tokens) / this.refillPerMs) / 1000,
-      );
-    }
-    bucket.tokens -= 1;
-  }
-
-  private forgetOldest(): void {
-    for (const key of this.buckets.keys()) {
-      this.buckets.delete(key);
-      return;
-    }
+    const lacking = this.buckets.take(key, 1);
+    if (lacking === 0) return;
+    throw resourceExhausted(
+      `rate limit exceeded for this ${this.options.subject} (${limit} requests per ${describeWindow(this.options.windowMs)}); try again later`,
+      // Whole milliseconds first: float noise must not turn 1800 s into a Retry-After of 1801.
+      Math.round(lacking / this.refillPerMs) / 1000,
+    );
   }
 }
 
