@@ -105,13 +105,14 @@ export function createMetricsRegistry(sources: MetricSources, eventLoop: EventLo
       },
     });
   };
-  // Each gauge walks the loaded documents once per scrape (a few thousand entries at most: cheap, and never on a hot path).
-  gauge('plait_sync_connections', 'Open sync (WebSocket) connections', () => sources.documents().connections);
-  gauge('plait_documents_loaded', 'Documents loaded in memory (actors)', () => sources.documents().loaded);
-  gauge('plait_documents_loaded_bytes', 'Loaded documents\' bytes as stored, as the loaded-documents budget last estimated them (compare with MAX_LOADED_DOCUMENT_BYTES)', () => sources.documents().loadedBytes ?? 0);
-  gauge('plait_mailbox_depth', 'Tasks queued in all document mailboxes', () => sources.documents().mailboxDepth);
-  gauge('plait_mailbox_depth_max', 'Tasks queued in the fullest document mailbox', () => sources.documents().mailboxMax);
-  gauge('plait_join_state_bytes', 'Bytes of kept late-join answers over all documents (at most JOIN_STATE_CACHE_BYTES)', () => sources.documents().joinStateBytes ?? 0);
+  // The loaded documents are walked once per scrape, for all six gauges (the walk also re-reads each one's stored bytes).
+  const docs = perScrape(sources.documents);
+  gauge('plait_sync_connections', 'Open sync (WebSocket) connections', docs.first((d) => d.connections));
+  gauge('plait_documents_loaded', 'Documents loaded in memory (actors)', docs.later((d) => d.loaded));
+  gauge('plait_documents_loaded_bytes', 'Loaded documents\' bytes as stored, as the loaded-documents budget last estimated them (compare with MAX_LOADED_DOCUMENT_BYTES)', docs.later((d) => d.loadedBytes ?? 0));
+  gauge('plait_mailbox_depth', 'Tasks queued in all document mailboxes', docs.later((d) => d.mailboxDepth));
+  gauge('plait_mailbox_depth_max', 'Tasks queued in the fullest document mailbox', docs.later((d) => d.mailboxMax));
+  gauge('plait_join_state_bytes', 'Bytes of kept late-join answers over all documents (at most JOIN_STATE_CACHE_BYTES)', docs.later((d) => d.joinStateBytes ?? 0));
 
   const queues = sources.queues;
   if (queues !== undefined) registerQueueGauges(queues, gauge);
@@ -163,13 +164,21 @@ export function createMetricsRegistry(sources: MetricSources, eventLoop: EventLo
 }
 
 /**
- * The gauges of the shared queues. The figures are read once per scrape, when the first is collected (a scrape
- * collects the metrics in registration order, as registerEventLoopDelay relies on too), so all of them read one moment.
+ * Reads `source` once per scrape: the gauge registered with `first` takes the figures when it is collected, and those
+ * registered after it with `later` reuse them (a scrape collects the metrics in registration order, as
+ * registerEventLoopDelay relies on too), so all of them read one moment.
  */
+function perScrape<S>(source: () => S): { first: (read: (stats: S) => number) => () => number; later: (read: (stats: S) => number) => () => number } {
+  let taken: S | undefined;
+  return {
+    first: (read) => () => read((taken = source())),
+    later: (read) => () => read(taken ?? (taken = source())),
+  };
+}
+
+/** The gauges of the shared queues, read once per scrape. */
 function registerQueueGauges(queues: () => QueueStats, gauge: (name: string, help: string, read: () => number) => void): void {
-  let taken: QueueStats | undefined;
-  const first = (read: (stats: QueueStats) => number) => () => read((taken = queues()));
-  const later = (read: (stats: QueueStats) => number) => () => read(taken ?? (taken = queues()));
+  const { first, later } = perScrape(queues);
   gauge('plait_delivery_attempts_in_flight', 'Delivery attempts in flight (on the worker-role holder)', first((q) => q.delivery.inFlight));
   gauge('plait_delivery_targets_full', 'Delivery targets at their limit of attempts in flight; their other due jobs wait', later((q) => q.delivery.targetsFull));
   gauge('plait_delivery_keys_full', 'API keys at their limit of delivery attempts in flight over all their targets; their other due jobs wait', later((q) => q.delivery.keysFull));
