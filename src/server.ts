@@ -25,10 +25,10 @@ import { mountMetrics, mountSite } from './http/site.js';
 import { metricsScrape } from './metrics/scrape.js';
 import type { QueueStats } from './metrics/registry.js';
 import { folderDocumentsFrom } from './doc/annotations/listing.js';
-import type { TopicPublisher } from './doc/peer.js';
 import type { ClusterNode } from './cluster/node.js';
 import { crdtOperations } from './http/routes/crdt.js';
 import { syncBehavior } from './ws/behavior.js';
+import { SocketTopics } from './ws/socket-topics.js';
 import { defaultConsoleDir, mountConsole } from './console/serve.js';
 import { domainOperations } from './http/routes/domains.js';
 import { legacyOperations } from './http/routes/legacy.js';
@@ -107,8 +107,9 @@ export async function startServer(config: Config, log: Logger, options: ServerOp
   const { uws, build, version, skipped } = loadUwsChoice();
   log.info(`uWebSockets.js: ${build} ${version}`, { skipped });
   const app = uws.App();
-  // uWS's app.publish reaches every subscriber of a topic (ws.publish would skip its own socket).
-  const local: TopicPublisher = { publish: (topic, bytes) => void app.publish(topic, bytes, true) };
+  // Publishes to every sync socket on a topic: through uWS's app.publish (ws.publish would skip its own socket), or
+  // one socket at a time for large frames and sockets with a queue (src/ws/socket-topics.ts).
+  const local = new SocketTopics(app);
   // Cluster mode (NATS_URL, docs/cluster.md): leases decide ownership and the owner's frames also go out on NATS.
   // Loaded only in cluster mode: nats and the cluster modules are ~1.5 MB of heap a single process never uses.
   const cluster = config.natsUrl === undefined ? undefined : await (await import('./cluster/node.js')).ClusterNode.start(config, log.child({ component: 'cluster' }), local, options.checkpointPaced);
@@ -171,6 +172,7 @@ export async function startServer(config: Config, log: Logger, options: ServerOp
   const metrics = metricsScrape({
     documents: () => services.documentActors.stats(),
     queues: () => queueStats(services),
+    sockets: () => local.stats(),
     ...(cluster === undefined ? {} : { state: () => cluster.state.stats() }),
   });
   const metricsApp = config.metricsPort === undefined ? app : uws.App();
@@ -187,6 +189,7 @@ export async function startServer(config: Config, log: Logger, options: ServerOp
     '/sync/*',
     syncBehavior({
       ...services,
+      sockets: local,
       workspaces: activeKeys,
       access: services.directory.access,
       gate: deps.gate,

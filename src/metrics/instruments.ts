@@ -11,6 +11,8 @@ export const syncCounts = {
   framesSent: 0,
   /** Frames published to a topic (each reaches every other subscriber of it). */
   framesPublished: 0,
+  /** Frames held in one socket's queue instead of copied into its buffer at once (src/ws/socket-peer.ts). */
+  framesQueued: 0,
   /** Connections opened and closed since start. */
   opened: 0,
   closed: 0,

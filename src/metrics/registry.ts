@@ -34,6 +34,8 @@ export interface MetricSources {
   documents(): { loaded: number; connections: number; mailboxDepth: number; mailboxMax: number; joinStateBytes?: number; loadedBytes?: number };
   /** The shared queues; absent in tests of the registry alone. */
   queues?(): QueueStats;
+  /** The sync sockets' send side (src/ws/socket-topics.ts `stats()`); absent in tests of the registry alone. */
+  sockets?(): { buffered: number; queued: number; queuedBytes: number };
   /** Cluster mode only: the state log (src/cluster/state.ts). */
   state?(): {
     applied: number;
@@ -117,6 +119,14 @@ export function createMetricsRegistry(sources: MetricSources, eventLoop: EventLo
   const queues = sources.queues;
   if (queues !== undefined) registerQueueGauges(queues, gauge);
 
+  if (sources.sockets !== undefined) {
+    // One walk of the sockets per scrape for the three (a native call per socket for its buffer).
+    const sockets = perScrape(sources.sockets);
+    gauge('plait_sync_buffered_bytes', 'Bytes uWS holds in sync connections\' send buffers, copies each (a slow reader holds at most ~1.3 MiB before frames queue for it shared)', sockets.first((s) => s.buffered));
+    gauge('plait_sync_connections_queued', 'Sync connections with frames queued behind their buffer, off their topics until it drains', sockets.later((s) => s.queued));
+    gauge('plait_sync_queued_bytes', 'Bytes of frames queued for sync connections and not yet written, each frame counted once per connection though held once', sockets.later((s) => s.queuedBytes));
+  }
+
   const state = sources.state;
   if (state !== undefined) {
     gauge('plait_cluster_state_applied_seq', 'Cluster mode: the state stream sequence this node has applied to its cache', () => state().applied);
@@ -142,6 +152,7 @@ export function createMetricsRegistry(sources: MetricSources, eventLoop: EventLo
     'Frames published to a topic of a document (each reaches every other subscriber)',
     () => syncCounts.framesPublished,
   );
+  mirroredCounter(registry, 'plait_sync_frames_queued_total', 'Frames held in a sync connection\'s own queue, shared, instead of copied into its buffer at once (large frames, slow readers)', () => syncCounts.framesQueued);
   mirroredCounter(registry, 'plait_sync_connections_opened_total', 'Sync connections opened', () => syncCounts.opened);
   mirroredCounter(registry, 'plait_sync_connections_closed_total', 'Sync connections closed', () => syncCounts.closed);
   mirroredCounter(registry, 'plait_documents_unloaded_early_total', 'Documents unloaded before DOC_IDLE_UNLOAD_MS to keep within the loaded-documents budget', () => budgetCounts.unloadedEarly);

@@ -20,6 +20,7 @@ import { limitRefusals, syncCounts } from '../metrics/instruments.js';
 import { readClientMessage, writeReadOnly } from '../sync/protocol.js';
 import { DeferredLease } from './deferred-lease.js';
 import { SocketPeer } from './socket-peer.js';
+import type { SocketTopics } from './socket-topics.js';
 import { answerProtocol, parseSyncTarget } from './target.js';
 
 export interface SyncDeps {
@@ -44,6 +45,8 @@ export interface SyncDeps {
   readonly directory?: Pick<Directory, 'onChange'>;
   /** API_KEY_BYTES_PER_SECOND, shared with REST: every frame is charged to its API key before anything is done with it. */
   readonly bytes?: Pick<ByteBudget, 'charge' | 'bytesPerSecond'>;
+  /** The sockets by topic, through which the process's frames reach them (src/server.ts makes it over uWS's app). */
+  readonly sockets: SocketTopics;
 }
 
 /** When the connection's access must be looked at again: the grant's expiresAt or the token's exp, whichever is first. */
@@ -297,7 +300,7 @@ export function syncBehavior(deps: SyncDeps): WebSocketBehavior<Session> {
     open: (ws) => {
       const session = ws.getUserData();
       session.opened.value = true;
-      const peer = new SocketPeer(ws, session, config.wsMaxBackpressureBytes);
+      const peer = new SocketPeer(ws, session, config.wsMaxBackpressureBytes, deps.sockets);
       session.peer = peer;
       syncCounts.opened++;
       log.info('sync connection opened', { sessionId: session.sessionId, userId: session.userId, documentId: session.key.documentId, editorId: session.editorId, readOnly: session.readOnly });
@@ -335,6 +338,9 @@ export function syncBehavior(deps: SyncDeps): WebSocketBehavior<Session> {
       if (!session.lease.actor.receive(peer, parsed, bytes)) peer.close(CLOSE.BACKPRESSURE, 'the document is overloaded; reconnect to resync');
     },
 
+    // A socket with frames queued (SocketPeer) writes more of them as its buffer drains.
+    drain: (ws) => ws.getUserData().peer?.drained(),
+
     close: (ws, code, message) => {
       const session = ws.getUserData();
       session.cancelTimer?.();
@@ -343,7 +349,7 @@ export function syncBehavior(deps: SyncDeps): WebSocketBehavior<Session> {
       log.info('sync connection closed', { code, reason: Buffer.from(message).toString('utf8'), sessionId: session.sessionId, byServer: peer?.closed === true });
       if (peer === undefined) return;
       syncCounts.closed++;
-      peer.closed = true;
+      peer.ended();
       session.lease.actor.detach(peer);
       // The lease kept the actor loaded for the life of the socket; detach is queued ahead of the idle check.
       session.lease.release();
