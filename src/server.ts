@@ -29,6 +29,7 @@ import type { ClusterNode } from './cluster/node.js';
 import { crdtOperations } from './http/routes/crdt.js';
 import { syncBehavior } from './ws/behavior.js';
 import { SocketTopics } from './ws/socket-topics.js';
+import { backpressureCheckBytes } from './doc/fanout.js';
 import { defaultConsoleDir, mountConsole } from './console/serve.js';
 import { domainOperations } from './http/routes/domains.js';
 import { legacyOperations } from './http/routes/legacy.js';
@@ -109,7 +110,7 @@ export async function startServer(config: Config, log: Logger, options: ServerOp
   const app = uws.App();
   // Publishes to every sync socket on a topic: through uWS's app.publish (ws.publish would skip its own socket), or
   // one socket at a time for large frames and sockets with a queue (src/ws/socket-topics.ts).
-  const local = new SocketTopics(app);
+  const local = new SocketTopics(app, backpressureCheckBytes(config.wsMaxBackpressureBytes));
   // Cluster mode (NATS_URL, docs/cluster.md): leases decide ownership and the owner's frames also go out on NATS.
   // Loaded only in cluster mode: nats and the cluster modules are ~1.5 MB of heap a single process never uses.
   const cluster = config.natsUrl === undefined ? undefined : await (await import('./cluster/node.js')).ClusterNode.start(config, log.child({ component: 'cluster' }), local, options.checkpointPaced);

@@ -268,6 +268,9 @@ export class Relay implements DocumentRelay {
     const skip = msg.headers?.get('x');
     const sender = skip === undefined || skip === '' ? undefined : this.relayed.get(skip)?.peer;
     if (sender === undefined || !sender.publish(topic, bytes)) this.deps.local.publish(topic, bytes);
+    // No actor here looks at these sockets' buffers: without this a reader that stopped reading grew to uWS's backstop,
+    // where uWS drops frames silently.
+    this.deps.local.relayed?.(topic, bytes.length);
   }
 
   // ---- owner side ----

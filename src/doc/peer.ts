@@ -45,6 +45,11 @@ export interface TopicPublisher {
    * itself). A cluster relays it to the other nodes' subscribers, skipping the sender there too; one process: absent.
    */
   publishedBy?(topic: string, bytes: Uint8Array, sender: Peer): void;
+  /**
+   * `published` bytes went to `topic` from no actor of this process (a cluster's relaying node passing on the owner's
+   * frames): the topic's sockets are checked against their backpressure limit as an actor checks its own.
+   */
+  relayed?(topic: string, published: number): void;
 }
 
 /** What other features may read about a document's connections. */

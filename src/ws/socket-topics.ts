@@ -13,6 +13,8 @@ export interface TopicMember {
   enqueue(bytes: Uint8Array): void;
   /** For the gauges: bytes in its uWS buffer, and bytes queued and not yet written. */
   sendSide(): { buffered: number; queued: number };
+  /** Queues or closes past the socket's marks (SocketPeer.checkBackpressure). */
+  checkBackpressure(): void;
 }
 
 /** The part of uWS's app the registry publishes through. */
@@ -31,7 +33,11 @@ export class SocketTopics implements TopicPublisher {
   /** Members taken off their uWS topics (a frame queued on them), by topic: they get every frame of it through enqueue. */
   private readonly queued = new Map<string, Set<TopicMember>>();
 
-  constructor(private readonly app: AppPublisher) {}
+  /** Bytes relayed to each topic since its members' buffers were last checked (`relayed`). */
+  private readonly unchecked = new Map<string, number>();
+
+  /** `checkEvery`: bytes relayed to a topic between two checks of its members (backpressureCheckBytes, as the actors). */
+  constructor(private readonly app: AppPublisher, private readonly checkEvery: number) {}
 
   /** Queues `bytes` for every member of `topic`. */
   publish(topic: string, bytes: Uint8Array): void {
@@ -51,6 +57,17 @@ export class SocketTopics implements TopicPublisher {
     return true;
   }
 
+  relayed(topic: string, published: number): void {
+    const unchecked = (this.unchecked.get(topic) ?? 0) + published;
+    if (unchecked < this.checkEvery) {
+      this.unchecked.set(topic, unchecked);
+      return;
+    }
+    this.unchecked.delete(topic);
+    const members = this.members.get(topic);
+    if (members !== undefined) for (const member of members) member.checkBackpressure();
+  }
+
   /** `member` subscribed to `topic` (queued: it is off its uWS topics now). */
   join(member: TopicMember, topic: string, queued: boolean): void {
     add(this.members, topic, member);
@@ -62,6 +79,7 @@ export class SocketTopics implements TopicPublisher {
     for (const topic of topics) {
       remove(this.members, topic, member);
       remove(this.queued, topic, member);
+      if (!this.members.has(topic)) this.unchecked.delete(topic);
     }
   }
 
