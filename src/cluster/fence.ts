@@ -3,6 +3,7 @@ import type { Database, Key } from 'lmdb';
 import { unavailable } from '../errors.js';
 import type { Logger } from '../log.js';
 import { DB, type DbName } from '../store/keys.js';
+import { documentOfThreadTime } from '../store/thread-times.js';
 import type { ReplicatedOp } from '../store/replication.js';
 
 /** Databases whose keys start [apiKey, organizationId, documentId]: a document's rows, written only by its owner. */
@@ -16,6 +17,11 @@ export type Fence = Readonly<Record<string, number>>;
 
 /** The document an op writes a row of (the document key string, as the leases name it), or undefined for other rows. */
 export function documentOf(op: ReplicatedOp): string | undefined {
+  if (op[0] === DB.annotationTimes) {
+    // A thread's index row is keyed by time, but belongs to the thread's document: it is fenced with the thread.
+    const document = documentOfThreadTime(op[1]);
+    return document === undefined ? undefined : JSON.stringify(document);
+  }
   if (!DOCUMENT_DBS.has(op[0])) return undefined;
   const key = op[1];
   if (!Array.isArray(key) || key.length < 3) return undefined;

@@ -5,6 +5,7 @@ import type { Outbox } from '../events/outbox.js';
 import type { Store } from '../store/env.js';
 import { removeRangeInBatches } from '../store/chunked-scan.js';
 import { DB } from '../store/keys.js';
+import { threadsWithTimes } from '../store/thread-times.js';
 import { documentKeyString, type DocumentKey } from '../document-key.js';
 import type { ConnectionListener, DocumentActorLoader, DocumentActorView, PeerInfo } from './peer.js';
 import { AnnotationState, type AnnotationDeps, type LiveAnnotationChange, type Mutation } from './annotations/state.js';
@@ -209,7 +210,9 @@ export class CollabDocuments {
     // Writes of the drained actors may still be in the group commit; removed before they land, they would come back.
     await store.group.barrier();
     // In batches of bounded transactions (src/store/chunked-scan.ts): an organization may hold millions of threads.
-    await removeRangeInBatches(store, [store.records<unknown>(DB.annotations), store.records<unknown>(DB.presence)], prefix);
+    // A thread's index row goes with it; an organization's index range is under its prefix.
+    const times = prefix.length === 2 ? [store.records<unknown>(DB.annotationTimes)] : [];
+    await removeRangeInBatches(store, [threadsWithTimes(store), store.records<unknown>(DB.presence), ...times], prefix);
   }
 
   /** Runs a presence-changing task in the document's mailbox; resolves with the change once committed. */

@@ -38,6 +38,11 @@ export const DB = {
    * range); rows of schema 1 and 2 under [apiKey, organizationId, documentId, annotationId] until their next change
    */
   annotations: 'annotations',
+  /**
+   * [apiKey, organizationId, lastUpdated, documentId, annotationId] -> ThreadSummary: the organization's threads in
+   * listing order, one row per thread written and removed with it (src/store/thread-times.ts)
+   */
+  annotationTimes: 'annotation-times',
   /** [apiKey, organizationId, documentId, userId] -> PresenceRecord */
   presence: 'presence',
   /** [apiKey, organizationId, documentId, liveStateDataId] -> { data, updatedAt } (livestate/broadcast) */
@@ -160,14 +165,17 @@ export function distinctAfter(db: Pick<Database<unknown, Key>, 'getKeys'>, prefi
  * their events would never be planned, and it must refuse such a directory.
  * 7: an advanced webhook message's body is stored once (`webhook-bodies`) for all its endpoints' records, which no
  * longer hold it; a build stamped 6 would send and list those messages with no body, so it must refuse such a directory.
+ * 8: every comment thread has a row in the time index (`annotation-times`) that the organization-wide listing reads; a
+ * build stamped 7 would change threads without moving their index rows, so it must refuse such a directory.
  */
-export const SCHEMA_VERSION = 7;
+export const SCHEMA_VERSION = 8;
 
 /**
  * Older stamps this build reads as they are (and re-stamps): version 1's inline records still decode, and threads
  * keyed by annotation id (1 and 2) are read and move to their number with their next change, and the activity logs,
  * notifications and webhook messages of 1 to 3 are indexed by time once at start (src/delivery/time-index.ts), and
  * the pending delivery jobs of 1 to 4 by target (DeliveryQueue.buildTargetIndex); 1 to 5 have no lanes, and none is
- * needed; the webhook messages of 1 to 6 hold their bodies and are read as they are.
+ * needed; the webhook messages of 1 to 6 hold their bodies and are read as they are; the threads of 1 to 7 are indexed by time
+ * once at start (src/doc/annotations/time-index.ts).
  */
-export const READABLE_SCHEMA_VERSIONS: readonly number[] = [1, 2, 3, 4, 5, 6];
+export const READABLE_SCHEMA_VERSIONS: readonly number[] = [1, 2, 3, 4, 5, 6, 7];

@@ -4,8 +4,9 @@ import type { Store } from '../../store/env.js';
 import type { CollabDocuments } from '../collab-state.js';
 import { annotationView, type AnnotationView } from './model.js';
 import type { DocumentKey } from '../../document-key.js';
-import { countFor, matches, PageCollector, type AnnotationFilter, type Order, type Row } from './query.js';
+import { countFor, matches, PageCollector, type AnnotationFilter, type Order, type Page, type Row } from './query.js';
 import { AnnotationState } from './state.js';
+import { indexedPage } from './time-index.js';
 
 export interface ListInput extends AnnotationFilter {
   readonly organizationId: string;
@@ -33,8 +34,9 @@ export interface DocumentSource {
   /** Ids of the documents filed directly in the folder; throws NOT_FOUND for an unknown folder. */
   readonly folderDocuments: (apiKey: string, organizationId: string, folderId: string) => readonly string[];
   /**
-   * One process: a listing that names no document reads the organization's committed threads straight from LMDB
-   * (`AnnotationState.scanCommitted`) instead of loading every document that has threads. Absent on a cluster node,
+   * One process: a listing that names no document reads the organization's committed threads straight from LMDB (a
+   * page from the time index, `indexedPage`; requested ids by `AnnotationState.scanCommitted`) instead of loading
+   * every document that has threads. Absent on a cluster node,
    * whose store is a cache that may lag the documents' owners: each document is read through its owner there.
    */
   readonly scanCommitted?: boolean;
@@ -88,10 +90,17 @@ export async function listAnnotations(docs: CollabDocuments, source: DocumentSou
     if (wanted === undefined) collector?.add(row);
     else if (wanted.has(row.record.annotationId)) byId.set(row.record.annotationId, row);
   };
+  const view = (row: Row): AnnotationView => annotationView(refOf(row.documentId), row.record);
   if (source.scanCommitted === true && named.length === 0) {
-    // Every thread of the organization: one chunked scan of the committed rows, no document loaded. Every change a
-    // client was answered for has committed, so it is there.
+    // Every thread of the organization, from the committed rows, no document loaded. Every change a client was
+    // answered for has committed, so it is there.
     const inFolder = input.folderId === undefined ? undefined : new Set(source.folderDocuments(apiKey, input.organizationId, input.folderId));
+    if (wanted === undefined) {
+      // A page: walked in the time index from its token, reading about a page of rows (src/doc/annotations/time-index.ts).
+      const query = { ...input, order: input.order ?? 'desc', pageSize: input.pageSize ?? DEFAULT_PAGE_SIZE };
+      return answer(await indexedPage(source.store, apiKey, query, inFolder), input, view);
+    }
+    // Requested ids: one chunked scan of the organization's threads (no index by annotation id).
     await AnnotationState.scanCommitted(source.store, apiKey, input.organizationId, (documentId, record) => {
       if ((inFolder === undefined || inFolder.has(documentId)) && matches(record, input)) take({ documentId, record });
     });
@@ -101,15 +110,16 @@ export async function listAnnotations(docs: CollabDocuments, source: DocumentSou
       for (const record of records) take({ documentId, record });
     }
   }
-  const view = (row: Row): AnnotationView => annotationView(refOf(row.documentId), row.record);
-
   if (collector === undefined) {
     // One entry per requested id, in request order; null when it does not exist (or other filters exclude it).
     const found = (input.annotationIds ?? []).map((id) => byId.get(id));
     if (input.groupByDocumentId === true) return { data: group(found.filter((row): row is Row => row !== undefined), view) };
     return { data: found.map((row) => (row === undefined ? null : view(row))) };
   }
-  const result = collector.page();
+  return answer(collector.page(), input, view);
+}
+
+function answer(result: Page, input: ListInput, view: (row: Row) => AnnotationView): Listing {
   const data = input.groupByDocumentId === true ? group(result.rows, view) : result.rows.map(view);
   return result.nextPageToken === undefined ? { data } : { data, nextPageToken: result.nextPageToken };
 }

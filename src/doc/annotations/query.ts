@@ -46,7 +46,8 @@ interface Cursor {
   readonly a: string;
 }
 
-type SortKey = Omit<Cursor, 'o'>;
+/** A row's place in the listing; a page token holds the last one sent (or examined: src/doc/annotations/time-index.ts). */
+export type SortKey = Omit<Cursor, 'o'>;
 
 const keyOf = (row: Row): SortKey => ({ u: row.record.lastUpdated, d: row.documentId, a: row.record.annotationId });
 
@@ -60,11 +61,16 @@ function compare(a: SortKey, b: SortKey): number {
 
 /** Page tokens are keyset cursors (the last row's sort key), so inserts elsewhere never shift or repeat a page. */
 export function encodePageToken(order: Order, last: Row): string {
-  const cursor: Cursor = { o: order, ...keyOf(last) };
+  return encodeCursor(order, keyOf(last));
+}
+
+/** A token that resumes after `key`, a row sent or only examined. */
+export function encodeCursor(order: Order, key: SortKey): string {
+  const cursor: Cursor = { o: order, ...key };
   return Buffer.from(JSON.stringify(cursor)).toString('base64url');
 }
 
-function decodePageToken(token: string, order: Order): SortKey {
+export function decodePageToken(token: string, order: Order): SortKey {
   let cursor: unknown;
   try {
     cursor = JSON.parse(Buffer.from(token, 'base64url').toString('utf8'));

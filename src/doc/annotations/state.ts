@@ -13,6 +13,7 @@ import type { DocumentKey } from '../../document-key.js';
 import { appendComments, applyUpdate, buildAnnotation, swapUsers, type AnnotationUpdate, type RaisedEvent, type UserSwap } from './mutations.js';
 import { matches } from './query.js';
 import { ThreadChanges, type Change, type LiveAnnotationChange } from './thread-changes.js';
+import type { ThreadSummary } from './time-index.js';
 
 
 export type { LiveAnnotationChange };
@@ -301,7 +302,7 @@ export class AnnotationState {
     const owner = this.deps;
     // Called on `deps`, not detached from it: a deps object may implement `published` as a method.
     const published = (live: readonly LiveAnnotationChange[]): void => owner.published?.(live);
-    const deps = { ref: this.ref, db: this.db, outbox: owner.outbox, records: (this.stored ??= new Map()), published, legacy: this.legacy };
+    const deps = { ref: this.ref, db: this.db, times: owner.store.records<ThreadSummary>(DB.annotationTimes), outbox: owner.outbox, records: (this.stored ??= new Map()), published, legacy: this.legacy };
     const committed = await this.writes.submit(new ThreadChanges(deps, changes, now, (record) => this.view(record), restore));
     return committed.live;
   }

@@ -1,0 +1,53 @@
+// Owns the key layout of the comment threads' time index (DB.annotationTimes), and keeping its rows with the thread rows when those are removed or moved.
+import type { Database, Key } from 'lmdb';
+import type { RangeHolder } from './chunked-scan.js';
+import type { Store } from './env.js';
+import { DB } from './keys.js';
+
+/** What the index needs of a stored thread (an AnnotationRecord, src/doc/annotations/model.ts). */
+export interface TimedThread {
+  readonly annotationId: string;
+  readonly lastUpdated: number;
+}
+
+/**
+ * A thread's index row: under its organization, in listing order (lastUpdated, then documentId, then annotationId), so
+ * a page of the organization-wide listing is one range read from its token.
+ */
+export function threadTimeKey(apiKey: string, organizationId: string, documentId: string, thread: TimedThread): Key {
+  return [apiKey, organizationId, thread.lastUpdated, documentId, thread.annotationId];
+}
+
+/** The [apiKey, organizationId, documentId] of an index key (cluster fencing groups writes by document). */
+export function documentOfThreadTime(key: Key | readonly Key[]): [unknown, unknown, unknown] | undefined {
+  return Array.isArray(key) && key.length >= 5 ? [key[0], key[1], key[3]] : undefined;
+}
+
+/**
+ * DB.annotations as `removeRangeInBatches` takes it, whose removal of a thread row takes the thread's index row with
+ * it, in the same transaction: every range removal of threads (a document, a folder's documents, an organization)
+ * goes through this, so no index row outlives its thread.
+ */
+export function threadsWithTimes(store: Store): RangeHolder {
+  const threads = store.records<TimedThread>(DB.annotations);
+  const times = store.records<unknown>(DB.annotationTimes);
+  return {
+    getKeys: threads.getKeys.bind(threads),
+    removeSync: (key: Key): boolean => {
+      const thread = threads.get(key);
+      const [apiKey, organizationId, documentId] = key as [string, string, string];
+      if (thread !== undefined) times.removeSync(threadTimeKey(apiKey, organizationId, documentId, thread));
+      return threads.removeSync(key);
+    },
+  };
+}
+
+/** Only inside a transaction: the index row of `thread`, moved from its document to `newDocumentId` (a document migration). */
+export function moveThreadTime(times: Database<unknown, Key>, from: readonly [string, string, string], newDocumentId: string, thread: TimedThread): void {
+  const [apiKey, organizationId, documentId] = from;
+  const key = threadTimeKey(apiKey, organizationId, documentId, thread);
+  const summary = times.get(key);
+  if (summary === undefined) return;
+  times.putSync(threadTimeKey(apiKey, organizationId, newDocumentId, thread), summary);
+  times.removeSync(key);
+}
