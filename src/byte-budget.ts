@@ -1,5 +1,5 @@
 // Owns per-key byte budgets: a token bucket per key (API key), refilled continuously, in bounded memory (REST and sync input, awareness fan-out).
-import { TokenBuckets } from './token-buckets.js';
+import { TokenBuckets, type SharedUsage } from './token-buckets.js';
 
 export interface ByteBudgetOptions {
   /** Bytes per second per key; 0 turns the budget off. */
@@ -40,6 +40,11 @@ export class ByteBudget {
 
   get bytesPerSecond(): number {
     return this.options.bytesPerSecond;
+  }
+
+  /** Cluster mode: this budget's usage, shared with the other nodes (src/cluster/shared-limits.ts). */
+  share(): SharedUsage {
+    return this.buckets.share();
   }
 
   /** Charges `bytes` to `key`: 0 when taken, or the seconds until its bucket could cover them (nothing is charged then). Off (rate 0): always 0. */

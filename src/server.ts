@@ -144,6 +144,9 @@ export async function startServer(config: Config, log: Logger, options: ServerOp
     ...(cluster === undefined ? {} : { forward: (owner: string, request: ForwardedRequest) => cluster.rest.forward(owner, request) }),
     ...(cluster === undefined ? {} : { catchUp: () => cluster.state.catchUpFound() }),
   };
+  // Cluster mode: the per-key and per-address rates hold over all nodes, not once per node (src/cluster/shared-limits.ts).
+  const { client, emailSend, emailStatus, credential, bytes } = deps.limits;
+  cluster?.shareLimits({ client: client.share(), emailSend: emailSend.share(), emailStatus: emailStatus.share(), credential: credential.share(), bytes: bytes.share() }, options.usageIntervalMs);
   const knownPaths = new Set<string>();
   const operations = allOperations(services);
   // By path, the entry of a request another node forwarded here (cluster mode): the same serve step, no HTTP.

@@ -101,6 +101,8 @@ export interface ServerOptions {
   readonly checkpointPaced?: () => Promise<void>;
   /** Cluster mode: agent version numbers from a counter every node shares (src/cluster/agent-versions.ts); default: the store's. */
   readonly agentVersions?: AgentVersionCounter;
+  /** Cluster mode, tests: how often this node tells the others its limits' usage (default USAGE_INTERVAL_MS, 250 ms). */
+  readonly usageIntervalMs?: number;
 }
 
 /** `publisher` sends server-originated frames to a topic's sockets: the App's publish once the App exists. */

@@ -15,12 +15,25 @@ interface Bucket {
 }
 
 /**
+ * What a cluster shares of one set of buckets (src/cluster/shared-limits.ts), so a key's limit holds over all nodes,
+ * not once per node: what was taken here since the last look, and what other nodes took.
+ */
+export interface SharedUsage {
+  /** Tokens taken here since the last call, by key; forgets them. */
+  takenSince(): Array<[string, number]>;
+  /** `amount` tokens another node took for `key`: taken here too, down to a debt of one full bucket at most. */
+  takenElsewhere(key: string, amount: number): void;
+}
+
+/**
  * A touched key is moved to the end of the Map, so memory never exceeds `maxKeys` buckets whatever the number of
  * distinct keys. Forgetting the least recently used key is safe: a key not seen for a while has mostly refilled; a
  * flood of fresh keys only forgets keys that went quiet.
  */
-export class TokenBuckets {
+export class TokenBuckets implements SharedUsage {
   private readonly buckets = new Map<string, Bucket>();
+  /** Cluster mode only (`share`): tokens taken here by key since the last `takenSince`, at most maxKeys keys. */
+  private taken: Map<string, number> | undefined;
 
   constructor(private readonly options: TokenBucketOptions) {
     if (options.maxKeys < 1) throw new Error('token buckets need room for at least one key');
@@ -33,6 +46,38 @@ export class TokenBuckets {
 
   /** Takes `cost` tokens from `key`'s bucket, or none: 0 when taken, else how many tokens it lacks. */
   take(key: string, cost: number): number {
+    const bucket = this.touch(key);
+    if (bucket.tokens < cost) return cost - bucket.tokens;
+    bucket.tokens -= cost;
+    const taken = this.taken;
+    // A flood of distinct keys (client addresses) past maxKeys in one interval is shared in part: each node still
+    // holds them to its own buckets.
+    if (taken !== undefined && (taken.size < this.options.maxKeys || taken.has(key))) taken.set(key, (taken.get(key) ?? 0) + cost);
+    return 0;
+  }
+
+  /** From now on what is taken here is kept for `takenSince` (cluster mode); a single process keeps nothing. */
+  share(): SharedUsage {
+    this.taken ??= new Map();
+    return this;
+  }
+
+  takenSince(): Array<[string, number]> {
+    const taken = this.taken;
+    if (taken === undefined || taken.size === 0) return [];
+    this.taken = new Map();
+    return [...taken];
+  }
+
+  takenElsewhere(key: string, amount: number): void {
+    const bucket = this.touch(key);
+    // A debt, not a floor at zero: else each node would refill and spend its own rate and N nodes would let N rates
+    // through. At most one bucket, so a node that heard of a burst elsewhere is back in service within a refill.
+    bucket.tokens = Math.max(-this.options.capacity, bucket.tokens - amount);
+  }
+
+  /** `key`'s bucket refilled to now, moved to the LRU end (made full, forgetting the oldest key, when new). */
+  private touch(key: string): Bucket {
     const { capacity, refillPerMs } = this.options;
     const now = this.options.now();
     let bucket = this.buckets.get(key);
@@ -45,9 +90,7 @@ export class TokenBuckets {
       bucket.updatedAt = now;
     }
     this.buckets.set(key, bucket);
-    if (bucket.tokens < cost) return cost - bucket.tokens;
-    bucket.tokens -= cost;
-    return 0;
+    return bucket;
   }
 
   private forgetOldest(): void {

@@ -44,3 +44,28 @@ t.test('a rate of 0 is off; keys past maxKeys are forgotten, least recently char
   t.equal(budget.charge('a', 80), 0, 'a comes back rested');
   t.ok(budget.charge('c', 1) > 0, 'c was kept');
 });
+
+t.test('shared (cluster mode): what was taken here is told once, what others took is taken here, in debt of one bucket at most', async (t) => {
+  const c = clock();
+  const budget = new ByteBudget({ bytesPerSecond: 1000, largestCharge: 100, maxKeys: 2, now: c.now });
+  t.equal(budget.charge('k', 100), 0, 'before sharing starts');
+  const usage = budget.share();
+  t.same(usage.takenSince(), [], 'nothing is kept before share()');
+  t.equal(budget.charge('k', 300), 0);
+  t.equal(budget.charge('k', 200), 0);
+  t.equal(budget.charge('j', 50), 0);
+  t.equal(budget.charge('k', 9000), 1.6, 'a refused charge takes nothing (7,400 bytes left: 1.6 s until 9,000 fit)');
+  t.equal(budget.charge('x', 10), 0, 'a third key past maxKeys (2) is charged but not shared');
+  t.same(usage.takenSince(), [['k', 500], ['j', 50]], 'what each key took here, once');
+  t.same(usage.takenSince(), [], 'and forgotten once told');
+
+  usage.takenElsewhere('k', 7000);
+  t.equal(budget.charge('k', 500), 0.1, 'another node took most of the burst: 400 bytes left here');
+  usage.takenElsewhere('k', 50_000);
+  t.equal(budget.charge('k', 1), 8.001, 'a debt of one full bucket at most (8,000 bytes), then the refill');
+  c.advance(8_001);
+  t.equal(budget.charge('k', 1), 0, 'back once the refill covers the debt');
+  usage.takenElsewhere('fresh', 3000);
+  t.equal(budget.charge('fresh', 5000), 0, 'a key first heard of from elsewhere starts full, less what was taken there');
+  t.equal(budget.charge('fresh', 1), 0.001);
+});

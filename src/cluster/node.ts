@@ -8,6 +8,7 @@ import type { DocumentActors } from '../doc/registry.js';
 import { documentKeyString, type DocumentKey } from '../document-key.js';
 import { unavailable } from '../errors.js';
 import type { Logger } from '../log.js';
+import type { SharedUsage } from '../token-buckets.js';
 import type { Jobs } from '../tenant/jobs.js';
 import { KvAgentVersions } from './agent-versions.js';
 import { JobForwarder } from './job-forward.js';
@@ -15,6 +16,7 @@ import { Leases } from './leases.js';
 import { Relay } from './relay.js';
 import { RestForwarding, type ForwardedHandler } from './rest-forward.js';
 import { ClusterState } from './state.js';
+import { SharedLimits } from './shared-limits.js';
 import { WorkerLease } from './worker-lease.js';
 
 /** How long a graceful stop waits for the NATS connection to drain before closing it. */
@@ -48,6 +50,7 @@ export class ClusterNode {
 
   /** Set by `drain()`: no new document is claimed here, so the ones it serves can only move away. */
   private draining = false;
+  private limits: SharedLimits | undefined;
 
   /** Connects to NATS (reconnecting by itself for ever), binds the lease bucket and starts the relay's inbox. */
   /** `checkpointPaced` (tests): runs between pieces of a checkpoint's upload. */
@@ -130,6 +133,18 @@ export class ClusterNode {
   }
 
 
+  /** The per-key limits hold over the cluster: each node's buckets also take what the others' took (shared-limits.ts). */
+  shareLimits(limits: Readonly<Record<string, SharedUsage>>, intervalMs?: number): void {
+    this.limits?.stop();
+    this.limits = new SharedLimits(this.nc, this.nodeId, limits, this.log, intervalMs);
+    this.limits.start();
+  }
+
+  /** Tells the other nodes now what this node's limits took since the last time; false when they took nothing. */
+  tellLimits(): boolean {
+    return this.limits?.tell() ?? false;
+  }
+
   /** Starts answering REST requests forwarded to this node, each by its path's serve step (src/http/route.ts). */
   serveRest(byPath: ReadonlyMap<string, ForwardedHandler>): void {
     this.rest.serve(byPath);
@@ -143,6 +158,7 @@ export class ClusterNode {
   /** Graceful stop, after the documents were unloaded: stop relaying, release every lease (the connection stays for `finish`). */
   async stop(): Promise<void> {
     this.draining = true;
+    this.limits?.stop();
     this.rest.stop();
     this.jobs.stop();
     await this.worker.close();

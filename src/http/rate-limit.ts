@@ -1,7 +1,7 @@
 // Owns rate limiting: a token bucket per key (client address, target email, API key), refilled continuously, in bounded memory.
 import { ByteBudget } from '../byte-budget.js';
 import { resourceExhausted } from '../errors.js';
-import { TokenBuckets } from '../token-buckets.js';
+import { TokenBuckets, type SharedUsage } from '../token-buckets.js';
 
 export interface RateLimitOptions {
   /** Requests allowed per window; also the burst size. 0 turns the limiter off. */
@@ -31,6 +31,11 @@ export class RateLimiter {
   /** Keys remembered now (bounded by maxKeys). */
   get size(): number {
     return this.buckets.size;
+  }
+
+  /** Cluster mode: this limit's usage, shared with the other nodes (src/cluster/shared-limits.ts). */
+  share(): SharedUsage {
+    return this.buckets.share();
   }
 
   /** Takes one token for `key` or throws RESOURCE_EXHAUSTED with the seconds until one is free. */

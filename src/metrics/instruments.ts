@@ -18,6 +18,9 @@ export const syncCounts = {
   closed: 0,
 };
 
+/** Cluster mode: messages of other nodes' limit usage this node applied to its buckets (src/cluster/shared-limits.ts). */
+export const clusterCounts = { usageReceived: 0 };
+
 /** Documents the loaded-documents budget unloaded before DOC_IDLE_UNLOAD_MS (src/doc/loaded-budget.ts). */
 export const budgetCounts = { unloadedEarly: 0 };
 

@@ -1,7 +1,7 @@
 // Owns one server's Prometheus registry: the process-wide instruments plus gauges read from its services at scrape time.
 import { collectDefaultMetrics, Counter, Gauge, Registry, type Metric } from 'prom-client';
 import { FIGURES, type EventLoopDelay, type Figure } from './event-loop.js';
-import { budgetCounts, groupCommitSeconds, groupCommitSize, limitRefusals, mailboxCounts, restRequests, restSeconds, syncCounts } from './instruments.js';
+import { budgetCounts, clusterCounts, groupCommitSeconds, groupCommitSize, limitRefusals, mailboxCounts, restRequests, restSeconds, syncCounts } from './instruments.js';
 
 /**
  * How full the shared queues are (docs/limits.md, "Shared work, per workspace"), read once per scrape: every figure
@@ -155,6 +155,7 @@ export function createMetricsRegistry(sources: MetricSources, eventLoop: EventLo
   mirroredCounter(registry, 'plait_sync_frames_queued_total', 'Frames held in a sync connection\'s own queue, shared, instead of copied into its buffer at once (large frames, slow readers)', () => syncCounts.framesQueued);
   mirroredCounter(registry, 'plait_sync_connections_opened_total', 'Sync connections opened', () => syncCounts.opened);
   mirroredCounter(registry, 'plait_sync_connections_closed_total', 'Sync connections closed', () => syncCounts.closed);
+  mirroredCounter(registry, 'plait_cluster_usage_messages_total', 'Cluster mode: messages of other nodes\' per-key limit usage applied to this node\'s buckets', () => clusterCounts.usageReceived);
   mirroredCounter(registry, 'plait_documents_unloaded_early_total', 'Documents unloaded before DOC_IDLE_UNLOAD_MS to keep within the loaded-documents budget', () => budgetCounts.unloadedEarly);
   mirroredCounter(registry, 'plait_mailbox_shed_total', 'Messages refused because a document mailbox was full', () => mailboxCounts.shed);
   const refusalsExported = new Map<string, number>();
