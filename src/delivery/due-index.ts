@@ -30,10 +30,31 @@ export interface Slots {
 export class DueIndex {
   private readonly byTarget: Database<null, Key>;
   private readonly heads: Database<string, Key>;
+  /**
+   * While `batched` runs (one write transaction): each target's head as this index last read or wrote it (null: none).
+   * Finding a head is a cursor over the target's range, ~8 µs in lmdb-js, and planning asked it for every job, where
+   * one transaction plans several events to the same endpoints (bench/README.md, "Twentieth session").
+   */
+  private memo: Map<string, number | null> | undefined;
 
   constructor(store: Store) {
     this.byTarget = store.records<null>(DB.deliveryTargetDue);
     this.heads = store.records<string>(DB.deliveryHeads);
+  }
+
+  /**
+   * Runs `body`, synchronous and inside one write transaction, with each target's head read once: nothing else writes
+   * the index while it runs (LMDB has one writer and `body` does not yield), and `add` and `remove` keep what they
+   * read up to date. Nested calls share the outer one's.
+   */
+  batched<T>(body: () => T): T {
+    if (this.memo !== undefined) return body();
+    this.memo = new Map();
+    try {
+      return body();
+    } finally {
+      this.memo = undefined;
+    }
   }
 
   /** Inside a write transaction: indexes a pending job, and makes it its target's head when it is due first. */
@@ -43,13 +64,15 @@ export class DueIndex {
     if (head !== undefined && head <= entry.due) return;
     if (head !== undefined) this.heads.removeSync([head, entry.target]);
     this.heads.putSync([entry.due, entry.target], entry.apiKey);
+    this.memo?.set(entry.target, entry.due);
   }
 
   /** Inside a write transaction: drops a job that is no longer pending, and moves its target's head when it was it. */
   remove(entry: DueEntry): void {
     const head = this.headOf(entry.target);
     this.byTarget.removeSync([entry.target, entry.due, entry.id]);
-    const next = this.headOf(entry.target);
+    const next = this.storedHeadOf(entry.target);
+    this.memo?.set(entry.target, next ?? null);
     if (next === head) return;
     if (head !== undefined) this.heads.removeSync([head, entry.target]);
     if (next !== undefined) this.heads.putSync([next, entry.target], entry.apiKey);
@@ -121,6 +144,16 @@ export class DueIndex {
   }
 
   private headOf(target: string): number | undefined {
+    const memo = this.memo;
+    if (memo === undefined) return this.storedHeadOf(target);
+    const known = memo.get(target);
+    if (known !== undefined) return known ?? undefined;
+    const head = this.storedHeadOf(target);
+    memo.set(target, head ?? null);
+    return head;
+  }
+
+  private storedHeadOf(target: string): number | undefined {
     for (const key of this.byTarget.getKeys({ start: [target], end: [target, KEY_END], limit: 1 })) return (key as [string, number, string])[1];
     return undefined;
   }

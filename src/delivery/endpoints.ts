@@ -110,6 +110,8 @@ export class Endpoints {
   /** Listed under [apiKey, endpointId], newest first by `createdAt`. */
   private readonly messages: TimeIndexed<StoredMessage, MessageSummary>;
   private readonly bodies: MessageBodies;
+  /** While `memoized` runs: each API key's endpoints as `all` read them. */
+  private memo: Map<string, EndpointRecord[]> | undefined;
 
   constructor(private readonly store: Store, private readonly secrets: Secrets) {
     this.endpoints = store.records<EndpointRecord>(DB.webhookEndpoints);
@@ -135,7 +137,26 @@ export class Endpoints {
   }
 
   all(apiKey: string): EndpointRecord[] {
-    return Array.from(this.endpoints.getRange({ start: [apiKey], end: [apiKey, '\uffff'] }), ({ value }) => value);
+    const memo = this.memo;
+    const known = memo?.get(apiKey);
+    if (known !== undefined) return known;
+    const all = Array.from(this.endpoints.getRange({ start: [apiKey], end: [apiKey, '\uffff'] }), ({ value }) => value);
+    memo?.set(apiKey, all);
+    return all;
+  }
+
+  /**
+   * Runs `body` (synchronous, inside one planning transaction, which writes no endpoint) with each API key's endpoints
+   * read once: planning read and decoded all of them again for every event, one record per job planned.
+   */
+  memoized<T>(body: () => T): T {
+    if (this.memo !== undefined) return body();
+    this.memo = new Map();
+    try {
+      return body();
+    } finally {
+      this.memo = undefined;
+    }
   }
 
   async create(apiKey: string, input: EndpointInput & { url: string }, now: number): Promise<EndpointRecord> {
@@ -214,18 +235,17 @@ export class Endpoints {
   /** Writes the endpoint's record of the message; its body is written once for all the message's endpoints. */
   putMessage(tx: WriteTx, apiKey: string, message: MessageRecord): void {
     this.bodies.keep(tx, apiKey, message.id, message.body, message.createdAt);
-    // Field by field: object rest is V8's slow path, and this runs for every endpoint of every event and every attempt.
-    const stored: StoredMessage = {
-      id: message.id,
-      endpointId: message.endpointId,
-      eventType: message.eventType,
-      eventId: message.eventId,
-      createdAt: message.createdAt,
-      status: message.status,
-      attempts: message.attempts,
-      resends: message.resends,
-    };
-    this.messages.put(tx, [apiKey, message.endpointId], stored);
+    this.messages.put(tx, [apiKey, message.endpointId], stored(message));
+  }
+
+  /**
+   * Planning: writes the record of a message the endpoint does not have (`hasMessage` said so). `bodyKept`: an earlier
+   * endpoint of the same message wrote its body in this transaction, so it is not looked for again (an event to 100
+   * endpoints looked 100 times).
+   */
+  addMessage(tx: WriteTx, apiKey: string, message: MessageRecord, bodyKept: boolean): void {
+    if (!bodyKept) this.bodies.keep(tx, apiKey, message.id, message.body, message.createdAt);
+    this.messages.insert(tx, [apiKey, message.endpointId], stored(message));
   }
 
   /** The endpoint's newest `limit` messages (with `status`, if given), newest first: reads no further than that. */
@@ -270,6 +290,20 @@ export class Endpoints {
   buildIndex(): Promise<number> {
     return this.messages.build();
   }
+}
+
+/** The record as stored, without its body. Field by field: object rest is V8's slow path, and this runs for every endpoint of every event and every attempt. */
+function stored(message: MessageRecord): StoredMessage {
+  return {
+    id: message.id,
+    endpointId: message.endpointId,
+    eventType: message.eventType,
+    eventId: message.eventId,
+    createdAt: message.createdAt,
+    status: message.status,
+    attempts: message.attempts,
+    resends: message.resends,
+  };
 }
 
 /** Svix-style paging over endpoints ordered by id: `iterator` is the last id of the page, `prevIterator` the first. */

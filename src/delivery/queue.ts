@@ -79,9 +79,20 @@ export class DeliveryQueue {
     return this.jobs.get(id);
   }
 
+  /** Whether a job of this id is stored, in any state (no decoding). */
+  has(id: string): boolean {
+    return this.jobs.doesExist(id);
+  }
+
+  /** Runs `body` (synchronous, inside one write transaction) with the due index's heads read once a target (`DueIndex.batched`). */
+  batched<T>(body: () => T): T {
+    return this.dueIndex.batched(body);
+  }
+
   /** Writes a pending job unless one with this id exists; returns whether it wrote. */
   enqueue(_tx: WriteTx, job: Omit<DeliveryJob, 'state' | 'attempt' | 'updatedAt'> & { attempt?: number }): boolean {
-    if (this.jobs.get(job.id) !== undefined) return false;
+    // Existence only: decoding the row to test it for undefined cost a read and a decode per planned job.
+    if (this.jobs.doesExist(job.id)) return false;
     const row: DeliveryJob = { ...job, attempt: job.attempt ?? 0, state: 'pending', updatedAt: job.createdAt };
     this.jobs.putSync(row.id, row);
     this.dueIndex.add(row);

@@ -93,7 +93,7 @@ export class Delivery {
     // still plans them for rows its recorders did not record (raised before they did).
     options.outbox.setRecorders([activity, notification.recorder]);
     options.outbox.setAudience(new DeliveryAudience(this.configs, planners));
-    this.dispatcher = new Dispatcher({ store, outbox: options.outbox, queue: this.queue, planners, clock: this.clock, log: deliveryLog, planning: (body) => this.configs.memoized(body), ...(options.mayRun === undefined ? {} : { mayRun: options.mayRun }), ...(options.dispatcherPollMs === undefined ? {} : { pollMs: options.dispatcherPollMs }) });
+    this.dispatcher = new Dispatcher({ store, outbox: options.outbox, queue: this.queue, planners, clock: this.clock, log: deliveryLog, planning: (body) => this.planning(body), ...(options.mayRun === undefined ? {} : { mayRun: options.mayRun }), ...(options.dispatcherPollMs === undefined ? {} : { pollMs: options.dispatcherPollMs }) });
     this.documentData = new DeliveryDocumentData({
       store,
       outbox: options.outbox,
@@ -113,6 +113,14 @@ export class Delivery {
       ...(options.runnerIdleMs === undefined ? {} : { maxIdleMs: options.runnerIdleMs }),
       ...(retentionMs === 0 ? {} : { pruneLogs: (now: number, limit: number) => this.endpoints.pruneMessages(now - retentionMs, limit) }),
     });
+  }
+
+  /**
+   * The dispatcher's planning transaction, with what it reads again and again read once: each delivery config, each
+   * key's endpoints, each target's head in the due index. Nothing else writes them while it runs.
+   */
+  private planning<T>(body: () => T): T {
+    return this.configs.memoized(() => this.endpoints.memoized(() => this.queue.batched(body)));
   }
 
   /** Indexes the activity logs, notifications, webhook messages and finished jobs written before schema 4 by time, and pending jobs of schema 4 and older by target (once; a no-op after). */

@@ -67,6 +67,15 @@ export class TimeIndexed<R extends { readonly id: string }, S> {
     this.index.putSync([apiKey, scope, this.timeOf(record), record.id], this.summarize(record));
   }
 
+  /**
+   * Writes a record the caller knows is not stored (planning checked): `put` without its read of the previous record,
+   * which was a read and a decode for every webhook job planned.
+   */
+  insert(_tx: WriteTx, [apiKey, scope]: Scope, record: R): void {
+    this.records.putSync([apiKey, scope, record.id], record);
+    this.index.putSync([apiKey, scope, this.timeOf(record), record.id], this.summarize(record));
+  }
+
   remove(_tx: WriteTx, [apiKey, scope]: Scope, record: R): void {
     this.records.removeSync([apiKey, scope, record.id]);
     this.index.removeSync([apiKey, scope, this.timeOf(record), record.id]);

@@ -70,12 +70,16 @@ export class AdvancedWebhookChannel implements Planner, ChannelRunner {
     const messageId = `msg_${event.id.replace(/^evt_/, '')}`;
     const body = encoded(webhookV2Payload(event, messageId), config.encodeData);
     const channels = eventChannels(event);
+    const message = { id: messageId, eventType: event.type, eventId: event.id, body };
+    const about = { organizationId: event.organizationId, documentId: event.documentId };
+    let bodyKept = false;
     for (const endpoint of this.deps.endpoints.all(event.apiKey)) {
       if (!endpointWants(endpoint, event.type, channels)) continue;
-      this.enqueueMessage(tx, event.apiKey, endpoint, { id: messageId, eventType: event.type, eventId: event.id, body }, now, { organizationId: event.organizationId, documentId: event.documentId });
+      bodyKept = this.enqueueMessage(tx, event.apiKey, endpoint, message, now, about, bodyKept) || bodyKept;
     }
   }
 
+  /** Answers whether it wrote (the message's body is then stored, in this transaction). */
   private enqueueMessage(
     tx: WriteTx,
     apiKey: string,
@@ -83,11 +87,13 @@ export class AdvancedWebhookChannel implements Planner, ChannelRunner {
     message: Pick<MessageRecord, 'id' | 'eventType' | 'eventId' | 'body'>,
     now: number,
     about: Pick<DeliveryJob, 'organizationId' | 'documentId'> = {},
-  ): void {
-    if (this.deps.endpoints.hasMessage(apiKey, endpoint.id, message.id)) return;
-    this.deps.endpoints.putMessage(tx, apiKey, { ...message, endpointId: endpoint.id, createdAt: now, status: 'pending', attempts: [], resends: 0 });
+    bodyKept = false,
+  ): boolean {
+    if (this.deps.endpoints.hasMessage(apiKey, endpoint.id, message.id)) return false;
+    this.deps.endpoints.addMessage(tx, apiKey, { ...message, endpointId: endpoint.id, createdAt: now, status: 'pending', attempts: [], resends: 0 }, bodyKept);
     const payload: AdvancedJobPayload = { endpointId: endpoint.id, messageId: message.id };
     this.deps.queue.enqueue(tx, { id: `${message.id}:${endpoint.id}`, channel: 'advancedWebhook', apiKey, target: `adv:${endpoint.id}`, due: now, createdAt: now, ...about, payload });
+    return true;
   }
 
   /** A manual resend: one attempt now, outside the retry schedule (Plait extension). */
@@ -182,9 +188,10 @@ export class AdvancedWebhookChannel implements Planner, ChannelRunner {
       type: EXHAUSTED_EVENT,
       data: { endpointId: failed.id, msgId: message.id, msgEventId: message.eventId, eventType: message.eventType, lastAttempt: last === undefined ? null : { id: last.id, timestamp: last.timestamp, responseStatusCode: last.responseStatusCode } },
     });
+    let bodyKept = false;
     for (const endpoint of this.deps.endpoints.all(apiKey)) {
       if (endpoint.id === failed.id || endpoint.filterTypes === null || !endpointWants(endpoint, EXHAUSTED_EVENT, null)) continue;
-      this.enqueueMessage(tx, apiKey, endpoint, { id, eventType: EXHAUSTED_EVENT, eventId: message.eventId, body }, now);
+      bodyKept = this.enqueueMessage(tx, apiKey, endpoint, { id, eventType: EXHAUSTED_EVENT, eventId: message.eventId, body }, now, {}, bodyKept) || bodyKept;
     }
   }
 
