@@ -6,7 +6,7 @@ import { invalidArgument, notFound } from '../errors.js';
 import { limitRefusals } from '../metrics/instruments.js';
 import type { Store, WriteTx } from '../store/env.js';
 import { DB } from '../store/keys.js';
-import { MessageBodies } from './message-bodies.js';
+import { MessageBodies, type SharedMessage } from './message-bodies.js';
 import { TimeIndexed } from './time-index.js';
 
 /**
@@ -96,7 +96,9 @@ const ENDPOINT_NOT_FOUND = 'Advanced webhook endpoint not found.';
 
 /**
  * A message as stored: without its body, which its endpoints share (src/delivery/message-bodies.ts). Records written
- * before schema 7 still hold it and are read as they are.
+ * before schema 7 still hold it and are read as they are. From schema 9 a message planned for an endpoint has no
+ * record until its first attempt settles: its time-index row stands for it, with what its endpoints share
+ * (`Endpoints.implied`), as planning wrote a record per job that said only "pending, no attempt".
  */
 type StoredMessage = Omit<MessageRecord, 'body'> & { readonly body?: string };
 
@@ -123,6 +125,7 @@ export class Endpoints {
       // The record does not carry its API key: the stored key [apiKey, endpointId, messageId] does.
       scopeOf: (_message, key) => [String((key as unknown[])[0]), String((key as unknown[])[1])],
       timeOf: (message) => message.createdAt,
+      implied: ([apiKey, endpointId, createdAt, messageId], summary) => this.implied(apiKey, endpointId, messageId, createdAt, summary.status),
     });
   }
 
@@ -224,28 +227,36 @@ export class Endpoints {
 
   message(apiKey: string, endpointId: string, messageId: string): MessageRecord | undefined {
     const stored = this.messages.get([apiKey, endpointId], messageId);
-    return stored === undefined ? undefined : this.withBody(apiKey, stored);
-  }
-
-  /** Whether the endpoint has a record of the message (planning asks, to enqueue it once). */
-  hasMessage(apiKey: string, endpointId: string, messageId: string): boolean {
-    return this.messages.has([apiKey, endpointId], messageId);
+    if (stored !== undefined) return this.withBody(apiKey, stored);
+    const shared = this.bodies.get(apiKey, messageId);
+    if (shared === undefined || !('createdAt' in shared)) return undefined;
+    const summary = this.messages.indexed([apiKey, endpointId], shared.createdAt, messageId);
+    return summary === undefined ? undefined : impliedRecord(endpointId, messageId, shared, summary.status);
   }
 
   /** Writes the endpoint's record of the message; its body is written once for all the message's endpoints. */
   putMessage(tx: WriteTx, apiKey: string, message: MessageRecord): void {
-    this.bodies.keep(tx, apiKey, message.id, message.body, message.createdAt);
+    this.bodies.keep(tx, apiKey, message.id, message);
     this.messages.put(tx, [apiKey, message.endpointId], stored(message));
   }
 
   /**
-   * Planning: writes the record of a message the endpoint does not have (`hasMessage` said so). `bodyKept`: an earlier
-   * endpoint of the same message wrote its body in this transaction, so it is not looked for again (an event to 100
-   * endpoints looked 100 times).
+   * Planning: a new pending message of the endpoint, with no attempt (the caller made sure it has none: its job is
+   * not there). Only its time-index row is written; reads make the record from it and the shared row until an attempt
+   * settles (`implied`). `bodyKept`: an earlier endpoint of the same message wrote the shared row in this transaction,
+   * so it is not looked for again (an event to 100 endpoints looked 100 times).
    */
   addMessage(tx: WriteTx, apiKey: string, message: MessageRecord, bodyKept: boolean): void {
-    if (!bodyKept) this.bodies.keep(tx, apiKey, message.id, message.body, message.createdAt);
-    this.messages.insert(tx, [apiKey, message.endpointId], stored(message));
+    if (!bodyKept) this.bodies.keep(tx, apiKey, message.id, message);
+    this.messages.putImplied(tx, [apiKey, message.endpointId], stored(message));
+  }
+
+  /** The record a time-index row without one stands for (planned, never attempted), made from the shared row. */
+  private implied(apiKey: string, endpointId: string, messageId: string, createdAt: number, status: MessageRecord['status']): StoredMessage | undefined {
+    const shared = this.bodies.get(apiKey, messageId);
+    // A row of a message whose shared row went (an older build's index row left without its record) stands for nothing.
+    if (shared === undefined || !('createdAt' in shared) || shared.createdAt !== createdAt) return undefined;
+    return impliedRecord(endpointId, messageId, shared, status);
   }
 
   /** The endpoint's newest `limit` messages (with `status`, if given), newest first: reads no further than that. */
@@ -255,7 +266,7 @@ export class Endpoints {
   }
 
   private withBody(apiKey: string, stored: StoredMessage): MessageRecord {
-    return stored.body !== undefined ? (stored as MessageRecord) : { ...stored, body: this.bodies.get(apiKey, stored.id) ?? '' };
+    return stored.body !== undefined ? (stored as MessageRecord) : { ...stored, body: this.bodies.get(apiKey, stored.id)?.body ?? '' };
   }
 
   /**
@@ -276,13 +287,17 @@ export class Endpoints {
     });
   }
 
-  /** Whether any endpoint of the key still has a record of the message; each key's endpoints are read once. */
-  private referencedBy(): (apiKey: string, messageId: string) => boolean {
+  /**
+   * Whether any endpoint of the key still has the message: a record, or the index row of one not yet attempted, which
+   * is all a planned message has (at the body's time: every endpoint's record of a message has the time of the first).
+   * Each key's endpoints are read once.
+   */
+  private referencedBy(): (apiKey: string, messageId: string, createdAt: number) => boolean {
     const endpointIds = new Map<string, string[]>();
-    return (apiKey, messageId) => {
+    return (apiKey, messageId, createdAt) => {
       let ids = endpointIds.get(apiKey);
       if (ids === undefined) endpointIds.set(apiKey, (ids = Array.from(this.endpoints.getKeys({ start: [apiKey], end: [apiKey, '\uffff'] }), (key) => String((key as unknown[])[1]))));
-      return ids.some((endpointId) => this.messages.has([apiKey, endpointId], messageId));
+      return ids.some((endpointId) => this.messages.has([apiKey, endpointId], messageId) || this.messages.indexed([apiKey, endpointId], createdAt, messageId) !== undefined);
     };
   }
 
@@ -304,6 +319,11 @@ function stored(message: MessageRecord): StoredMessage {
     attempts: message.attempts,
     resends: message.resends,
   };
+}
+
+/** A planned message never attempted, as its record would say (`Endpoints.addMessage` wrote none). */
+function impliedRecord(endpointId: string, messageId: string, shared: SharedMessage, status: MessageRecord['status']): MessageRecord {
+  return { id: messageId, endpointId, eventType: shared.eventType, eventId: shared.eventId, body: shared.body, createdAt: shared.createdAt, status, attempts: [], resends: 0 };
 }
 
 /** Svix-style paging over endpoints ordered by id: `iterator` is the last id of the page, `prevIterator` the first. */

@@ -1,7 +1,21 @@
-// Owns the bodies of advanced webhook messages (DB.webhookBodies and its time index): one row per message, whatever the number of endpoints it went to.
+// Owns what an advanced webhook message's endpoints share (DB.webhookBodies and its time index): one row per message, whatever the number of endpoints it went to.
 import type { Database, Key } from 'lmdb';
 import type { Store, WriteTx } from '../store/env.js';
 import { DB } from '../store/keys.js';
+
+/**
+ * A message as every endpoint it went to shares it: its body, and (from schema 9) when it was made and about which
+ * event, which an endpoint's message not yet attempted is read from (src/delivery/endpoints.ts).
+ */
+export interface SharedMessage {
+  readonly body: string;
+  readonly createdAt: number;
+  readonly eventType: string;
+  readonly eventId: string;
+}
+
+/** A row as stored: schema 7 kept the body alone, as a string. */
+type StoredShared = SharedMessage | string;
 
 /**
  * A message is one event's body sent to every endpoint that wants it, and each endpoint keeps its own record of it
@@ -10,7 +24,7 @@ import { DB } from '../store/keys.js';
  * the first record that needs it, and read back with the record.
  */
 export class MessageBodies {
-  private readonly bodies: Database<string, Key>;
+  private readonly bodies: Database<StoredShared, Key>;
   private readonly times: Database<null, Key>;
 
   /**
@@ -21,34 +35,37 @@ export class MessageBodies {
   private resume: Key | undefined;
 
   constructor(store: Store) {
-    this.bodies = store.records<string>(DB.webhookBodies);
+    this.bodies = store.records<StoredShared>(DB.webhookBodies);
     this.times = store.records<null>(DB.webhookBodyTimes);
   }
 
-  get(apiKey: string, messageId: string): string | undefined {
-    return this.bodies.get([apiKey, messageId]);
+  /** The message's body, with when it was made and its event unless a schema-7 build wrote it. */
+  get(apiKey: string, messageId: string): SharedMessage | { readonly body: string } | undefined {
+    const stored = this.bodies.get([apiKey, messageId]);
+    return typeof stored === 'string' ? { body: stored } : stored;
   }
 
-  /** Writes the body unless it is there (the message's other endpoints share it), in the caller's transaction. */
-  keep(_tx: WriteTx, apiKey: string, messageId: string, body: string, createdAt: number): void {
+  /** Writes the shared row unless it is there (the message's other endpoints share it), in the caller's transaction. */
+  keep(_tx: WriteTx, apiKey: string, messageId: string, shared: SharedMessage): void {
     if (this.bodies.doesExist([apiKey, messageId])) return;
-    this.bodies.putSync([apiKey, messageId], body);
-    this.times.putSync([createdAt, apiKey, messageId], null);
+    this.bodies.putSync([apiKey, messageId], { body: shared.body, createdAt: shared.createdAt, eventType: shared.eventType, eventId: shared.eventId });
+    this.times.putSync([shared.createdAt, apiKey, messageId], null);
   }
 
   /**
-   * Removes bodies created before `before` that no message refers to any more (`referenced`), looking at most at
-   * `limit` of them, oldest first from where the last call stopped, in the caller's transaction. A body a pending
-   * message still needs stays, and is looked at again once a call has gone through to the end. Answers how many went.
+   * Removes bodies created before `before` that no message refers to any more (`referenced`, told when the body was
+   * made), looking at most at `limit` of them, oldest first from where the last call stopped, in the caller's
+   * transaction. A body a pending message still needs stays, and is looked at again once a call has gone through to
+   * the end. Answers how many went.
    */
-  prune(_tx: WriteTx, before: number, limit: number, referenced: (apiKey: string, messageId: string) => boolean): number {
+  prune(_tx: WriteTx, before: number, limit: number, referenced: (apiKey: string, messageId: string, createdAt: number) => boolean): number {
     const range = this.resume === undefined ? { end: [before], limit } : { start: this.resume, exclusiveStart: true, end: [before], limit };
     const keys = Array.from(this.times.getKeys(range));
     this.resume = keys.length < limit ? undefined : keys[keys.length - 1];
     let removed = 0;
     for (const key of keys) {
-      const [, apiKey, messageId] = key as [number, string, string];
-      if (referenced(apiKey, messageId)) continue;
+      const [createdAt, apiKey, messageId] = key as [number, string, string];
+      if (referenced(apiKey, messageId, createdAt)) continue;
       this.bodies.removeSync([apiKey, messageId]);
       this.times.removeSync(key);
       removed++;

@@ -79,11 +79,6 @@ export class DeliveryQueue {
     return this.jobs.get(id);
   }
 
-  /** Whether a job of this id is stored, in any state (no decoding). */
-  has(id: string): boolean {
-    return this.jobs.doesExist(id);
-  }
-
   /** Runs `body` (synchronous, inside one write transaction) with the due index's heads read once a target (`DueIndex.batched`). */
   batched<T>(body: () => T): T {
     return this.dueIndex.batched(body);

@@ -24,6 +24,11 @@ export interface TimeIndexOptions<R, S> {
   readonly scopeOf: (record: R, key: Key) => Scope;
   /** The record's time, in ms (`timestamp`, a message's `createdAt`). */
   readonly timeOf: (record: R) => number;
+  /**
+   * The record an index row stands for when it has none (written with `putImplied`), or undefined when there is none
+   * to make. Without it, such a row is skipped like any row without its record.
+   */
+  readonly implied?: (key: readonly [apiKey: string, scope: string, time: number, id: string], summary: S) => R | undefined;
 }
 
 /**
@@ -68,12 +73,16 @@ export class TimeIndexed<R extends { readonly id: string }, S> {
   }
 
   /**
-   * Writes a record the caller knows is not stored (planning checked): `put` without its read of the previous record,
-   * which was a read and a decode for every webhook job planned.
+   * Writes the index row of a record the caller knows is not stored (planning checked), and not the record: reads
+   * make it from the row (`TimeIndexOptions.implied`) until a `put` writes it.
    */
-  insert(_tx: WriteTx, [apiKey, scope]: Scope, record: R): void {
-    this.records.putSync([apiKey, scope, record.id], record);
+  putImplied(_tx: WriteTx, [apiKey, scope]: Scope, record: R): void {
     this.index.putSync([apiKey, scope, this.timeOf(record), record.id], this.summarize(record));
+  }
+
+  /** The summary of the index row of the record `id` at `time`, if there is one (a record or an implied one). */
+  indexed([apiKey, scope]: Scope, time: number, id: string): S | undefined {
+    return this.index.get([apiKey, scope, time, id]);
   }
 
   remove(_tx: WriteTx, [apiKey, scope]: Scope, record: R): void {
@@ -190,8 +199,9 @@ export class TimeIndexed<R extends { readonly id: string }, S> {
       // The token's own row (the range starts at it, inclusive) was sent on the page before.
       if (after !== undefined && time === after.timestamp && id === after.id) continue;
       if (!matches(value)) continue;
-      const record = this.get(scope, id);
-      // A record and its index row are written and removed together; a row without its record is skipped, not fatal.
+      // A record and its index row are written and removed together; a row without its record is implied
+      // (`putImplied`) or skipped, not fatal.
+      const record = this.get(scope, id) ?? this.options.implied?.([apiKey, within, time, id], value);
       if (record !== undefined) yield record;
     }
   }

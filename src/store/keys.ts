@@ -105,11 +105,17 @@ export const DB = {
   deliveryFinished: 'delivery-finished',
   /** [apiKey, endpointId] -> EndpointRecord (advanced webhook endpoints, secret sealed) */
   webhookEndpoints: 'webhook-endpoints',
-  /** [apiKey, endpointId, messageId] -> MessageRecord with its attempts, its body in DB.webhookBodies (Plait extension: messages/attempts/resend) */
+  /**
+   * [apiKey, endpointId, messageId] -> MessageRecord with its attempts, its body in DB.webhookBodies (Plait extension:
+   * messages/attempts/resend); from schema 8 written at the first settled attempt, a planned message being its time-index row alone
+   */
   webhookMessages: 'webhook-messages',
   /** [apiKey, endpointId, createdAt, messageId] -> {status}: the message log's time index; src/delivery/time-index.ts */
   webhookMessageTimes: 'webhook-message-times',
-  /** [apiKey, messageId] -> the message's body (JSON text), once for every endpoint the message went to; src/delivery/message-bodies.ts */
+  /**
+   * [apiKey, messageId] -> {body (JSON text), createdAt, eventType, eventId}, once for every endpoint the message went to
+   * (schema 7 wrote the body text alone); src/delivery/message-bodies.ts
+   */
   webhookBodies: 'webhook-bodies',
   /** [createdAt, apiKey, messageId] -> null: the bodies by time, for pruning */
   webhookBodyTimes: 'webhook-body-times',
@@ -167,8 +173,11 @@ export function distinctAfter(db: Pick<Database<unknown, Key>, 'getKeys'>, prefi
  * longer hold it; a build stamped 6 would send and list those messages with no body, so it must refuse such a directory.
  * 8: every comment thread has a row in the time index (`annotation-times`) that the organization-wide listing reads; a
  * build stamped 7 would change threads without moving their index rows, so it must refuse such a directory.
+ * 9: a planned advanced webhook message has no record until its first attempt settles (its time-index row and the
+ * message's shared row stand for it); a build stamped 8 would cancel its job ("the endpoint was deleted") and list
+ * nothing for it, so it must refuse such a directory.
  */
-export const SCHEMA_VERSION = 8;
+export const SCHEMA_VERSION = 9;
 
 /**
  * Older stamps this build reads as they are (and re-stamps): version 1's inline records still decode, and threads
@@ -176,6 +185,6 @@ export const SCHEMA_VERSION = 8;
  * notifications and webhook messages of 1 to 3 are indexed by time once at start (src/delivery/time-index.ts), and
  * the pending delivery jobs of 1 to 4 by target (DeliveryQueue.buildTargetIndex); 1 to 5 have no lanes, and none is
  * needed; the webhook messages of 1 to 6 hold their bodies and are read as they are; the threads of 1 to 7 are indexed by time
- * once at start (src/doc/annotations/time-index.ts).
+ * once at start (src/doc/annotations/time-index.ts); every webhook message of 1 to 8 has its record.
  */
-export const READABLE_SCHEMA_VERSIONS: readonly number[] = [1, 2, 3, 4, 5, 6, 7];
+export const READABLE_SCHEMA_VERSIONS: readonly number[] = [1, 2, 3, 4, 5, 6, 7, 8];

@@ -3,6 +3,7 @@ import t from 'tap';
 import { JOB_BUDGET, KEY_SHARE } from '../../src/delivery/dispatcher.js';
 import { MAX_ENDPOINTS_PER_KEY } from '../../src/delivery/endpoints.js';
 import { limitRefusals } from '../../src/metrics/instruments.js';
+import { DB } from '../../src/store/keys.js';
 import { envFor } from '../http/comments-env.js';
 import { deliveryEnv, scope, threadBody } from './delivery-env.js';
 
@@ -133,4 +134,29 @@ t.test('parked events survive a restart, and the next dispatcher plans them', as
   t.equal(jobs.length, 40 * 30, 'every event reached every endpoint, none twice');
   t.equal(new Set(jobs.map((job) => job.id)).size, jobs.length);
   t.same(outbox.backlog(), { waiting: 0, parked: 0 });
+});
+
+t.test('a planning transaction reads each target\'s head and each key\'s endpoints once, however many of its events go to them', async (t) => {
+  const env = await deliveryEnv(t);
+  await env.call('/v2/workspace/advancedwebhookconfig/update', { isEnabled: true });
+  const endpoints = 5;
+  const events = 4;
+  for (let i = 0; i < endpoints; i++) await env.call('/v2/workspace/advancedwebhook/endpoints/create', { url: `http://127.0.0.1:9/hook-${i}` });
+  for (let i = 0; i < events; i++) await env.call('/v1/commentannotations/add', threadBody(`t${i}`));
+  const { store, delivery } = env.running.services;
+  // Finding a head is a cursor over the target's jobs (DueIndex); the endpoints are a range of the key's records.
+  const reads = { heads: 0, endpoints: 0 };
+  const byTarget = store.records<null>(DB.deliveryTargetDue);
+  const endpointRows = store.records<unknown>(DB.webhookEndpoints);
+  const getKeys = byTarget.getKeys.bind(byTarget);
+  const getRange = endpointRows.getRange.bind(endpointRows);
+  byTarget.getKeys = ((options) => (reads.heads++, getKeys(options))) as typeof byTarget.getKeys;
+  endpointRows.getRange = ((options) => (reads.endpoints++, getRange(options))) as typeof endpointRows.getRange;
+  t.teardown(() => {
+    byTarget.getKeys = getKeys;
+    endpointRows.getRange = getRange;
+  });
+  t.equal(await delivery.dispatcher.pump(), events, 'one round, one transaction');
+  t.same(reads, { heads: endpoints, endpoints: 1 }, `a head read per target, not per job (${endpoints * events}), and the endpoints once, not per event`);
+  t.equal(delivery.queue.pending().filter((job) => job.channel === 'advancedWebhook').length, endpoints * events);
 });

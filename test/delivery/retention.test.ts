@@ -7,7 +7,7 @@ import { DeliveryQueue, type ChannelName, type DeliveryJob } from '../../src/del
 import { DeliveryRunner, type ChannelRunner } from '../../src/delivery/runner.js';
 import { createLogger, type Logger } from '../../src/log.js';
 import { Store } from '../../src/store/env.js';
-import { DB } from '../../src/store/keys.js';
+import { DB, SCHEMA_VERSION } from '../../src/store/keys.js';
 
 const API = 'key-1';
 const noJobs: ChannelRunner = { retryDelaysMs: [], attempt: async () => ({ ok: false, error: 'no job in this test', permanent: true }) };
@@ -49,7 +49,7 @@ t.test('a message\'s body is stored once for all its endpoints, and pruned once 
   await store.transaction((tx) => {
     for (const endpointId of ids) endpoints.putMessage(tx, API, { ...message(endpointId, 'msg_1', 100, 'pending'), body });
   });
-  const bodies = store.records<string>(DB.webhookBodies);
+  const bodies = store.records<{ body: string }>(DB.webhookBodies);
   t.same(Array.from(bodies.getKeys()), [[API, 'msg_1']], 'one body row for three endpoints');
   t.same(Array.from(store.records<{ body?: string }>(DB.webhookMessages).getRange({}), ({ value }) => value.body), [undefined, undefined, undefined], 'the records hold none');
   for (const endpointId of ids) t.equal(endpoints.message(API, endpointId, 'msg_1')?.body, body, 'each endpoint reads it back');
@@ -58,7 +58,7 @@ t.test('a message\'s body is stored once for all its endpoints, and pruned once 
   await store.transaction((tx) => endpoints.putMessage(tx, API, { ...settled, status: 'success' }));
   t.equal(bodies.getKeysCount(), 1);
   t.equal(await endpoints.pruneMessages(1_000), 1, 'the settled record goes; the others are pending and keep the body');
-  t.equal(bodies.get([API, 'msg_1']), body);
+  t.equal(bodies.get([API, 'msg_1'])?.body, body);
   await endpoints.remove(API, ids[1]!);
   await endpoints.remove(API, ids[2]!);
   t.equal(await endpoints.pruneMessages(1_000), 1, 'its last endpoints deleted, the body goes at the next pass');
@@ -81,6 +81,64 @@ t.test('a record written before schema 7, with its body inline, is read as it is
   await store.transaction((tx) => endpoints.putMessage(tx, API, { ...endpoints.message(API, endpoint.id, old.id)!, status: 'success' }));
   t.match(endpoints.message(API, endpoint.id, old.id), { status: 'success', body: '{"old":true}' }, 'rewritten without it, the body moved to its own row');
   t.equal(store.records<{ body?: string }>(DB.webhookMessages).get([API, endpoint.id, old.id])?.body, undefined);
+});
+
+t.test('a planned message is its index row alone until an attempt settles: read, listed and its body kept as a record\'s', async (t) => {
+  const store = Store.open(t.testdir());
+  t.teardown(() => store.close());
+  const endpoints = new Endpoints(store, Secrets.load(t.testdir(), undefined));
+  const ids: string[] = [];
+  for (const url of ['https://example.com/a', 'https://example.com/b']) ids.push((await endpoints.create(API, { url }, 1)).id);
+  const planned = (endpointId: string): MessageRecord => ({ ...message(endpointId, 'msg_p', 100, 'pending'), eventId: 'evt_p', body: '{"planned":true}' });
+  await store.transaction((tx) => ids.forEach((endpointId, i) => endpoints.addMessage(tx, API, planned(endpointId), i > 0)));
+  const rows = (name: typeof DB.webhookMessages | typeof DB.webhookMessageTimes | typeof DB.webhookBodies): number => store.records<unknown>(name).getKeysCount();
+  t.same([rows(DB.webhookMessages), rows(DB.webhookMessageTimes), rows(DB.webhookBodies)], [0, 2, 1], 'no record: an index row for each endpoint and one shared row');
+  for (const endpointId of ids) {
+    t.same(endpoints.message(API, endpointId, 'msg_p'), planned(endpointId), 'read as the record planning used to write');
+    t.same(endpoints.listMessages(API, endpointId, 10), [planned(endpointId)], 'and listed');
+  }
+  t.same(endpoints.listMessages(API, ids[0]!, 10, 'success'), [], 'filtered on its status');
+  t.equal(endpoints.message(API, 'ep_other', 'msg_p'), undefined, 'another endpoint has no such message');
+  // Long past the retention and never attempted (its endpoint was never due): its body stays while it is pending.
+  t.equal(await endpoints.pruneMessages(1_000_000), 0, 'a pending message and its body stay');
+  t.equal(rows(DB.webhookBodies), 1);
+  // Its first attempt settles: the record is written, at the same time, and the index row follows it.
+  await store.transaction((tx) => endpoints.putMessage(tx, API, { ...endpoints.message(API, ids[0]!, 'msg_p')!, status: 'success' }));
+  t.same([rows(DB.webhookMessages), rows(DB.webhookMessageTimes)], [1, 2]);
+  t.match(endpoints.listMessages(API, ids[0]!, 10), [{ id: 'msg_p', status: 'success', body: '{"planned":true}' }]);
+  t.equal(await endpoints.pruneMessages(1_000_000), 1, 'the settled one goes; the other endpoint still refers to the body');
+  t.equal(rows(DB.webhookBodies), 1);
+  await endpoints.remove(API, ids[1]!);
+  t.equal(await endpoints.pruneMessages(1_000_000), 1, 'its endpoint deleted with its index row, the body goes');
+  t.same([rows(DB.webhookMessages), rows(DB.webhookMessageTimes), rows(DB.webhookBodies)], [0, 0, 0]);
+});
+
+t.test('a directory stamped 7: its messages (a record each, the body as text) are read, listed and pruned as they are, and it is re-stamped', async (t) => {
+  const dir = t.testdir();
+  const secretsDir = t.testdir();
+  const old = Store.open(dir);
+  const created = await new Endpoints(old, Secrets.load(secretsDir, undefined)).create(API, { url: 'https://example.com/a' }, 1);
+  const records: MessageRecord[] = [message(created.id, 'msg_a', 100, 'pending'), message(created.id, 'msg_b', 200, 'success')];
+  // As a build stamped 7 wrote them: the record without its body, its index row, the body as text with its time row.
+  await old.transaction(() => {
+    for (const { body, ...record } of records) {
+      old.records<unknown>(DB.webhookMessages).putSync([API, created.id, record.id], record);
+      old.records<unknown>(DB.webhookMessageTimes).putSync([API, created.id, record.createdAt, record.id], { status: record.status });
+      old.records<string>(DB.webhookBodies).putSync([API, record.id], `{"was":"${record.id}"}`);
+      old.records<null>(DB.webhookBodyTimes).putSync([record.createdAt, API, record.id], null);
+    }
+    old.records<number>(DB.meta).putSync('schemaVersion', 7);
+  });
+  await old.close();
+  const store = Store.open(dir);
+  t.teardown(() => store.close());
+  t.equal(store.foundSchemaVersion, 7);
+  t.equal(store.records<number>(DB.meta).get('schemaVersion'), SCHEMA_VERSION, 're-stamped: a build that reads only 8 now refuses it');
+  const endpoints = new Endpoints(store, Secrets.load(secretsDir, undefined));
+  t.same(endpoints.message(API, created.id, 'msg_a'), { ...records[0], body: '{"was":"msg_a"}' });
+  t.same(endpoints.listMessages(API, created.id, 10).map((m) => [m.id, m.status, m.body]), [['msg_b', 'success', '{"was":"msg_b"}'], ['msg_a', 'pending', '{"was":"msg_a"}']]);
+  t.equal(await endpoints.pruneMessages(1_000), 2, 'the settled one and its body; the pending one keeps its');
+  t.same(endpoints.listMessages(API, created.id, 10).map((m) => [m.id, m.body]), [['msg_a', '{"was":"msg_a"}']]);
 });
 
 t.test('the runner prunes in batches until one comes back short, or until one fails, which it logs', async (t) => {

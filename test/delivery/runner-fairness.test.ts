@@ -152,6 +152,36 @@ t.test('each target\'s earliest job heads the index as jobs are added, moved and
   t.same(queue.pending().map((j) => j.id), ['b20']);
 });
 
+t.test('inside one batched transaction, heads read once a target follow every add, move and removal as an unbatched one does', async (t) => {
+  const run = async (batched: boolean): Promise<string[]> => {
+    const { store, queue, clock } = setup(t);
+    const now = clock.now();
+    const job = (id: string, target: string, due: number): DeliveryJob => ({ id, channel: 'webhook', apiKey: 'k', target, due: now + due, attempt: 0, state: 'pending', createdAt: now, updatedAt: now, payload: null });
+    await store.transaction((tx) => {
+      const body = (): void => {
+        queue.enqueue(tx, job('a30', 'T', 30));
+        queue.enqueue(tx, job('a10', 'T', 10));
+        queue.enqueue(tx, job('b20', 'U', 20));
+        queue.replace(tx, { ...job('a10', 'T', 10), state: 'delivered' });
+        queue.enqueue(tx, job('a40', 'T', 40));
+        queue.replace(tx, job('b20', 'U', 50));
+        queue.enqueue(tx, job('b25', 'U', 25));
+        queue.remove(tx, 'a30');
+        queue.enqueue(tx, job('a5', 'T', 5));
+        queue.remove(tx, 'b25');
+        queue.remove(tx, 'b20');
+        queue.enqueue(tx, job('b60', 'U', 60));
+      };
+      if (batched) queue.batched(body);
+      else body();
+    });
+    return Array.from(store.records<string>(DB.deliveryHeads).getKeys({})).map((key) => `${(key as [number, string])[1]}@${(key as [number, string])[0] - now}`);
+  };
+  const plain = await run(false);
+  t.same(plain, ['T@5', 'U@60']);
+  t.same(await run(true), plain);
+});
+
 t.test('pending jobs of some API keys are found through their targets\' heads, not by reading every key\'s backlog', async (t) => {
   const { queue, enqueue } = setup(t);
   await enqueue(range(300, (i) => ({ id: `a-${i}`, apiKey: 'busy', target: `dead:${i % 3}` })));

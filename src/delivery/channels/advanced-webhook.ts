@@ -79,7 +79,11 @@ export class AdvancedWebhookChannel implements Planner, ChannelRunner {
     }
   }
 
-  /** Answers whether it wrote (the message's body is then stored, in this transaction). */
+  /**
+   * Answers whether it wrote (the message's body is then stored, in this transaction). A replan (a crash before the
+   * planning commit, another node taking the worker role within the lease) finds the job: its row is written with the
+   * message and outlives the outbox lease (DeliveryQueue.prune), so it is what says the endpoint has the message.
+   */
   private enqueueMessage(
     tx: WriteTx,
     apiKey: string,
@@ -89,10 +93,9 @@ export class AdvancedWebhookChannel implements Planner, ChannelRunner {
     about: Pick<DeliveryJob, 'organizationId' | 'documentId'> = {},
     bodyKept = false,
   ): boolean {
-    if (this.deps.endpoints.hasMessage(apiKey, endpoint.id, message.id)) return false;
-    this.deps.endpoints.addMessage(tx, apiKey, { ...message, endpointId: endpoint.id, createdAt: now, status: 'pending', attempts: [], resends: 0 }, bodyKept);
     const payload: AdvancedJobPayload = { endpointId: endpoint.id, messageId: message.id };
-    this.deps.queue.enqueue(tx, { id: `${message.id}:${endpoint.id}`, channel: 'advancedWebhook', apiKey, target: `adv:${endpoint.id}`, due: now, createdAt: now, ...about, payload });
+    if (!this.deps.queue.enqueue(tx, { id: `${message.id}:${endpoint.id}`, channel: 'advancedWebhook', apiKey, target: `adv:${endpoint.id}`, due: now, createdAt: now, ...about, payload })) return false;
+    this.deps.endpoints.addMessage(tx, apiKey, { ...message, endpointId: endpoint.id, createdAt: now, status: 'pending', attempts: [], resends: 0 }, bodyKept);
     return true;
   }
 
