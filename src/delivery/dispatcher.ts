@@ -33,8 +33,14 @@ export interface DispatcherOptions {
 /** A claimed event not acked within this time (a crash mid-plan) is claimed again; planning is idempotent. */
 const LEASE_MS = 30_000;
 
-/** Jobs one planning transaction writes before it commits and the rest of the batch goes on in the next. */
-export const JOB_BUDGET = 250;
+/**
+ * Jobs one planning transaction writes before it commits and the rest of the batch goes on in the next: what bounds
+ * how long one transaction holds the event loop. 250 when a job cost ~45 µs of the loop; 500 since planning got
+ * cheaper, which holds it as long (~10 ms at the median, bench/README.md "Twentieth session: planning cost") and
+ * commits half as often: each commit rewrites a leaf page per endpoint in each per-endpoint index, whatever the
+ * number of jobs, so jobs per commit is most of the bytes written per job.
+ */
+export const JOB_BUDGET = 500;
 
 /**
  * Jobs one API key's events may plan in one round; its further events are parked in its lane (src/events/outbox-lanes.ts)
