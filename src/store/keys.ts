@@ -107,7 +107,7 @@ export const DB = {
   webhookEndpoints: 'webhook-endpoints',
   /**
    * [apiKey, endpointId, messageId] -> MessageRecord with its attempts, its body in DB.webhookBodies (Plait extension:
-   * messages/attempts/resend); from schema 8 written at the first settled attempt, a planned message being its time-index row alone
+   * messages/attempts/resend); from schema 9 written at the first settled attempt, a planned message being its time-index row alone
    */
   webhookMessages: 'webhook-messages',
   /** [apiKey, endpointId, createdAt, messageId] -> {status}: the message log's time index; src/delivery/time-index.ts */
