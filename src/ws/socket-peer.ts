@@ -161,7 +161,8 @@ export class SocketPeer implements Peer, TopicMember {
   private pump(): void {
     const queue = this.queue;
     if (queue === undefined || this.closed) return;
-    while (queue.length > 0 && this.ws.getBufferedAmount() < this.queueAt) {
+    // `closed` again each time: a failed write may close the socket (uWS calls its close handler, ended()) mid-loop.
+    while (!this.closed && queue.length > 0 && this.ws.getBufferedAmount() < this.queueAt) {
       const frame = queue[0] as Uint8Array;
       const start = this.written;
       const end = Math.min(start + this.fragment, frame.length);
