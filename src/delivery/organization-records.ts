@@ -4,7 +4,7 @@ import type { MatchPage } from '../store/chunked-scan.js';
 import type { Store, WriteTx } from '../store/env.js';
 import type { DbName } from '../store/keys.js';
 import type { Page } from './paging.js';
-import { TimeIndexed, type PageOptions, type Scope } from './time-index.js';
+import { RECORD_PAGE_EXAMINE_ROWS, TimeIndexed, type PageOptions, type Scope } from './time-index.js';
 
 /** A record listed under its organization by its `timestamp`. */
 export interface OrganizationRecord {
@@ -49,9 +49,12 @@ export class OrganizationRecords<R extends OrganizationRecord, S, F extends { re
     this.rows.remove(tx, scopeOf(record), record);
   }
 
-  /** One page of the organization's records in time order (src/delivery/time-index.ts). */
+  /**
+   * One page of the organization's records in time order (src/delivery/time-index.ts), examining at most
+   * RECORD_PAGE_EXAMINE_ROWS index rows: past them it ends, maybe short, with a token to go on from.
+   */
   page(apiKey: string, filter: F, options: PageOptions): Page<R> {
-    return this.rows.page([apiKey, filter.organizationId], this.filters.matcher(filter), options, this.filters.ids(filter));
+    return this.rows.page([apiKey, filter.organizationId], this.filters.matcher(filter), { examineAtMost: RECORD_PAGE_EXAMINE_ROWS, ...options }, this.filters.ids(filter));
   }
 
   /** Every matching record of the organization, oldest first. */

@@ -13,7 +13,21 @@ export interface PageOptions {
   readonly pageSize: number;
   readonly pageToken?: string | undefined;
   readonly order?: 'asc' | 'desc' | undefined;
+  /**
+   * Index rows the page examines at most (undefined: until the page is full or the range ends). Past it the page ends
+   * with what it found and a token naming the last row examined, so a filter few rows match costs the caller more
+   * pages, not the event loop a walk of the whole scope.
+   */
+  readonly examineAtMost?: number | undefined;
 }
+
+/**
+ * Index rows one page of activity logs or notifications examines at most (`OrganizationRecords.page`), as for the
+ * organization-wide comment listing (src/doc/annotations/time-index.ts): a summary test is ~1 µs, so ~5 ms of the
+ * event loop, where a filter nothing matched walked every row of the organization in one call (bench/README.md,
+ * "Twentieth session: noisy neighbours, second pass").
+ */
+export const RECORD_PAGE_EXAMINE_ROWS = 5000
 
 export interface TimeIndexOptions<R, S> {
   readonly records: DbName;
@@ -176,8 +190,23 @@ export class TimeIndexed<R extends { readonly id: string }, S> {
     }
     const order = options.order === 'asc' ? 'asc' : 'desc';
     const after = options.pageToken === undefined ? undefined : afterToken(options.pageToken);
+    const range = walkRange(scope, order, after);
+    const examineAtMost = options.examineAtMost ?? Infinity;
     const rows: R[] = [];
-    for (const record of this.walk(scope, matches, order, after)) {
+    let examined = 0;
+    let lastExamined: Timestamped | undefined;
+    for (const { key, value } of this.index.getRange(range)) {
+      const [, , time, id] = key as [string, string, number, string];
+      // The token's own row (the range starts at it, inclusive) was sent, or examined, on the page before.
+      if (after !== undefined && time === after.timestamp && id === after.id) continue;
+      // Another row follows the last one examined: the token resumes after it (the page may be short, or empty).
+      if (examined === examineAtMost && lastExamined !== undefined) return { rows, pageToken: encodeToken(lastExamined) };
+      examined++;
+      lastExamined = { timestamp: time, id };
+      if (!matches(value)) continue;
+      const record = this.get(scope, id);
+      // A record and its index row are written and removed together; a row without its record is skipped, not fatal.
+      if (record === undefined) continue;
       if (rows.length === options.pageSize) {
         const last = rows[rows.length - 1] as R;
         return { rows, pageToken: encodeToken({ timestamp: this.timeOf(last), id: last.id }) };
@@ -188,13 +217,7 @@ export class TimeIndexed<R extends { readonly id: string }, S> {
   }
 
   private *walk(scope: Scope, matches: (summary: S) => boolean, order: 'asc' | 'desc', after: Timestamped | undefined): Generator<R> {
-    const [apiKey, within] = scope;
-    const from = after === undefined ? undefined : [apiKey, within, after.timestamp, after.id];
-    const range =
-      order === 'asc'
-        ? { start: from ?? [apiKey, within], end: [apiKey, within, KEY_END] }
-        : { start: from ?? [apiKey, within, KEY_END], end: [apiKey, within], reverse: true };
-    for (const { key, value } of this.index.getRange(range)) {
+    for (const { key, value } of this.index.getRange(walkRange(scope, order, after))) {
       const [, , time, id] = key as [string, string, number, string];
       // The token's own row (the range starts at it, inclusive) was sent on the page before.
       if (after !== undefined && time === after.timestamp && id === after.id) continue;
@@ -218,6 +241,14 @@ export class TimeIndexed<R extends { readonly id: string }, S> {
       return indexed;
     });
   }
+}
+
+/** The scope's index rows in time order from the token's row (inclusive: the walks skip it), or from the start. */
+function walkRange([apiKey, within]: Scope, order: 'asc' | 'desc', after: Timestamped | undefined): { start: Key; end: Key; reverse?: boolean } {
+  const from = after === undefined ? undefined : [apiKey, within, after.timestamp, after.id];
+  return order === 'asc'
+    ? { start: from ?? [apiKey, within], end: [apiKey, within, KEY_END] }
+    : { start: from ?? [apiKey, within, KEY_END], end: [apiKey, within], reverse: true };
 }
 
 function prefixRange(prefix: readonly string[]): { start: Key; end: Key } {

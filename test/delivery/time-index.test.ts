@@ -4,7 +4,7 @@ import { ActivityStore, type ActivityFilter, type ActivityRecord } from '../../s
 import { Endpoints, type MessageRecord } from '../../src/delivery/endpoints.js';
 import { NotificationStore, type NotificationRecord } from '../../src/delivery/notification-store.js';
 import { page } from '../../src/delivery/paging.js';
-import { TimeIndexed } from '../../src/delivery/time-index.js';
+import { RECORD_PAGE_EXAMINE_ROWS, TimeIndexed } from '../../src/delivery/time-index.js';
 import { Store } from '../../src/store/env.js';
 import { DB } from '../../src/store/keys.js';
 
@@ -263,4 +263,43 @@ t.test('an endpoint’s message log lists its newest messages, by status, withou
   t.same(endpoints.listMessages(API, endpoint.id, 2, 'pending').map((m) => m.id), ['msg_46', 'msg_45']);
   await endpoints.remove(API, endpoint.id);
   t.same([DB.webhookMessages, DB.webhookMessageTimes].map((name) => Array.from(store.records<unknown>(name).getKeys()).length), [0, 0], 'the messages and their index rows went with the endpoint');
+});
+
+t.test('a page of activity logs or notifications examines at most RECORD_PAGE_EXAMINE_ROWS index rows, then ends with a token that goes on', async (t) => {
+  const store = Store.open(t.testdir());
+  t.teardown(() => store.close());
+  const activities = new ActivityStore(store);
+  const notifications = new NotificationStore(store);
+  const total = RECORD_PAGE_EXAMINE_ROWS + 1500;
+  await store.transaction((tx) => {
+    // The one row the filter matches is the oldest: a newest-first walk reaches it last.
+    for (let i = 0; i < total; i++) {
+      activities.put(tx, activity(`a${i}`, { documentId: 'd', userId: i === 0 ? 'rare' : 'common', timestamp: i }));
+      notifications.put(tx, notification(`n${i}`, { documentId: 'd', users: [i === 0 ? 'rare' : 'common'], timestamp: i }));
+    }
+  });
+  // Counts the index rows each page walks, on the LMDB database the stores share with this test's Store.
+  const index = store.records<unknown>(DB.activityTimes);
+  let examined = 0;
+  const getRange = index.getRange.bind(index);
+  index.getRange = (options) =>
+    getRange(options).map((row) => {
+      examined++;
+      return row;
+    });
+
+  const first = activities.page(API, { organizationId: 'org-1', userId: 'nobody' }, { pageSize: 10 });
+  t.same(first.rows, [], 'nothing matched in the rows examined');
+  t.ok(first.pageToken !== undefined, 'a token: rows are left to examine');
+  t.ok(examined <= RECORD_PAGE_EXAMINE_ROWS + 2, `examined ${examined} index rows of ${total}`);
+
+  const found = allPages(activities, { organizationId: 'org-1', userId: 'rare' }, 10, 'desc');
+  t.same(found.map((r) => r.id), ['a0'], 'following the tokens finds the match behind the examined rows, once');
+  t.same(allPages(activities, { organizationId: 'org-1' }, 1000, 'asc').length, total, 'an unfiltered walk still lists every row once');
+
+  const ntf = notifications.page(API, { organizationId: 'org-1', userId: 'rare' }, { pageSize: 10 });
+  t.same(ntf.rows, [], 'notifications: the first page ends short of the match');
+  const next = notifications.page(API, { organizationId: 'org-1', userId: 'rare' }, { pageSize: 10, pageToken: ntf.pageToken });
+  t.same(next.rows.map((r) => r.id), ['n0'], 'and the next one finds it');
+  t.equal(next.pageToken, undefined, 'the last page has no token');
 });
