@@ -259,9 +259,12 @@ export class Endpoints {
     return impliedRecord(endpointId, messageId, shared, status);
   }
 
-  /** The endpoint's newest `limit` messages (with `status`, if given), newest first: reads no further than that. */
-  listMessages(apiKey: string, endpointId: string, limit: number, status?: MessageRecord['status']): MessageRecord[] {
-    const rows = this.messages.page([apiKey, endpointId], (summary) => status === undefined || summary.status === status, { pageSize: limit, order: 'desc' }).rows;
+  /**
+   * The endpoint's newest `limit` messages (with `status`, if given), newest first: reads no further than that, in
+   * chunks with turns of the event loop between them (a status few messages have may walk the whole log).
+   */
+  async listMessages(apiKey: string, endpointId: string, limit: number, status?: MessageRecord['status']): Promise<MessageRecord[]> {
+    const rows = (await this.messages.page([apiKey, endpointId], (summary) => status === undefined || summary.status === status, { pageSize: limit, order: 'desc' })).rows;
     return rows.map((stored) => this.withBody(apiKey, stored));
   }
 

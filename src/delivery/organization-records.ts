@@ -53,14 +53,14 @@ export class OrganizationRecords<R extends OrganizationRecord, S, F extends { re
    * One page of the organization's records in time order (src/delivery/time-index.ts), examining at most
    * RECORD_PAGE_EXAMINE_ROWS index rows: past them it ends, maybe short, with a token to go on from.
    */
-  page(apiKey: string, filter: F, options: PageOptions): Page<R> {
+  page(apiKey: string, filter: F, options: PageOptions): Promise<Page<R>> {
     return this.rows.page([apiKey, filter.organizationId], this.filters.matcher(filter), { examineAtMost: RECORD_PAGE_EXAMINE_ROWS, ...options }, this.filters.ids(filter));
   }
 
   /** Every matching record of the organization, oldest first. */
-  find(apiKey: string, filter: F): R[] {
+  async find(apiKey: string, filter: F): Promise<R[]> {
     const ids = this.filters.ids(filter);
-    if (ids !== undefined) return this.page(apiKey, filter, { pageSize: ids.length, order: 'asc' }).rows;
+    if (ids !== undefined) return (await this.page(apiKey, filter, { pageSize: ids.length, order: 'asc' })).rows;
     return Array.from(this.rows.matching([apiKey, filter.organizationId], this.filters.matcher(filter)));
   }
 
@@ -69,7 +69,7 @@ export class OrganizationRecords<R extends OrganizationRecord, S, F extends { re
    * filter names ids, otherwise from the time index in chunks with event-loop turns between them.
    */
   async findIds(apiKey: string, filter: F): Promise<string[]> {
-    if (this.filters.ids(filter) !== undefined) return this.find(apiKey, filter).map((record) => record.id);
+    if (this.filters.ids(filter) !== undefined) return (await this.find(apiKey, filter)).map((record) => record.id);
     return this.rows.matchingIds([apiKey, filter.organizationId], this.filters.matcher(filter));
   }
 

@@ -1,7 +1,7 @@
 // Owns timestamped records listed newest first (activity logs, notifications, webhook messages) with their time index:
 // one row per record keyed [apiKey, scope, time, id] holding what reads filter on, so a page reads only as far as it returns.
 import type { Database, Key } from 'lmdb';
-import { pageMatches, removeRangeInBatches, scanChunked, type MatchPage } from '../store/chunked-scan.js';
+import { CHUNK_ROWS, nextTurn, pageMatches, removeRangeInBatches, scanChunked, type MatchPage } from '../store/chunked-scan.js';
 import type { Store, WriteTx } from '../store/env.js';
 import { KEY_END, type DbName } from '../store/keys.js';
 import { afterToken, encodeToken, page, type Page, type Timestamped } from './paging.js';
@@ -23,9 +23,9 @@ export interface PageOptions {
 
 /**
  * Index rows one page of activity logs or notifications examines at most (`OrganizationRecords.page`), as for the
- * organization-wide comment listing (src/doc/annotations/time-index.ts): a summary test is ~1 µs, so ~5 ms of the
- * event loop, where a filter nothing matched walked every row of the organization in one call (bench/README.md,
- * "Twentieth session: noisy neighbours, second pass").
+ * organization-wide comment listing (src/doc/annotations/time-index.ts), in chunks of CHUNK_ROWS with a turn of the
+ * event loop between them: a filter nothing matched walked every row of the organization in one call, ~1 s of the
+ * event loop at 200,000 rows (bench/README.md, "Twentieth session: noisy neighbours, second pass").
  */
 export const RECORD_PAGE_EXAMINE_ROWS = 5000
 
@@ -176,9 +176,11 @@ export class TimeIndexed<R extends { readonly id: string }, S> {
 
   /**
    * One page in (timestamp, id) order, newest first unless `asc`, after the token (which names the last row sent);
-   * it carries a token when a matching row follows. `ids`: only these records (read by id, not walked).
+   * it carries a token when a matching row follows. `ids`: only these records (read by id, not walked). The walk reads
+   * CHUNK_ROWS index rows between turns of the event loop, and ends after `examineAtMost` of them with a token naming
+   * the last one examined (the page may then be short, or empty).
    */
-  page(scope: Scope, matches: (summary: S) => boolean, options: PageOptions, ids?: readonly string[]): Page<R> {
+  async page(scope: Scope, matches: (summary: S) => boolean, options: PageOptions, ids?: readonly string[]): Promise<Page<R>> {
     if (ids !== undefined) {
       const rows: Array<{ record: R; id: string; timestamp: number }> = [];
       for (const id of new Set(ids)) {
@@ -195,25 +197,35 @@ export class TimeIndexed<R extends { readonly id: string }, S> {
     const rows: R[] = [];
     let examined = 0;
     let lastExamined: Timestamped | undefined;
-    for (const { key, value } of this.index.getRange(range)) {
-      const [, , time, id] = key as [string, string, number, string];
-      // The token's own row (the range starts at it, inclusive) was sent, or examined, on the page before.
-      if (after !== undefined && time === after.timestamp && id === after.id) continue;
-      // Another row follows the last one examined: the token resumes after it (the page may be short, or empty).
-      if (examined === examineAtMost && lastExamined !== undefined) return { rows, pageToken: encodeToken(lastExamined) };
-      examined++;
-      lastExamined = { timestamp: time, id };
-      if (!matches(value)) continue;
-      const record = this.get(scope, id);
-      // A record and its index row are written and removed together; a row without its record is skipped, not fatal.
-      if (record === undefined) continue;
-      if (rows.length === options.pageSize) {
-        const last = rows[rows.length - 1] as R;
-        return { rows, pageToken: encodeToken({ timestamp: this.timeOf(last), id: last.id }) };
+    let from: Key | undefined;
+    for (;;) {
+      let read = 0;
+      // The first chunk starts at the token's row, inclusive (skipped below); each later one after the last row read.
+      const chunk = this.index.getRange({ ...range, ...(from === undefined ? {} : { start: from, exclusiveStart: true }), limit: CHUNK_ROWS });
+      for (const { key, value } of chunk) {
+        read++;
+        from = key;
+        const [, , time, id] = key as [string, string, number, string];
+        // The token's own row was sent, or examined, on the page before.
+        if (after !== undefined && time === after.timestamp && id === after.id) continue;
+        // Another row follows the last one examined: the token resumes after it.
+        if (examined === examineAtMost && lastExamined !== undefined) return { rows, pageToken: encodeToken(lastExamined) };
+        examined++;
+        lastExamined = { timestamp: time, id };
+        if (!matches(value)) continue;
+        const record = this.get(scope, id);
+        // A record and its index row are written and removed together; a row without its record (removed, or moved to
+        // another time, between two chunks) is skipped, not fatal.
+        if (record === undefined || this.timeOf(record) !== time) continue;
+        if (rows.length === options.pageSize) {
+          const last = rows[rows.length - 1] as R;
+          return { rows, pageToken: encodeToken({ timestamp: this.timeOf(last), id: last.id }) };
+        }
+        rows.push(record);
       }
-      rows.push(record);
+      if (read < CHUNK_ROWS) return { rows };
+      await nextTurn();
     }
-    return { rows };
   }
 
   private *walk(scope: Scope, matches: (summary: S) => boolean, order: 'asc' | 'desc', after: Timestamped | undefined): Generator<R> {

@@ -37,12 +37,12 @@ async function setUp(env: DeliveryEnv, channels: { delaySeconds?: number } = {})
 }
 
 /** Rows of one organization, by document. */
-function notificationDocs(env: DeliveryEnv, organizationId = ORG): string[] {
-  return env.running.services.delivery.notifications.find(env.creds.apiKey, { organizationId }).map((n) => n.metadata.documentId).sort();
+async function notificationDocs(env: DeliveryEnv, organizationId = ORG): Promise<string[]> {
+  return (await env.running.services.delivery.notifications.find(env.creds.apiKey, { organizationId })).map((n) => n.metadata.documentId).sort();
 }
 
-function activityDocs(env: DeliveryEnv, organizationId = ORG): string[] {
-  return env.running.services.delivery.activities.find(env.creds.apiKey, { organizationId }).map((a) => a.metadata.documentId).sort();
+async function activityDocs(env: DeliveryEnv, organizationId = ORG): Promise<string[]> {
+  return (await env.running.services.delivery.activities.find(env.creds.apiKey, { organizationId })).map((a) => a.metadata.documentId).sort();
 }
 
 function storedPrefs(env: DeliveryEnv, organizationId: string, documentId: string): unknown {
@@ -62,16 +62,16 @@ t.test('deleting a document removes its notifications, activity logs and prefere
   await call('/v2/notifications/config/set', { organizationId: ORG, userIds: ['bob'], documentIds: ['doc1', 'doc2'], config: { inbox: 'MINE' } });
   await call('/v2/notifications/config/set', { organizationId: ORG, userIds: ['bob'], config: { email: 'NONE' } });
   await env.pump();
-  t.same(notificationDocs(env), ['doc1', 'doc1', 'doc2', 'doc2'], 'a comment and a custom notification on each document');
-  t.same(activityDocs(env), ['doc1', 'doc1', 'doc2', 'doc2'], 'an event-made (immutable) and a custom activity on each');
+  t.same(await notificationDocs(env), ['doc1', 'doc1', 'doc2', 'doc2'], 'a comment and a custom notification on each document');
+  t.same(await activityDocs(env), ['doc1', 'doc1', 'doc2', 'doc2'], 'an event-made (immutable) and a custom activity on each');
 
   t.equal((await call('/v2/organizations/documents/delete', { organizationId: ORG, documentIds: ['doc1'] })).status, 200);
 
   const listed = await call<Row[]>('/v1/notifications/get', { organizationId: ORG, documentId: 'doc1', userId: 'bob' });
   t.same(listed.data, [], 'Get Notifications finds none of the deleted document');
   t.same((await call<Row[]>('/v2/activities/get', { organizationId: ORG, documentId: 'doc1' })).data, [], 'Get Activities finds none of it, immutable ones included');
-  t.same(notificationDocs(env), ['doc2', 'doc2'], 'the other document keeps its notifications');
-  t.same(activityDocs(env), ['doc2', 'doc2'], 'and its activity logs');
+  t.same(await notificationDocs(env), ['doc2', 'doc2'], 'the other document keeps its notifications');
+  t.same(await activityDocs(env), ['doc2', 'doc2'], 'and its activity logs');
   const rows = (name: DbName): number => Array.from(env.running.services.store.records<unknown>(name).getKeys()).length;
   t.same([rows(DB.activityTimes), rows(DB.notificationTimes)], [rows(DB.activities), rows(DB.notifications)], 'the time-index rows went with their records');
   t.equal(storedPrefs(env, ORG, 'doc1'), undefined, 'the deleted document’s preferences are gone');
@@ -99,8 +99,8 @@ t.test('deliveries not yet made about a deleted document are not made: pending j
     ['doc1', 'cancelled', 'its document was deleted'],
     ['doc2', 'delivered', null],
   ]);
-  t.same(notificationDocs(env), ['doc2'], 'only the other document’s notification was written');
-  t.same(activityDocs(env), ['doc2'], 'and the dropped event made no activity log');
+  t.same(await notificationDocs(env), ['doc2'], 'only the other document’s notification was written');
+  t.same(await activityDocs(env), ['doc2'], 'and the dropped event made no activity log');
 });
 
 t.test('emails and webhooks not yet sent about a deleted document are cancelled; the other document’s go out', async (t) => {
@@ -159,10 +159,10 @@ t.test('deleting a folder takes its documents’ rows; documents outside it keep
   await setUp(env);
   for (const documentId of ['doc2', 'doc3']) await call('/v1/commentannotations/add', thread(documentId, `t-${documentId}`));
   await env.pump();
-  t.same(notificationDocs(env), ['doc2', 'doc3']);
+  t.same(await notificationDocs(env), ['doc2', 'doc3']);
   t.equal((await call('/v2/organizations/folders/delete', { organizationId: ORG, folderId: 'f' })).status, 200);
-  t.same(notificationDocs(env), ['doc2'], 'doc3 (in the folder) lost its notification');
-  t.same(activityDocs(env), ['doc2'], 'and its activity log');
+  t.same(await notificationDocs(env), ['doc2'], 'doc3 (in the folder) lost its notification');
+  t.same(await activityDocs(env), ['doc2'], 'and its activity log');
 });
 
 t.test('deleting an organization removes all its delivery rows and cancels its pending deliveries; another organization is untouched', async (t) => {
@@ -191,8 +191,8 @@ t.test('deleting an organization removes all its delivery rows and cancels its p
     ['org2', 'pending'],
   ]);
   await env.advance(60_000);
-  t.same(notificationDocs(env), [], 'the cancelled notification is never written');
-  t.equal(notificationDocs(env, 'org2').length, 2, 'the other organization’s is');
+  t.same(await notificationDocs(env), [], 'the cancelled notification is never written');
+  t.equal((await notificationDocs(env, 'org2')).length, 2, 'the other organization’s is');
 });
 
 /** A webhook receiver that holds each request until released, to delete a document while a delivery is in flight. */

@@ -54,7 +54,7 @@ t.test('a filtered delete answers and removes exactly what a one-transaction del
   for (const filter of filters) {
     const before = Array.from(delivery.notifications.all(apiKey, ORG)).map((n) => n.id);
     // The old reading: every match, oldest first, then each named id that did not match.
-    const matching = delivery.notifications.find(apiKey, { organizationId: ORG, ...filter }).map((n) => n.id);
+    const matching = (await delivery.notifications.find(apiKey, { organizationId: ORG, ...filter })).map((n) => n.id);
     const missing = (filter.notificationIds ?? []).filter((id) => !matching.includes(id));
     const { result: reply, transactions } = await countingTransactions(store, () => server.api.call<Answer>(credentials, '/v2/notifications/delete', { organizationId: ORG, ...filter }));
     const data = reply.body.result?.data ?? {};
@@ -65,7 +65,7 @@ t.test('a filtered delete answers and removes exactly what a one-transaction del
     const gone = new Set(matching);
     t.same(Array.from(delivery.notifications.all(apiKey, ORG)).map((n) => n.id), before.filter((id) => !gone.has(id)), 'the rest of the organization stays');
     const { notificationIds: _named, ...walked } = filter;
-    t.same(delivery.notifications.page(apiKey, { organizationId: ORG, ...walked }, { pageSize: total }).rows.filter((n) => gone.has(n.id)), [], 'and the time index has no row of them');
+    t.same((await delivery.notifications.page(apiKey, { organizationId: ORG, ...walked }, { pageSize: total })).rows.filter((n) => gone.has(n.id)), [], 'and the time index has no row of them');
   }
   t.equal(Array.from(delivery.notifications.all(apiKey, 'org-other')).length, 6, 'another organization is untouched');
   t.same(Array.from(delivery.notifications.all(apiKey, ORG)), [], 'the unfiltered delete emptied the organization');
@@ -77,7 +77,7 @@ t.test('the filtered scan yields the event loop between chunks; a notification c
   const { apiKey } = credentials;
   const { delivery } = server.server.services;
   await seed(server, apiKey, CHUNK_ROWS * 3);
-  const onDoc2 = delivery.notifications.find(apiKey, { organizationId: ORG, documentId: 'doc2' }).map((n) => n.id);
+  const onDoc2 = (await delivery.notifications.find(apiKey, { organizationId: ORG, documentId: 'doc2' })).map((n) => n.id);
   let turned = false;
   setImmediate(() => (turned = true));
   const removed = await delivery.notifications.removeMatching(apiKey, { organizationId: ORG, documentId: 'doc2' });
@@ -85,7 +85,7 @@ t.test('the filtered scan yields the event loop between chunks; a notification c
   t.same(Object.keys(removed), onDoc2, 'it removed doc2’s notifications');
   t.ok(onDoc2.length > 0 && Object.values(removed).every(Boolean), 'each of them, counted');
 
-  const bobs = delivery.notifications.find(apiKey, { organizationId: ORG, userId: 'bob' }).filter((n) => !n.notifyAll).map((n) => n.id);
+  const bobs = (await delivery.notifications.find(apiKey, { organizationId: ORG, userId: 'bob' })).filter((n) => !n.notifyAll).map((n) => n.id);
   const kept = bobs[0] ?? '';
   // As if carol had become its only recipient between the scan and its batch.
   const answer = await delivery.notifications.removeEach(apiKey, ORG, bobs, (n) => n.id !== kept);

@@ -32,8 +32,8 @@ t.test('pruning removes settled messages made before the cut, with their index r
   t.equal(await endpoints.pruneMessages(1_000, 1), 1, 'at most the limit in one call');
   t.equal(await endpoints.pruneMessages(1_000), 2 + 3, 'the rest of the old settled messages, on every endpoint, and the three bodies no message refers to any more');
   t.equal(await endpoints.pruneMessages(1_000), 0, 'nothing more');
-  t.same(endpoints.listMessages(API, first.id, 10).map((m) => [m.id, m.body]), [['new-ok', '{}'], ['old-pending', '{}']], 'the messages left keep their bodies');
-  t.same(endpoints.listMessages('key-2', second.id, 10), []);
+  t.same((await endpoints.listMessages(API, first.id, 10)).map((m) => [m.id, m.body]), [['new-ok', '{}'], ['old-pending', '{}']], 'the messages left keep their bodies');
+  t.same(await endpoints.listMessages('key-2', second.id, 10), []);
   const rows = (name: typeof DB.webhookMessages | typeof DB.webhookMessageTimes | typeof DB.webhookBodies | typeof DB.webhookBodyTimes): number => Array.from(store.records<unknown>(name).getKeys()).length;
   t.same([rows(DB.webhookMessages), rows(DB.webhookMessageTimes)], [2, 2], 'no record without its index row, nor the other way');
   t.same([rows(DB.webhookBodies), rows(DB.webhookBodyTimes)], [2, 2], 'a body for each message left, with its time row');

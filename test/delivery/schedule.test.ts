@@ -136,7 +136,7 @@ t.test('SSRF: webhook URLs on loopback, private, metadata and v6 loopback addres
   const messages = env.running.services.delivery.endpoints;
   const apiKey = env.creds.apiKey;
   for (const endpoint of messages.all(apiKey)) {
-    const [message] = messages.listMessages(apiKey, endpoint.id, 1);
+    const [message] = await messages.listMessages(apiKey, endpoint.id, 1);
     t.match(message?.attempts[0]?.response, /BLOCKED|refused/, `${endpoint.url} refused`);
   }
 });

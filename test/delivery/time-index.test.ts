@@ -55,12 +55,12 @@ function notification(id: string, fields: { documentId: string; users: string[];
 }
 
 /** Every page of a filter, following the tokens; fails the test if a token repeats (a loop). */
-function allPages(activities: ActivityStore, filter: ActivityFilter, pageSize: number, order: 'asc' | 'desc'): ActivityRecord[] {
+async function allPages(activities: ActivityStore, filter: ActivityFilter, pageSize: number, order: 'asc' | 'desc'): Promise<ActivityRecord[]> {
   const rows: ActivityRecord[] = [];
   const seen = new Set<string>();
   let token: string | undefined;
   do {
-    const result = activities.page(API, filter, { pageSize, pageToken: token, order });
+    const result = await activities.page(API, filter, { pageSize, pageToken: token, order });
     rows.push(...result.rows);
     token = result.pageToken;
     if (token !== undefined && seen.has(token)) throw new Error('a page token repeated');
@@ -111,7 +111,7 @@ t.test('pages walked through the time index hold what sorting every matching rec
     for (const order of ['asc', 'desc'] as const) {
       const expected = page(records.filter((r) => matches(r, filter)), { pageSize: 10_000, order }).rows.map((r) => r.id);
       for (const pageSize of [1, 7, 1000]) {
-        t.same(allPages(activities, filter, pageSize, order).map((r) => r.id), expected, `${JSON.stringify(filter)} ${order}, pages of ${pageSize}`);
+        t.same((await allPages(activities, filter, pageSize, order)).map((r) => r.id), expected, `${JSON.stringify(filter)} ${order}, pages of ${pageSize}`);
       }
     }
   }
@@ -138,11 +138,11 @@ t.test('a page reads only the records it returns, one more at most, however larg
     reads++;
     return get(...args);
   };
-  const first = rows.page(scope, () => true, { pageSize: 20 });
+  const first = await rows.page(scope, () => true, { pageSize: 20 });
   t.same(first.rows.map((r) => r.timestamp), Array.from({ length: 20 }, (_, i) => 2999 - i), 'the newest 20');
   t.ok(reads <= 21, `read ${reads} records for a page of 20 out of 3000`);
   reads = 0;
-  const rare = rows.page(scope, (s) => s.userId === 'rare', { pageSize: 5, order: 'asc' });
+  const rare = await rows.page(scope, (s) => s.userId === 'rare', { pageSize: 5, order: 'asc' });
   t.same(rare.rows.map((r) => r.id), ['a0', 'a100', 'a200', 'a300', 'a400']);
   t.ok(reads <= 6, `a filter tested on the index rows read ${reads} records for a page of 5`);
   t.ok(rare.pageToken !== undefined, 'more rare rows follow');
@@ -155,7 +155,7 @@ t.test('a token stays a position: rows removed or added around it do not repeat 
   await store.transaction((tx) => {
     for (let i = 0; i < 10; i++) activities.put(tx, activity(`a${i}`, { documentId: 'd', userId: 'u', timestamp: 100 + i }));
   });
-  const first = activities.page(API, { organizationId: 'org-1' }, { pageSize: 3 });
+  const first = await activities.page(API, { organizationId: 'org-1' }, { pageSize: 3 });
   t.same(first.rows.map((r) => r.id), ['a9', 'a8', 'a7']);
   // The row the token names goes, a newer row and an older one arrive.
   await activities.removeEach(API, 'org-1', ['a7']);
@@ -163,15 +163,15 @@ t.test('a token stays a position: rows removed or added around it do not repeat 
     activities.put(tx, activity('newer', { documentId: 'd', userId: 'u', timestamp: 500 }));
     activities.put(tx, activity('older', { documentId: 'd', userId: 'u', timestamp: 1 }));
   });
-  const rest = allPagesFrom(activities, first.pageToken);
+  const rest = await allPagesFrom(activities, first.pageToken);
   t.same(rest, ['a6', 'a5', 'a4', 'a3', 'a2', 'a1', 'a0', 'older'], 'the rest in order, the newer row not among them (it comes before the position)');
 });
 
-function allPagesFrom(activities: ActivityStore, token: string | undefined): string[] {
+async function allPagesFrom(activities: ActivityStore, token: string | undefined): Promise<string[]> {
   const ids: string[] = [];
   let next = token;
   while (next !== undefined) {
-    const result = activities.page(API, { organizationId: 'org-1' }, { pageSize: 3, pageToken: next });
+    const result = await activities.page(API, { organizationId: 'org-1' }, { pageSize: 3, pageToken: next });
     ids.push(...result.rows.map((r) => r.id));
     next = result.pageToken;
   }
@@ -184,9 +184,9 @@ t.test('an activity written again under a new timestamp moves in the index; an u
   const activities = new ActivityStore(store);
   await activities.addAll([activity('a', { documentId: 'd', userId: 'u', timestamp: 10 }), activity('b', { documentId: 'd', userId: 'u', timestamp: 20 })]);
   await activities.addAll([activity('a', { documentId: 'd', userId: 'u', timestamp: 30 })]);
-  t.same(activities.page(API, { organizationId: 'org-1' }, { pageSize: 10 }).rows.map((r) => [r.id, r.timestamp]), [['a', 30], ['b', 20]], 'once, at its new time');
+  t.same((await activities.page(API, { organizationId: 'org-1' }, { pageSize: 10 })).rows.map((r) => [r.id, r.timestamp]), [['a', 30], ['b', 20]], 'once, at its new time');
   await activities.updateEach(API, 'org-1', [{ id: 'b', fields: { displayMessageTemplate: 'edited', timestamp: 99 } }]);
-  const rows = activities.page(API, { organizationId: 'org-1' }, { pageSize: 10 }).rows;
+  const rows = (await activities.page(API, { organizationId: 'org-1' }, { pageSize: 10 })).rows;
   t.same(rows.map((r) => [r.id, r.timestamp, r.displayMessageTemplate]), [['a', 30, ''], ['b', 20, 'edited']], 'an update changes the fields, not the time');
 });
 
@@ -196,14 +196,14 @@ t.test('a notification changed in place is found by what it is now', async (t) =
   const notifications = new NotificationStore(store);
   await notifications.add(notification('n1', { documentId: 'd', users: ['alice', 'bob'], timestamp: 1 }));
   await notifications.add(notification('n2', { documentId: 'd', users: [], timestamp: 2, notifyAll: true }));
-  const forBob = (): string[] => notifications.page(API, { organizationId: 'org-1', userId: 'bob' }, { pageSize: 10 }).rows.map((n) => n.id);
-  t.same(forBob(), ['n2', 'n1']);
+  const forBob = async (): Promise<string[]> => (await notifications.page(API, { organizationId: 'org-1', userId: 'bob' }, { pageSize: 10 })).rows.map((n) => n.id);
+  t.same(await forBob(), ['n2', 'n1']);
   await notifications.updateEach(API, 'org-1', [{ id: 'n1', change: (n) => ({ ...n, notifyUsers: { alice: true }, notifyUsersByUserId: { alice: true } }) }]);
-  t.same(forBob(), ['n2'], 'bob is no longer a recipient of n1');
-  t.same(notifications.find(API, { organizationId: 'org-1', notificationIds: ['n1', 'missing'] }).map((n) => n.id), ['n1'], 'by id, read directly');
+  t.same(await forBob(), ['n2'], 'bob is no longer a recipient of n1');
+  t.same((await notifications.find(API, { organizationId: 'org-1', notificationIds: ['n1', 'missing'] })).map((n) => n.id), ['n1'], 'by id, read directly');
   const removed = await notifications.removeEach(API, 'org-1', ['n2', 'missing']);
   t.same(removed, { n2: true, missing: false });
-  t.same(forBob(), []);
+  t.same(await forBob(), []);
 });
 
 t.test('records of a directory written before the index (schema 3) are indexed once at start', async (t) => {
@@ -222,14 +222,14 @@ t.test('records of a directory written before the index (schema 3) are indexed o
   t.teardown(() => store.close());
   const activities = new ActivityStore(store);
   const notifications = new NotificationStore(store);
-  t.same(activities.page(API, { organizationId: 'org-1' }, { pageSize: 10 }).rows, [], 'before the build, the index holds nothing');
+  t.same((await activities.page(API, { organizationId: 'org-1' }, { pageSize: 10 })).rows, [], 'before the build, the index holds nothing');
   t.equal(await activities.buildIndex(), 5);
   t.equal(await notifications.buildIndex(), 1);
   const endpoints = new Endpoints(store, Secrets.load(t.testdir(), undefined));
   t.equal(await endpoints.buildIndex(), 1);
-  t.same(endpoints.listMessages(API, 'ep_1', 10, 'success').map((m) => m.id), ['msg_1'], 'a message is listed under the API key and endpoint of its stored key');
-  t.same(activities.page(API, { organizationId: 'org-1' }, { pageSize: 10 }).rows.map((r) => r.id), ['a4', 'a3', 'a2', 'a1', 'a0']);
-  t.same(notifications.page(API, { organizationId: 'org-1', userId: 'u' }, { pageSize: 10 }).rows.map((r) => r.id), ['n1']);
+  t.same((await endpoints.listMessages(API, 'ep_1', 10, 'success')).map((m) => m.id), ['msg_1'], 'a message is listed under the API key and endpoint of its stored key');
+  t.same((await activities.page(API, { organizationId: 'org-1' }, { pageSize: 10 })).rows.map((r) => r.id), ['a4', 'a3', 'a2', 'a1', 'a0']);
+  t.same((await notifications.page(API, { organizationId: 'org-1', userId: 'u' }, { pageSize: 10 })).rows.map((r) => r.id), ['n1']);
   t.equal(await activities.buildIndex(), 0, 'the second start builds nothing');
 });
 
@@ -241,7 +241,7 @@ t.test('a directory that was fresh when opened is only marked: everything in it 
   await activities.addAll([activity('a', { documentId: 'd', userId: 'u', timestamp: 1 })]);
   t.equal(await activities.buildIndex(), 0, 'nothing scanned');
   t.equal(store.records<unknown>(DB.meta).get('timeIndexBuilt:activity-times'), true, 'and marked');
-  t.same(activities.page(API, { organizationId: 'org-1' }, { pageSize: 10 }).rows.map((r) => r.id), ['a']);
+  t.same((await activities.page(API, { organizationId: 'org-1' }, { pageSize: 10 })).rows.map((r) => r.id), ['a']);
 });
 
 t.test('an endpoint’s message log lists its newest messages, by status, without reading the rest; deleting the endpoint takes the index', async (t) => {
@@ -258,14 +258,14 @@ t.test('an endpoint’s message log lists its newest messages, by status, withou
     for (const i of [3, 47, 48]) endpoints.putMessage(tx, API, { ...message(i), status: 'fail' });
     endpoints.putMessage(tx, API, { ...message(49), status: 'success' });
   });
-  t.same(endpoints.listMessages(API, endpoint.id, 3).map((m) => [m.id, m.status]), [['msg_49', 'success'], ['msg_48', 'fail'], ['msg_47', 'fail']], 'newest first');
-  t.same(endpoints.listMessages(API, endpoint.id, 10, 'fail').map((m) => m.id), ['msg_48', 'msg_47', 'msg_3'], 'a status filter follows each message’s current status');
-  t.same(endpoints.listMessages(API, endpoint.id, 2, 'pending').map((m) => m.id), ['msg_46', 'msg_45']);
+  t.same((await endpoints.listMessages(API, endpoint.id, 3)).map((m) => [m.id, m.status]), [['msg_49', 'success'], ['msg_48', 'fail'], ['msg_47', 'fail']], 'newest first');
+  t.same((await endpoints.listMessages(API, endpoint.id, 10, 'fail')).map((m) => m.id), ['msg_48', 'msg_47', 'msg_3'], 'a status filter follows each message’s current status');
+  t.same((await endpoints.listMessages(API, endpoint.id, 2, 'pending')).map((m) => m.id), ['msg_46', 'msg_45']);
   await endpoints.remove(API, endpoint.id);
   t.same([DB.webhookMessages, DB.webhookMessageTimes].map((name) => Array.from(store.records<unknown>(name).getKeys()).length), [0, 0], 'the messages and their index rows went with the endpoint');
 });
 
-t.test('a page of activity logs or notifications examines at most RECORD_PAGE_EXAMINE_ROWS index rows, then ends with a token that goes on', async (t) => {
+t.test('a page of activity logs or notifications examines at most RECORD_PAGE_EXAMINE_ROWS index rows, in chunks with turns of the event loop, then ends with a token that goes on', async (t) => {
   const store = Store.open(t.testdir());
   t.teardown(() => store.close());
   const activities = new ActivityStore(store);
@@ -288,18 +288,21 @@ t.test('a page of activity logs or notifications examines at most RECORD_PAGE_EX
       return row;
     });
 
-  const first = activities.page(API, { organizationId: 'org-1', userId: 'nobody' }, { pageSize: 10 });
+  let turned = false;
+  setImmediate(() => (turned = true));
+  const first = await activities.page(API, { organizationId: 'org-1', userId: 'nobody' }, { pageSize: 10 });
+  t.ok(turned, 'the event loop turned while the page walked its chunks');
   t.same(first.rows, [], 'nothing matched in the rows examined');
   t.ok(first.pageToken !== undefined, 'a token: rows are left to examine');
   t.ok(examined <= RECORD_PAGE_EXAMINE_ROWS + 2, `examined ${examined} index rows of ${total}`);
 
-  const found = allPages(activities, { organizationId: 'org-1', userId: 'rare' }, 10, 'desc');
+  const found = await allPages(activities, { organizationId: 'org-1', userId: 'rare' }, 10, 'desc');
   t.same(found.map((r) => r.id), ['a0'], 'following the tokens finds the match behind the examined rows, once');
-  t.same(allPages(activities, { organizationId: 'org-1' }, 1000, 'asc').length, total, 'an unfiltered walk still lists every row once');
+  t.same((await allPages(activities, { organizationId: 'org-1' }, 1000, 'asc')).length, total, 'an unfiltered walk still lists every row once');
 
-  const ntf = notifications.page(API, { organizationId: 'org-1', userId: 'rare' }, { pageSize: 10 });
+  const ntf = await notifications.page(API, { organizationId: 'org-1', userId: 'rare' }, { pageSize: 10 });
   t.same(ntf.rows, [], 'notifications: the first page ends short of the match');
-  const next = notifications.page(API, { organizationId: 'org-1', userId: 'rare' }, { pageSize: 10, pageToken: ntf.pageToken });
+  const next = await notifications.page(API, { organizationId: 'org-1', userId: 'rare' }, { pageSize: 10, pageToken: ntf.pageToken });
   t.same(next.rows.map((r) => r.id), ['n0'], 'and the next one finds it');
   t.equal(next.pageToken, undefined, 'the last page has no token');
 });

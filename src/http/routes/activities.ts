@@ -76,8 +76,8 @@ export function activityOperations(delivery: Delivery): Operation[] {
       paths: ['/v2/activities/get'],
       auth: 'apiKey',
       schema: getActivitiesSchema,
-      handle: (input, ctx) => {
-        const result = activities.page(ctx.identity.apiKey, input, { pageSize: input.pageSize ?? 1000, pageToken: input.pageToken, order: input.order });
+      handle: async (input, ctx) => {
+        const result = await activities.page(ctx.identity.apiKey, input, { pageSize: input.pageSize ?? 1000, pageToken: input.pageToken, order: input.order });
         return ok('Activities retrieved successfully.', result.rows.map(view), result.pageToken === undefined ? undefined : { pageToken: result.pageToken });
       },
     }),

@@ -83,8 +83,8 @@ export function notificationOperations(delivery: Delivery): Operation[] {
       paths: ['/v1/notifications/get'],
       auth: 'apiKey',
       schema: getNotificationsSchema,
-      handle: (input, ctx) => {
-        const rows = notifications.page(ctx.identity.apiKey, input, { pageSize: 1000, order: input.order }).rows;
+      handle: async (input, ctx) => {
+        const rows = (await notifications.page(ctx.identity.apiKey, input, { pageSize: 1000, order: input.order })).rows;
         return ok('Notifications retrieved successfully.', rows.map(view));
       },
     }),
@@ -92,8 +92,8 @@ export function notificationOperations(delivery: Delivery): Operation[] {
       paths: ['/v2/notifications/get'],
       auth: 'apiKey',
       schema: getNotificationsSchema,
-      handle: (input, ctx) => {
-        const result = notifications.page(ctx.identity.apiKey, input, { pageSize: input.pageSize ?? 1000, pageToken: input.pageToken, order: input.order });
+      handle: async (input, ctx) => {
+        const result = await notifications.page(ctx.identity.apiKey, input, { pageSize: input.pageSize ?? 1000, pageToken: input.pageToken, order: input.order });
         return ok('Notifications retrieved successfully.', result.rows.map(view), result.pageToken === undefined ? undefined : { pageToken: result.pageToken });
       },
     }),

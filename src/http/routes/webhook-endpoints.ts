@@ -66,12 +66,10 @@ export function webhookEndpointOperations(delivery: Delivery): Operation[] {
       paths: ['/v2/workspace/advancedwebhook/endpoints/messages/get'],
       auth: 'apiKey',
       schema: listMessagesSchema,
-      handle: (input, ctx) => {
+      handle: async (input, ctx) => {
         requireEnabled(ctx.identity.apiKey);
         endpoints.require(ctx.identity.apiKey, input.endpointId);
-        const messages = endpoints
-          .listMessages(ctx.identity.apiKey, input.endpointId, input.limit ?? 50, input.status)
-          .map((m) => ({ id: m.id, eventType: m.eventType, eventId: m.eventId, status: m.status, createdAt: new Date(m.createdAt).toISOString(), attempts: m.attempts.length, payload: JSON.parse(m.body) as unknown }));
+        const messages = (await endpoints.listMessages(ctx.identity.apiKey, input.endpointId, input.limit ?? 50, input.status)).map((m) => ({ id: m.id, eventType: m.eventType, eventId: m.eventId, status: m.status, createdAt: new Date(m.createdAt).toISOString(), attempts: m.attempts.length, payload: JSON.parse(m.body) as unknown }));
         return ok('Advanced webhook messages retrieved successfully.', { messages });
       },
     }),
