@@ -2,6 +2,7 @@
 import { isIP } from 'node:net';
 import { resolve } from 'node:path';
 import { parseAllowedNetworks } from './allowed-networks.js';
+import { DEFAULT_MAX_COMMENT_THREAD_BYTES } from './limits.js';
 
 export interface Config {
   readonly host: string;
@@ -26,6 +27,7 @@ export interface Config {
   readonly maxLoadedDocumentBytes: number;
   readonly maxLoadedDocumentBytesPerKey: number;
   readonly maxDocumentBytes: number;
+  readonly maxCommentThreadBytes: number;
   readonly groupCommitMs: number;
   readonly compactAfterUpdates: number;
   readonly compactAfterBytes: number;
@@ -231,6 +233,7 @@ const OPTIONS: readonly OptionSpec<keyof Config>[] = [
   { key: 'maxLoadedDocumentBytes', env: 'MAX_LOADED_DOCUMENT_BYTES', fallback: 1024 * MiB, parse: integer(0, 1024 * 1024 * MiB), doc: 'Estimated bytes of all loaded documents (each store\'s last snapshot plus the log since, as stored), over all API keys; past it the least recently used idle documents are unloaded as for `MAX_LOADED_DOCUMENTS`. 0: no limit.' },
   { key: 'maxLoadedDocumentBytesPerKey', env: 'MAX_LOADED_DOCUMENT_BYTES_PER_KEY', fallback: 256 * MiB, parse: integer(0, 1024 * 1024 * MiB), doc: 'Estimated bytes of one API key\'s loaded documents; past it that key\'s idle documents go first and REST loads are refused as for `MAX_LOADED_DOCUMENTS_PER_KEY`. 0: no limit.' },
   { key: 'maxDocumentBytes', env: 'MAX_DOCUMENT_BYTES', fallback: 64 * MiB, parse: integer(0, 1024 * 1024 * MiB), doc: 'Bytes one document may hold as stored (each store\'s last snapshot plus the log since); a sync edit that would pass it is not applied and its connection is closed with 4413, a REST write gets 400 FAILED_PRECONDITION (docs/limits.md). 0: no limit.' },
+  { key: 'maxCommentThreadBytes', env: 'MAX_COMMENT_THREAD_BYTES', fallback: DEFAULT_MAX_COMMENT_THREAD_BYTES, parse: integer(0, 1024 * MiB), doc: 'Bytes of comments one comment thread may hold, each comment measured as JSON; a comment add or edit that would take a thread past it gets 400 FAILED_PRECONDITION, as one past 1,000 comments a thread does (a thread is one record, written whole by every change: docs/limits.md). 0: no limit.' },
   { key: 'groupCommitMs', env: 'GROUP_COMMIT_MS', fallback: 100, parse: integer(0, 1000), doc: 'Update-log appends within this window share one LMDB transaction (0: one event-loop turn), and a sync connection\'s presence row waits up to it for company. Peers never wait for it and REST writes commit at once; a process crash can lose the updates of the last window, which clients resend on reconnect (docs/durability.md).' },
   { key: 'compactAfterUpdates', env: 'COMPACT_AFTER_UPDATES', fallback: 1000, parse: integer(1, 10_000_000), doc: 'Log entries of one store past which a snapshot is taken and the log truncated, once the log also holds a quarter of the last snapshot\'s bytes (at 16 times this count, whatever the sizes).' },
   { key: 'compactAfterBytes', env: 'COMPACT_AFTER_BYTES', fallback: 4 * MiB, parse: integer(1024, 1024 * MiB), doc: 'Log bytes of one store that trigger a snapshot and log truncation, once the log also holds a quarter of the last snapshot\'s bytes.' },

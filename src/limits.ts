@@ -15,6 +15,13 @@ export const MAX_XML_DEPTH = 64;
 /** Encoded size of one free-form JSON field (comment context, attachments, metadata, userProperties). */
 export const MAX_FREE_JSON_BYTES = 64 * 1024;
 
+/**
+ * Comments one thread may hold, and the default of MAX_COMMENT_THREAD_BYTES: a thread is one record, written whole by
+ * each change (src/doc/annotations/thread-size.ts).
+ */
+export const MAX_COMMENTS_PER_THREAD = 1000;
+export const DEFAULT_MAX_COMMENT_THREAD_BYTES = 4 * 1024 * 1024;
+
 /** UTF-8 length of a string, without allocating. */
 export function utf8Bytes(value: string): number {
   return Buffer.byteLength(value, 'utf8');

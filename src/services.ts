@@ -134,6 +134,7 @@ export async function openServices(config: Config, log: Logger, publisher: Topic
     outbox,
     now: clock.now,
     offlineTtlMs: config.presenceOfflineTtlMs,
+    maxCommentThreadBytes: config.maxCommentThreadBytes,
     actors: documentActors,
     encode: encodeLiveMessage,
     log,

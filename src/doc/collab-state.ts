@@ -11,6 +11,7 @@ import type { ConnectionListener, DocumentActorLoader, DocumentActorView, PeerIn
 import { AnnotationState, type AnnotationDeps, type LiveAnnotationChange, type Mutation } from './annotations/state.js';
 import { DocumentWrites } from './document-writes.js';
 import { PresenceState, type LivePresenceChange, type PresenceDeps } from './presence.js';
+import { DEFAULT_MAX_COMMENT_THREAD_BYTES } from '../limits.js';
 
 /** The body of the live WebSocket message (docs/comments-and-presence.md). */
 export interface LiveMessage {
@@ -30,6 +31,8 @@ export interface CollabDeps {
   readonly outbox: Outbox;
   readonly now: () => number;
   readonly offlineTtlMs: number;
+  /** MAX_COMMENT_THREAD_BYTES (0: none; default DEFAULT_MAX_COMMENT_THREAD_BYTES). */
+  readonly maxCommentThreadBytes?: number;
   readonly actors: DocumentActorLoader;
   readonly encode: (message: LiveMessage) => Uint8Array;
   readonly log: Logger;
@@ -51,6 +54,7 @@ class Loaded implements CollabDocument, AnnotationDeps, PresenceDeps {
   readonly outbox: Outbox;
   readonly now: () => number;
   readonly offlineTtlMs: number;
+  readonly maxCommentThreadBytes: number;
   /** Set by CollabDocuments.load before anyone can reach this object through `loaded`. */
   annotations!: AnnotationState;
   presence!: PresenceState;
@@ -65,6 +69,7 @@ class Loaded implements CollabDocument, AnnotationDeps, PresenceDeps {
     this.outbox = deps.outbox;
     this.now = deps.now;
     this.offlineTtlMs = deps.offlineTtlMs;
+    this.maxCommentThreadBytes = deps.maxCommentThreadBytes ?? DEFAULT_MAX_COMMENT_THREAD_BYTES;
     this.writes = new DocumentWrites(deps.store);
   }
 

@@ -13,6 +13,8 @@ import type { DocumentKey } from '../../document-key.js';
 import { appendComments, applyUpdate, buildAnnotation, swapUsers, type AnnotationUpdate, type RaisedEvent, type UserSwap } from './mutations.js';
 import { matches } from './query.js';
 import { ThreadChanges, type Change, type LiveAnnotationChange } from './thread-changes.js';
+import { checkThreadGrowth } from './thread-size.js';
+import { DEFAULT_MAX_COMMENT_THREAD_BYTES } from '../../limits.js';
 import type { ThreadSummary } from './time-index.js';
 
 
@@ -53,6 +55,8 @@ export interface AnnotationDeps {
   readonly writes?: DocumentWrites;
   /** Told each change once it has committed, in commit order (the live message to the document's sockets). */
   readonly published?: (live: readonly LiveAnnotationChange[]) => void;
+  /** MAX_COMMENT_THREAD_BYTES (0: none; default DEFAULT_MAX_COMMENT_THREAD_BYTES). */
+  readonly maxCommentThreadBytes?: number;
 }
 
 /** What a document without threads reads (most loaded documents have none; an empty Map is ~180 bytes). Never written. */
@@ -224,6 +228,7 @@ export class AnnotationState {
     const appended = appendComments(record.comments, record.nextCommentId, inputs, now);
     if (!appended.ok) throw invalidArgument(`data.commentData: ${appended.message}`);
     const { comments, added, nextCommentId } = appended.value;
+    checkThreadGrowth(record.comments, comments, this.maxThreadBytes);
     const after: AnnotationRecord = { ...record, comments, nextCommentId, lastUpdated: now };
     const events = added.map((comment): RaisedEvent => ({ type: 'comment.add', targetComment: comment, actionUser: comment.from }));
     const live = await this.commit([{ before: record, after, events }], now);
@@ -243,7 +248,10 @@ export class AnnotationState {
 
   async updateComments(annotationId: string, commentIds: readonly number[], update: CommentUpdate): Promise<Mutation<Record<string, ItemResult>>> {
     const now = this.deps.now();
-    return this.changeComments(annotationId, updateComments(this.require(annotationId), commentIds, update, now), 'Updated successfully', now);
+    const record = this.require(annotationId);
+    const change = updateComments(record, commentIds, update, now);
+    checkThreadGrowth(record.comments, change.record.comments, this.maxThreadBytes);
+    return this.changeComments(annotationId, change, 'Updated successfully', now);
   }
 
   async deleteComments(annotationId: string, commentIds: readonly number[] | undefined): Promise<Mutation<Record<string, ItemResult>>> {
@@ -259,6 +267,10 @@ export class AnnotationState {
     }
     const changes = change.record === before ? [] : [{ before, after: change.record, events: change.events }];
     return { data: results, live: await this.commit(changes, now) };
+  }
+
+  private get maxThreadBytes(): number {
+    return this.deps.maxCommentThreadBytes ?? DEFAULT_MAX_COMMENT_THREAD_BYTES;
   }
 
   private require(annotationId: string): AnnotationRecord {
