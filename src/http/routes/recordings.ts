@@ -15,8 +15,8 @@ export function recordingOperations(recordings: Recordings): Operation[] {
       paths: ['/v2/recordings/get'],
       auth: 'apiKey',
       schema: getRecordingsSchema,
-      handle: (input, ctx) => {
-        const page = recordings.get(ctx.identity.apiKey, {
+      handle: async (input, ctx) => {
+        const page = await recordings.get(ctx.identity.apiKey, {
           organizationId: input.organizationId,
           pageSize: input.pageSize ?? DEFAULT_PAGE_SIZE,
           ...(input.documentId === undefined ? {} : { documentId: input.documentId }),
