@@ -24,10 +24,10 @@ export interface PageOptions {
 /**
  * Index rows one page of activity logs or notifications examines at most (`OrganizationRecords.page`), as for the
  * organization-wide comment listing (src/doc/annotations/time-index.ts), in chunks of CHUNK_ROWS with a turn of the
- * event loop between them: a filter nothing matched walked every row of the organization in one call, ~1 s of the
+ * event loop between them: a filter nothing matched walked every row of the organization in one call, ~120 ms of the
  * event loop at 200,000 rows (bench/README.md, "Twentieth session: noisy neighbours, second pass").
  */
-export const RECORD_PAGE_EXAMINE_ROWS = 5000
+export const RECORD_PAGE_EXAMINE_ROWS = 5000;
 
 export interface TimeIndexOptions<R, S> {
   readonly records: DbName;
