@@ -213,9 +213,9 @@ export class TimeIndexed<R extends { readonly id: string }, S> {
         examined++;
         lastExamined = { timestamp: time, id };
         if (!matches(value)) continue;
-        const record = this.get(scope, id);
-        // A record and its index row are written and removed together; a row without its record (removed, or moved to
-        // another time, between two chunks) is skipped, not fatal.
+        // A record and its index row are written and removed together; a row without its record is implied
+        // (`putImplied`), or was removed or moved to another time between two chunks and is skipped, not fatal.
+        const record = this.get(scope, id) ?? this.options.implied?.([scope[0], scope[1], time, id], value);
         if (record === undefined || this.timeOf(record) !== time) continue;
         if (rows.length === options.pageSize) {
           const last = rows[rows.length - 1] as R;
@@ -229,6 +229,7 @@ export class TimeIndexed<R extends { readonly id: string }, S> {
   }
 
   private *walk(scope: Scope, matches: (summary: S) => boolean, order: 'asc' | 'desc', after: Timestamped | undefined): Generator<R> {
+    const [apiKey, within] = scope;
     for (const { key, value } of this.index.getRange(walkRange(scope, order, after))) {
       const [, , time, id] = key as [string, string, number, string];
       // The token's own row (the range starts at it, inclusive) was sent on the page before.

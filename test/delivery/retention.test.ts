@@ -136,9 +136,9 @@ t.test('a directory stamped 7: its messages (a record each, the body as text) ar
   t.equal(store.records<number>(DB.meta).get('schemaVersion'), SCHEMA_VERSION, 're-stamped: a build that reads only 8 now refuses it');
   const endpoints = new Endpoints(store, Secrets.load(secretsDir, undefined));
   t.same(endpoints.message(API, created.id, 'msg_a'), { ...records[0], body: '{"was":"msg_a"}' });
-  t.same(endpoints.listMessages(API, created.id, 10).map((m) => [m.id, m.status, m.body]), [['msg_b', 'success', '{"was":"msg_b"}'], ['msg_a', 'pending', '{"was":"msg_a"}']]);
+  t.same((await endpoints.listMessages(API, created.id, 10)).map((m) => [m.id, m.status, m.body]), [['msg_b', 'success', '{"was":"msg_b"}'], ['msg_a', 'pending', '{"was":"msg_a"}']]);
   t.equal(await endpoints.pruneMessages(1_000), 2, 'the settled one and its body; the pending one keeps its');
-  t.same(endpoints.listMessages(API, created.id, 10).map((m) => [m.id, m.body]), [['msg_a', '{"was":"msg_a"}']]);
+  t.same((await endpoints.listMessages(API, created.id, 10)).map((m) => [m.id, m.body]), [['msg_a', '{"was":"msg_a"}']]);
 });
 
 t.test('the runner prunes in batches until one comes back short, or until one fails, which it logs', async (t) => {
