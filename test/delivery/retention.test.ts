@@ -95,9 +95,9 @@ t.test('a planned message is its index row alone until an attempt settles: read,
   t.same([rows(DB.webhookMessages), rows(DB.webhookMessageTimes), rows(DB.webhookBodies)], [0, 2, 1], 'no record: an index row for each endpoint and one shared row');
   for (const endpointId of ids) {
     t.same(endpoints.message(API, endpointId, 'msg_p'), planned(endpointId), 'read as the record planning used to write');
-    t.same(endpoints.listMessages(API, endpointId, 10), [planned(endpointId)], 'and listed');
+    t.same(await endpoints.listMessages(API, endpointId, 10), [planned(endpointId)], 'and listed');
   }
-  t.same(endpoints.listMessages(API, ids[0]!, 10, 'success'), [], 'filtered on its status');
+  t.same(await endpoints.listMessages(API, ids[0]!, 10, 'success'), [], 'filtered on its status');
   t.equal(endpoints.message(API, 'ep_other', 'msg_p'), undefined, 'another endpoint has no such message');
   // Long past the retention and never attempted (its endpoint was never due): its body stays while it is pending.
   t.equal(await endpoints.pruneMessages(1_000_000), 0, 'a pending message and its body stay');
@@ -105,7 +105,7 @@ t.test('a planned message is its index row alone until an attempt settles: read,
   // Its first attempt settles: the record is written, at the same time, and the index row follows it.
   await store.transaction((tx) => endpoints.putMessage(tx, API, { ...endpoints.message(API, ids[0]!, 'msg_p')!, status: 'success' }));
   t.same([rows(DB.webhookMessages), rows(DB.webhookMessageTimes)], [1, 2]);
-  t.match(endpoints.listMessages(API, ids[0]!, 10), [{ id: 'msg_p', status: 'success', body: '{"planned":true}' }]);
+  t.match(await endpoints.listMessages(API, ids[0]!, 10), [{ id: 'msg_p', status: 'success', body: '{"planned":true}' }]);
   t.equal(await endpoints.pruneMessages(1_000_000), 1, 'the settled one goes; the other endpoint still refers to the body');
   t.equal(rows(DB.webhookBodies), 1);
   await endpoints.remove(API, ids[1]!);
