@@ -3,6 +3,7 @@ import { clearTimer } from '../clock.js';
 import type { Logger } from '../log.js';
 import type { WriteTx } from '../store/env.js';
 import type { Clock } from './clock.js';
+import { KEEP_PROVEN_MS, ProvenTargets } from './proven-targets.js';
 import type { ChannelName, DeliveryJob, DeliveryQueue, Settlement } from './queue.js';
 import type { Slots } from './due-index.js';
 
@@ -35,6 +36,12 @@ export interface RunnerOptions {
   readonly maxInFlightFailing?: number;
   /** Attempts in flight for one API key over all its targets (default a sixteenth of `maxInFlight`: 16). */
   readonly maxInFlightPerKey?: number;
+  /** Attempts in flight to targets that never had a successful attempt, beside the others (default a quarter of `maxInFlight`: 64). */
+  readonly maxInFlightUnproven?: number;
+  /** Of those, attempts in flight for one API key (default a sixty-fourth of `maxInFlight`: 4). */
+  readonly maxInFlightUnprovenPerKey?: number;
+  /** Which targets have had a successful attempt; default: in memory only (the server's is stored: src/delivery/service.ts). */
+  readonly proven?: ProvenTargets;
   /** Whether this process may send now (the worker role, src/worker-role.ts), checked before each attempt; default: always. */
   readonly mayRun?: () => boolean;
   /** Longest sleep between looks at the queue (default DEFAULT_MAX_IDLE_MS); may be long where every enqueue wakes the runner. */
@@ -65,6 +72,8 @@ export class DeliveryRunner {
   private readonly inFlight = new Map<string, Promise<void>>();
   private readonly perTarget = new Map<string, number>();
   private readonly perKey = new Map<string, number>();
+  /** Attempts in flight to unproven targets, by API key. */
+  private readonly perKeyUnproven = new Map<string, number>();
   private readonly maxInFlight: number;
   private readonly maxPerTarget: number;
   private readonly maxPerKey: number;
@@ -86,8 +95,18 @@ export class DeliveryRunner {
    */
   private readonly failing = new Set<string>();
   private readonly maxFailing: number;
-  /** Attempts in flight by pool: to targets not failing when the attempt started, and to failing ones. */
-  private readonly pools = { working: 0, failing: 0 };
+  /**
+   * Targets that have had a successful attempt. One that never has (unproven: a new endpoint, or one that has never
+   * answered) has one attempt in flight, in slots of their own (`maxUnproven`), and an API key at most
+   * `maxUnprovenPerKey` of them: sixteen fresh workspaces with sixteen endpoints each that never answer took all 256
+   * working slots for 15 s, until their first attempts timed out and they were failing (bench/README.md, "Twentieth
+   * session"). The first success proves a target; a proven target whose last attempt failed is failing, as any.
+   */
+  private readonly proven: ProvenTargets;
+  private readonly maxUnproven: number;
+  private readonly maxUnprovenPerKey: number;
+  /** Attempts in flight by pool, as the target stood when the attempt started: working, failing, unproven. */
+  private readonly pools: Record<Pool, number> = { working: 0, failing: 0, unproven: 0 };
   private readonly maxIdleMs: number;
   private timer: NodeJS.Timeout | undefined;
   private running = false;
@@ -101,6 +120,9 @@ export class DeliveryRunner {
     this.maxPerTarget = options.maxInFlightPerTarget ?? 8;
     this.maxPerKey = options.maxInFlightPerKey ?? Math.max(1, Math.floor(this.maxInFlight / 16));
     this.maxFailing = options.maxInFlightFailing ?? Math.max(1, Math.floor(this.maxInFlight / 4));
+    this.maxUnproven = options.maxInFlightUnproven ?? Math.max(1, Math.floor(this.maxInFlight / 4));
+    this.maxUnprovenPerKey = options.maxInFlightUnprovenPerKey ?? Math.max(1, Math.floor(this.maxInFlight / 64));
+    this.proven = options.proven ?? new ProvenTargets();
     this.maxIdleMs = options.maxIdleMs ?? DEFAULT_MAX_IDLE_MS;
     options.queue.onEnqueue(() => this.schedule(0));
   }
@@ -130,11 +152,11 @@ export class DeliveryRunner {
    * have (their other due jobs wait), and targets a channel asked to wait (a rate limit) whose wait has not ended. The
    * first three walk at most `maxInFlight` entries; the throttled targets one entry per target that asked lately.
    */
-  occupancy(): { readonly inFlight: number; readonly targetsFull: number; readonly keysFull: number; readonly targetsThrottled: number; readonly targetsFailing: number } {
+  occupancy(): { readonly inFlight: number; readonly targetsFull: number; readonly keysFull: number; readonly targetsThrottled: number; readonly targetsFailing: number; readonly unprovenInFlight: number } {
     const now = this.options.clock.now();
     let targetsThrottled = 0;
     for (const until of this.throttled.values()) if (until > now) targetsThrottled++;
-    return { inFlight: this.inFlight.size, targetsFull: atLeast(this.perTarget, this.maxPerTarget), keysFull: atLeast(this.perKey, this.maxPerKey), targetsThrottled, targetsFailing: this.failing.size };
+    return { inFlight: this.inFlight.size, targetsFull: atLeast(this.perTarget, this.maxPerTarget), keysFull: atLeast(this.perKey, this.maxPerKey), targetsThrottled, targetsFailing: this.failing.size, unprovenInFlight: this.pools.unproven };
   }
 
   /**
@@ -144,19 +166,21 @@ export class DeliveryRunner {
   async runDue(): Promise<number> {
     if (this.options.mayRun?.() === false) return 0;
     const now = this.options.clock.now();
-    const room = this.maxInFlight - this.pools.working + (this.maxFailing - this.pools.failing);
+    const room = this.maxInFlight - this.pools.working + (this.maxFailing - this.pools.failing) + (this.maxUnproven - this.pools.unproven);
     if (room <= 0) return 0;
     const busy = new Set(this.inFlight.keys());
     const started: Promise<void>[] = [];
     // Counts what this scan picks too, so one busy target or key cannot fill the whole batch.
-    const picked: Picked = { targets: new Map(), keys: new Map(), pools: { working: 0, failing: 0 } };
+    const picked: Picked = { targets: new Map(), keys: new Map(), keysUnproven: new Map(), pools: { working: 0, failing: 0, unproven: 0 } };
     const slots: Slots = {
       free: (target, apiKey) => this.free(target, apiKey, picked, now),
       take: (target, apiKey) => {
         if (!this.free(target, apiKey, picked, now)) return false;
+        const pool = this.poolOf(target);
         bump(picked.targets, target, 1);
         bump(picked.keys, apiKey, 1);
-        picked.pools[this.poolOf(target)]++;
+        if (pool === 'unproven') bump(picked.keysUnproven, apiKey, 1);
+        picked.pools[pool]++;
         return true;
       },
     };
@@ -166,10 +190,12 @@ export class DeliveryRunner {
       bump(this.perKey, job.apiKey, 1);
       const pool = this.poolOf(job.target);
       this.pools[pool]++;
+      if (pool === 'unproven') bump(this.perKeyUnproven, job.apiKey, 1);
       const run = this.run(job).finally(() => {
         this.inFlight.delete(job.id);
         bump(this.perTarget, job.target, -1);
         bump(this.perKey, job.apiKey, -1);
+        if (pool === 'unproven') bump(this.perKeyUnproven, job.apiKey, -1);
         this.pools[pool]--;
         if (this.running) this.schedule(0);
       });
@@ -201,12 +227,16 @@ export class DeliveryRunner {
     const ofKey = (this.perKey.get(apiKey) ?? 0) + (picked?.keys.get(apiKey) ?? 0);
     const pool = this.poolOf(target);
     const ofPool = this.pools[pool] + (picked?.pools[pool] ?? 0);
-    const fits = pool === 'failing' ? ofTarget < 1 && ofPool < this.maxFailing : ofTarget < this.maxPerTarget && ofPool < this.maxInFlight;
+    let fits: boolean;
+    if (pool === 'working') fits = ofTarget < this.maxPerTarget && ofPool < this.maxInFlight;
+    else if (pool === 'failing') fits = ofTarget < 1 && ofPool < this.maxFailing;
+    else fits = ofTarget < 1 && ofPool < this.maxUnproven && (this.perKeyUnproven.get(apiKey) ?? 0) + (picked?.keysUnproven.get(apiKey) ?? 0) < this.maxUnprovenPerKey;
     return fits && ofKey < this.maxPerKey && (this.throttled.get(target) ?? 0) <= now;
   }
 
-  private poolOf(target: string): 'working' | 'failing' {
-    return this.failing.has(target) ? 'failing' : 'working';
+  private poolOf(target: string): Pool {
+    if (this.failing.has(target)) return 'failing';
+    return this.proven.has(target) ? 'working' : 'unproven';
   }
 
   /** Runs until nothing is due at the current clock time (tests with a manual clock). */
@@ -259,13 +289,15 @@ export class DeliveryRunner {
    * One pruning pass (the runner's hourly wake-up runs it; tests call it): finished job rows past KEEP_FINISHED_MS and
    * the delivery logs past their retention, each in batches of PRUNE_BATCH, one transaction each, until a batch comes
    * back short. An hour's finished rows may be many more than one batch (a pass of one batch an hour fell behind any
-   * workspace delivering over 24,000 a day). A failed batch ends its pass, logged; the next pass tries again.
+   * workspace delivering over 24,000 a day). A failed batch ends its pass, logged; the next pass tries again. The
+   * proven targets' rows with no success for KEEP_PROVEN_MS go too.
    */
   async prune(now: number): Promise<void> {
     const pruneLogs = this.options.pruneLogs;
     await Promise.all([
       this.pruneBatches('finished deliveries', (limit) => this.options.queue.prune(now - KEEP_FINISHED_MS, limit)),
       pruneLogs === undefined ? undefined : this.pruneBatches('delivery logs', (limit) => pruneLogs(now, limit)),
+      this.proven.prune(now - KEEP_PROVEN_MS, () => this.stopped).catch((error: unknown) => this.options.log.error('pruning proven delivery targets failed', { error })),
     ]);
   }
 
@@ -298,7 +330,11 @@ export class DeliveryRunner {
     const now = this.options.clock.now();
     const settlement = this.settlement(job, result, channel, now);
     try {
-      const next = await this.options.queue.settle(job, settlement, now, channel.settled === undefined ? undefined : (tx, settled) => channel.settled?.(tx, settled, result, now));
+      const next = await this.options.queue.settle(job, settlement, now, (tx, settled) => {
+        // The target answered: it is proven, from this settlement on (stored with it).
+        if (result.ok === true) this.proven.record(tx, job.target, now);
+        channel.settled?.(tx, settled, result, now);
+      });
       if (next.state === 'failed') this.options.log.warn('delivery failed for good', { jobId: job.id, channel: job.channel, attempts: next.attempt, error: next.lastError });
       channel.after?.(next);
     } catch (error) {
@@ -324,11 +360,15 @@ export class DeliveryRunner {
   }
 }
 
-/** What one scan has picked so far, by target and by API key. */
+/** Where an attempt runs: a proven target not failing, a failing one, one never yet delivered to. */
+type Pool = 'working' | 'failing' | 'unproven';
+
+/** What one scan has picked so far, by target and by API key (and of those, unproven targets' attempts by key). */
 interface Picked {
   readonly targets: Map<string, number>;
   readonly keys: Map<string, number>;
-  readonly pools: { working: number; failing: number };
+  readonly keysUnproven: Map<string, number>;
+  readonly pools: Record<Pool, number>;
 }
 
 /** How many of `counts` have reached `limit`. */

@@ -20,6 +20,7 @@ import { Endpoints } from './endpoints.js';
 import { NotificationStore } from './notification-store.js';
 import { createServerEmailTransport, type ClosableEmailTransport, type EmailTransport } from './outbound/email.js';
 import { OutboundHttp } from './outbound/http.js';
+import { ProvenTargets } from './proven-targets.js';
 import { DeliveryQueue } from './queue.js';
 import { DeliveryRunner } from './runner.js';
 
@@ -109,6 +110,7 @@ export class Delivery {
       channels: { email, webhook, advancedWebhook: this.advanced, notification, account: this.account },
       clock: this.clock,
       log: deliveryLog,
+      proven: new ProvenTargets(store),
       ...(options.mayRun === undefined ? {} : { mayRun: options.mayRun }),
       ...(options.runnerIdleMs === undefined ? {} : { maxIdleMs: options.runnerIdleMs }),
       ...(retentionMs === 0 ? {} : { pruneLogs: (now: number, limit: number) => this.endpoints.pruneMessages(now - retentionMs, limit) }),

@@ -15,6 +15,7 @@ export interface QueueStats {
     readonly keysFull: number;
     readonly targetsThrottled: number;
     readonly targetsFailing: number;
+    readonly unprovenInFlight: number;
     readonly pending: number;
     readonly targetsPending: number;
     readonly overdueMs: number;
@@ -196,6 +197,7 @@ function registerQueueGauges(queues: () => QueueStats, gauge: (name: string, hel
   gauge('plait_delivery_keys_full', 'API keys at their limit of delivery attempts in flight over all their targets; their other due jobs wait', later((q) => q.delivery.keysFull));
   gauge('plait_delivery_targets_throttled', 'Delivery targets waiting out a rate limit (an advanced webhook endpoint\'s rateLimit)', later((q) => q.delivery.targetsThrottled));
   gauge('plait_delivery_targets_failing', 'Delivery targets whose last attempt failed: one attempt in flight each until one succeeds', later((q) => q.delivery.targetsFailing));
+  gauge('plait_delivery_unproven_attempts_in_flight', 'Delivery attempts in flight to targets that never had a successful attempt (one each, in slots of their own)', later((q) => q.delivery.unprovenInFlight));
   gauge('plait_delivery_jobs_pending', 'Delivery jobs pending, due now or later (retries included)', later((q) => q.delivery.pending));
   gauge('plait_delivery_targets_pending', 'Delivery targets with a pending job', later((q) => q.delivery.targetsPending));
   gauge('plait_delivery_overdue_seconds', 'How long the earliest pending delivery job has been due (0 when none is)', later((q) => q.delivery.overdueMs / 1000));

@@ -103,6 +103,8 @@ export const DB = {
   deliveryHeads: 'delivery-heads',
   /** [updatedAt, jobId] -> null, for every finished job: pruning's index */
   deliveryFinished: 'delivery-finished',
+  /** [target] -> ms of the success last written: targets that have had a successful attempt; src/delivery/proven-targets.ts */
+  deliveryProven: 'delivery-proven',
   /** [apiKey, endpointId] -> EndpointRecord (advanced webhook endpoints, secret sealed) */
   webhookEndpoints: 'webhook-endpoints',
   /**

@@ -3,13 +3,18 @@ import t, { type Test } from 'tap';
 import type { Key } from 'lmdb';
 import { ManualClock } from '../../src/delivery/clock.js';
 import { DeliveryQueue, type ChannelName, type DeliveryJob } from '../../src/delivery/queue.js';
+import { ProvenTargets } from '../../src/delivery/proven-targets.js';
 import { DeliveryRunner, type AttemptResult, type ChannelRunner } from '../../src/delivery/runner.js';
 import { createLogger } from '../../src/log.js';
 import { Store } from '../../src/store/env.js';
 import { DB, SCHEMA_VERSION } from '../../src/store/keys.js';
 
-/** Attempts on targets named `dead…` hang until released; the others succeed at once and are recorded. */
-function setup(t: Test, limits: { maxInFlight?: number; maxInFlightPerKey?: number; maxInFlightFailing?: number } = {}) {
+/**
+ * Attempts on targets named `dead…` hang until released; the others succeed at once and are recorded. Jobs named
+ * `proof…` succeed at once whatever their target and are not recorded: `prove` gives targets the successful attempt
+ * that lets them use the working slots (an unproven target has one attempt in flight).
+ */
+function setup(t: Test, limits: { maxInFlight?: number; maxInFlightPerKey?: number; maxInFlightFailing?: number; maxInFlightUnproven?: number; maxInFlightUnprovenPerKey?: number } = {}) {
   const store = Store.open(t.testdir());
   t.teardown(() => store.close());
   const queue = new DeliveryQueue(store);
@@ -19,6 +24,7 @@ function setup(t: Test, limits: { maxInFlight?: number; maxInFlightPerKey?: numb
   const channel: ChannelRunner = {
     retryDelaysMs: [60_000],
     attempt: (job) => {
+      if (job.id.startsWith('proof')) return Promise.resolve({ ok: true });
       if (!job.target.startsWith('dead')) {
         delivered.push(job.id);
         return Promise.resolve({ ok: true });
@@ -27,12 +33,16 @@ function setup(t: Test, limits: { maxInFlight?: number; maxInFlightPerKey?: numb
     },
   };
   const channels: Record<ChannelName, ChannelRunner> = { email: channel, webhook: channel, advancedWebhook: channel, notification: channel, account: channel };
-  const runner = new DeliveryRunner({ queue, channels, clock, log: createLogger('silent'), ...limits });
+  const runner = new DeliveryRunner({ queue, channels, clock, log: createLogger('silent'), proven: new ProvenTargets(store), ...limits });
   const enqueue = (jobs: ReadonlyArray<{ id: string; apiKey: string; target: string; due?: number }>): Promise<void> =>
     store.transaction((tx) => {
       for (const job of jobs) queue.enqueue(tx, { id: job.id, channel: 'webhook', apiKey: job.apiKey, target: job.target, due: job.due ?? clock.now(), createdAt: clock.now(), payload: null });
     });
-  return { store, queue, clock, runner, hanging, delivered, enqueue };
+  const prove = async (targets: ReadonlyArray<{ target: string; apiKey: string }>): Promise<void> => {
+    await enqueue(targets.map(({ target, apiKey }) => ({ id: `proof-${target}`, apiKey, target, due: clock.now() - 1_000_000 })));
+    await runner.drain();
+  };
+  return { store, queue, clock, runner, hanging, delivered, enqueue, prove };
 }
 
 /** Waits, a turn at a time, until `ready` holds (an attempt's settlement commits a few turns after it ends). */
@@ -40,10 +50,11 @@ async function until(ready: () => boolean): Promise<void> {
   while (!ready()) await new Promise<void>((resolve) => setImmediate(resolve));
 }
 
-const range = (n: number, make: (i: number) => { id: string; apiKey: string; target: string; due?: number }) => Array.from({ length: n }, (_, i) => make(i));
+const range = <T>(n: number, make: (i: number) => T): T[] => Array.from({ length: n }, (_, i) => make(i));
 
 t.test('a backlog behind a target whose attempts hang: 8 in flight, the rest wait without a wake-up, another target runs', async (t) => {
-  const { queue, clock, runner, hanging, delivered, enqueue } = setup(t);
+  const { queue, clock, runner, hanging, delivered, enqueue, prove } = setup(t);
+  await prove([{ target: 'dead:1', apiKey: 'k1' }, { target: 'alive:1', apiKey: 'k2' }]);
   await enqueue(range(500, (i) => ({ id: `dead-${i}`, apiKey: 'k1', target: 'dead:1', due: clock.now() - 500 + i })));
   await enqueue([{ id: 'other', apiKey: 'k2', target: 'alive:1' }]);
   // A scan resolves when its attempts settle: the hanging ones are released at the end.
@@ -66,8 +77,9 @@ t.test('a backlog behind a target whose attempts hang: 8 in flight, the rest wai
 });
 
 t.test('one API key holds at most a sixteenth of the slots over all its targets; other keys start beside it', async (t) => {
-  const { clock, runner, hanging, delivered, enqueue } = setup(t);
-  // Five endpoints of one key that never answer: 40 attempts would fit their targets, 256 the runner.
+  const { clock, runner, hanging, delivered, enqueue, prove } = setup(t);
+  await prove([...range(5, (i) => ({ target: `dead:${i}`, apiKey: 'noisy' })), ...range(2, (i) => ({ target: `alive:${i}`, apiKey: 'quiet' }))]);
+  // Five endpoints of one key that answered once and never since: 40 attempts would fit their targets, 256 the runner.
   await enqueue(range(100, (i) => ({ id: `dead-${i}`, apiKey: 'noisy', target: `dead:${i % 5}` })));
   await enqueue(range(20, (i) => ({ id: `quiet-${i}`, apiKey: 'quiet', target: `alive:${i % 2}` })));
   const scan = runner.runDue();
@@ -84,7 +96,8 @@ t.test('one API key holds at most a sixteenth of the slots over all its targets;
 });
 
 t.test('the limit per key is an option (a sixteenth of maxInFlight unless set)', async (t) => {
-  const { runner, hanging, enqueue } = setup(t, { maxInFlight: 10, maxInFlightPerKey: 3 });
+  const { runner, hanging, enqueue, prove } = setup(t, { maxInFlight: 10, maxInFlightPerKey: 3 });
+  await prove(range(4, (i) => ({ target: `dead:${i}`, apiKey: 'noisy' })));
   await enqueue(range(20, (i) => ({ id: `dead-${i}`, apiKey: 'noisy', target: `dead:${i % 4}` })));
   const scan = runner.runDue();
   t.equal(hanging.length, 3);
@@ -93,9 +106,10 @@ t.test('the limit per key is an option (a sixteenth of maxInFlight unless set)',
 });
 
 t.test('a target whose last attempt failed has one attempt in flight, in slots of their own: failing targets cannot take the working ones\' slots', async (t) => {
-  const { runner, hanging, delivered, enqueue } = setup(t, { maxInFlight: 8, maxInFlightFailing: 2, maxInFlightPerKey: 8 });
+  const { runner, hanging, delivered, enqueue, prove } = setup(t, { maxInFlight: 8, maxInFlightFailing: 2, maxInFlightPerKey: 8 });
   const scans: Array<Promise<number>> = [];
-  // Three endpoints of three keys that time out. Until a first attempt fails nobody knows: each takes its 8 in turn.
+  // Three endpoints of three keys that answered once and time out now. Until a first attempt fails nobody knows: each takes its 8 in turn.
+  await prove([...[0, 1, 2].map((n) => ({ target: `dead:${n}`, apiKey: `k${n}` })), { target: 'dead-slow:1', apiKey: 'slow' }, ...range(2, (i) => ({ target: `alive:${i}`, apiKey: 'quiet' }))]);
   for (const n of [0, 1, 2]) {
     await enqueue(range(10, (i) => ({ id: `dead${n}-${i}`, apiKey: `k${n}`, target: `dead:${n}` })));
     scans.push(runner.runDue());
@@ -108,14 +122,14 @@ t.test('a target whose last attempt failed has one attempt in flight, in slots o
   scans.push(runner.runDue());
   t.equal(hanging.length, 2, 'two failing attempts in flight, their slots full');
   t.equal(new Set(hanging.map((h) => h.job.target)).size, 2, 'one per target');
-  // Another key's working endpoint, and a new endpoint not yet failing: the 8 working slots are theirs.
+  // Another key's working endpoint, and a proven endpoint not yet failing: the 8 working slots are theirs.
   await enqueue(range(8, (i) => ({ id: `alive-${i}`, apiKey: 'quiet', target: `alive:${i % 2}` })));
   scans.push(runner.runDue());
   t.equal(delivered.length, 8, 'the working endpoint\'s jobs all started beside the failing ones');
   await until(() => runner.busy === 2);
   await enqueue(range(8, (i) => ({ id: `slow-${i}`, apiKey: 'slow', target: 'dead-slow:1' })));
   scans.push(runner.runDue());
-  t.equal(hanging.filter((h) => h.job.target === 'dead-slow:1').length, 8, 'a target not yet failing has its 8 working slots');
+  t.equal(hanging.filter((h) => h.job.target === 'dead-slow:1').length, 8, 'a proven target not yet failing has its 8 working slots');
   // A failing target that answers again gets its 8 back.
   const probe = hanging.find((h) => h.job.target.startsWith('dead:'));
   hanging.splice(hanging.indexOf(probe!), 1);
@@ -123,6 +137,33 @@ t.test('a target whose last attempt failed has one attempt in flight, in slots o
   await until(() => runner.occupancy().targetsFailing === 2);
   t.pass(`${probe!.job.target} answered: it is no longer failing`);
   for (const h of hanging.splice(0)) h.release();
+  await until(() => runner.busy === 0);
+  await Promise.all(scans);
+});
+
+t.test('a target never delivered to has one attempt in flight, in slots of their own, a few per API key; its first success proves it, and the proof is stored', async (t) => {
+  const { store, queue, runner, hanging, delivered, enqueue, prove } = setup(t, { maxInFlight: 8, maxInFlightPerKey: 8, maxInFlightUnproven: 4, maxInFlightUnprovenPerKey: 2 });
+  await prove([{ target: 'alive:0', apiKey: 'quiet' }]);
+  // Three keys with three new endpoints each that never answer, three jobs each: 27 attempts would fit the working slots' rules.
+  for (const k of [0, 1, 2]) await enqueue(range(9, (i) => ({ id: `dead${k}-${i}`, apiKey: `k${k}`, target: `dead:${k}:${i % 3}` })));
+  await enqueue(range(8, (i) => ({ id: `alive-${i}`, apiKey: 'quiet', target: 'alive:0' })));
+  const scans = [runner.runDue()];
+  t.equal(hanging.length, 4, 'the unproven targets hold their 4 slots, not the working ones');
+  t.equal(new Set(hanging.map((h) => h.job.target)).size, 4, 'one attempt per unproven target');
+  for (const k of [0, 1, 2]) t.ok(hanging.filter((h) => h.job.apiKey === `k${k}`).length <= 2, `k${k} holds at most 2 of them`);
+  t.equal(runner.occupancy().unprovenInFlight, 4);
+  t.equal(delivered.length, 8, 'a proven target\'s jobs all started beside them, in the working slots');
+  // One of them answers: proven, its two other jobs take working slots at once.
+  const first = hanging.shift()!;
+  first.release();
+  await until(() => runner.busy === 3 && queue.get(first.job.id)?.state === 'delivered');
+  scans.push(runner.runDue());
+  t.equal(hanging.filter((h) => h.job.target === first.job.target).length, 2, `${first.job.target} is proven: its 2 jobs left run together`);
+  t.equal(runner.occupancy().unprovenInFlight, 4, 'and its unproven slot went to another new endpoint');
+  // What a restart reads (nothing in memory): the proof was stored with the attempt's settlement.
+  t.ok(new ProvenTargets(store).has(first.job.target), 'the proven target is proven after a restart');
+  t.notOk(new ProvenTargets(store).has('dead:2:2'), 'one that never answered is not');
+  for (const h of hanging.splice(0)) h.fail();
   await until(() => runner.busy === 0);
   await Promise.all(scans);
 });
@@ -238,7 +279,10 @@ t.test('a rate-limited target waits in memory: a backlog costs its slots\' attem
     },
   };
   const channels: Record<ChannelName, ChannelRunner> = { email: limited, webhook: limited, advancedWebhook: limited, notification: limited, account: limited };
-  const runner = new DeliveryRunner({ queue, channels, clock, log: createLogger('silent') });
+  // An endpoint that has answered before (a new one has one attempt in flight until one succeeds).
+  const proven = new ProvenTargets();
+  await store.transaction((tx) => proven.record(tx, 'adv:limited', clock.now()));
+  const runner = new DeliveryRunner({ queue, channels, clock, log: createLogger('silent'), proven });
   const start = clock.now();
   await store.transaction((tx) => {
     for (let i = 0; i < 100; i++) queue.enqueue(tx, { id: `j-${String(i).padStart(3, '0')}`, channel: 'advancedWebhook', apiKey: 'k', target: 'adv:limited', due: start - 100 + i, createdAt: start, payload: null });
