@@ -19,6 +19,9 @@ const USAGE = `node --import=tsx bench/delivery.ts [flags]
   --concurrency C   REST requests in flight (default 8)
   --activities N    activities in the organization whose log pages are read (default 20000)
   --fanout N        comments one workspace with 100 endpoints writes ahead of another's one (default 1000)
+  --dead-keys K     workspaces whose endpoints never answer, beside which two others' webhooks are timed (default 4)
+  --dead-endpoints E  endpoints each of those workspaces has (default 2; 16 and 16 fill every slot a new endpoint may take)
+  --dead-only       run only that step
   --profile         write and summarize a V8 CPU profile of the Plait server
   --server K        plait (default) or plait-base (the build in BENCH_BASE_DIST, for before/after)`;
 
@@ -68,13 +71,14 @@ function comment(organizationId: string, documentId: string, i: number): unknown
   return { organizationId, documentId, commentAnnotations: [{ annotationId: `t${i}`, commentData: [{ commentText: `comment ${i}`, from: { userId: 'u1' } }] }] };
 }
 
-export async function runDelivery(options: { events: number; pending: number; held: number; writes: number; concurrency: number; activities: number; fanout: number }, cpuProfileDir?: string, kind: ServerKind = 'plait'): Promise<Figure[]> {
+export async function runDelivery(options: { events: number; pending: number; held: number; writes: number; concurrency: number; activities: number; fanout: number; deadKeys?: number; deadEndpoints?: number; deadOnly?: boolean }, cpuProfileDir?: string, kind: ServerKind = 'plait'): Promise<Figure[]> {
   const figures: Figure[] = [];
   const fast = await startReceiver();
   const slow = await startReceiver();
   const stuck = Object.assign(await startReceiver(), { hang: true });
   const plait: ServerHandle = await launchServer(kind, { env: { OUTBOUND_ALLOWED_NETWORKS: '127.0.0.0/8', LOG_LEVEL: 'warn' }, ...(cpuProfileDir === undefined ? {} : { cpuProfileDir }) });
   try {
+    if (options.deadOnly === true) return await besideDeadEndpoints(plait, stuck, options.deadKeys ?? 4, options.deadEndpoints ?? 2);
     const { organizationId, headers } = await plaitCredentials(plait.port);
     const call = (path: string, data: unknown): Promise<void> => postPlait(plait.port, headers, path, data);
     await call('/v2/workspace/advancedwebhookconfig/update', { isEnabled: true });
@@ -119,7 +123,7 @@ export async function runDelivery(options: { events: number; pending: number; he
     figures.push(...(await heldBehindAHang(plait, call, organizationId, stuck, options.held, options.pending - slow.count)));
     figures.push(...(await activityPages(plait, call, organizationId, options.activities)));
     figures.push(...(await behindAFanOut(plait, stuck, options.fanout)));
-    figures.push(...(await besideDeadEndpoints(plait, stuck)));
+    figures.push(...(await besideDeadEndpoints(plait, stuck, options.deadKeys ?? 4, options.deadEndpoints ?? 2)));
   } finally {
     await plait.stop();
     fast.server.closeAllConnections();
@@ -182,34 +186,56 @@ async function behindAFanOut(plait: ServerHandle, stuck: Receiver, count: number
 }
 
 /**
- * Four workspaces with two endpoints each that never answer (8 attempts a target hang for 15 s), 20 comments each, then
- * another workspace's one comment: the time from its write to its webhook at a receiver. Before the nineteenth session
- * the hanging attempts held all 64 of the runner's slots, so the other workspace waited for their timeouts.
+ * `keys` workspaces with `endpoints` endpoints each that never answer (an attempt hangs for 15 s), 20 comments each,
+ * then two other workspaces write a comment: one that has delivered to its endpoint before (established) and a new
+ * one; the figures are the time from each write to its webhook at a receiver. Before the nineteenth session the
+ * hanging attempts held all 64 of the runner's slots (4 × 2 endpoints); before the twentieth, 16 × 16 new endpoints
+ * took all 256 working slots until their first attempts timed out; now endpoints never delivered to have their own.
  */
-async function besideDeadEndpoints(plait: ServerHandle, stuck: Receiver): Promise<Figure[]> {
+async function besideDeadEndpoints(plait: ServerHandle, stuck: Receiver, keys: number, endpoints: number): Promise<Figure[]> {
   const receiver = await startReceiver();
-  try {
-    const before = stuck.count;
-    for (let k = 0; k < 4; k++) {
-      const dead = await plaitCredentials(plait.port);
-      const call = (path: string, data: unknown): Promise<void> => postPlait(plait.port, dead.headers, path, data);
-      await call('/v2/workspace/advancedwebhookconfig/update', { isEnabled: true });
-      for (let e = 0; e < 2; e++) await call('/v2/workspace/advancedwebhook/endpoints/create', { url: `${stuck.url}/dead-${k}-${e}` });
-      await pool(20, 8, (i) => call('/v1/commentannotations/add', comment(dead.organizationId, 'dead', i)));
-    }
-    // Every dead endpoint has its attempts out (8 each) before the other workspace writes.
-    while (stuck.count < before + 64) await new Promise<void>((resolve) => setImmediate(resolve));
+  const victim = async (): Promise<() => Promise<number>> => {
     const light = await plaitCredentials(plait.port);
     const call = (path: string, data: unknown): Promise<void> => postPlait(plait.port, light.headers, path, data);
     await call('/v2/workspace/advancedwebhookconfig/update', { isEnabled: true });
     await call('/v2/workspace/advancedwebhook/endpoints/create', { url: `${receiver.url}/alive` });
-    const reached = new Promise<void>((resolve) => (receiver.onCount = resolve));
-    const started = performance.now();
-    await call('/v1/commentannotations/add', comment(light.organizationId, 'alive', 0));
-    await reached;
-    const ms = performance.now() - started;
-    progress(`delivery: another workspace's webhook beside 4 workspaces with 2 endpoints each that never answer: ${ms.toFixed(0)} ms from its write to its receiver`);
-    return [{ bench: "delivery: another workspace's webhook beside 4 workspaces with 2 endpoints each that never answer", metric: 'write to receiver', unit: 'ms', server: plait.kind, value: ms, better: 'lower' }];
+    let written = 0;
+    return async () => {
+      const reached = new Promise<void>((resolve) => (receiver.onCount = resolve));
+      const started = performance.now();
+      await call('/v1/commentannotations/add', comment(light.organizationId, 'alive', written++));
+      await reached;
+      return performance.now() - started;
+    };
+  };
+  try {
+    // The established workspace delivers once before the others write.
+    const established = await victim();
+    await established();
+    const before = stuck.count;
+    for (let k = 0; k < keys; k++) {
+      const dead = await plaitCredentials(plait.port);
+      const call = (path: string, data: unknown): Promise<void> => postPlait(plait.port, dead.headers, path, data);
+      await call('/v2/workspace/advancedwebhookconfig/update', { isEnabled: true });
+      for (let e = 0; e < endpoints; e++) await call('/v2/workspace/advancedwebhook/endpoints/create', { url: `${stuck.url}/dead-${k}-${e}` });
+      await pool(20, 8, (i) => call('/v1/commentannotations/add', comment(dead.organizationId, 'dead', i)));
+    }
+    // Every attempt the runner will start to the dead endpoints is out (none of them ends within 15 s): the count stands still for 500 ms.
+    let seen = -1;
+    while (stuck.count === before || stuck.count !== seen) {
+      seen = stuck.count;
+      await new Promise<void>((resolve) => setTimeout(resolve, 500));
+    }
+    const out = stuck.count - before;
+    const fresh = await victim();
+    const label = `beside ${keys} workspaces with ${endpoints} endpoints each that never answer`;
+    const msEstablished = await established();
+    const msFresh = await fresh();
+    progress(`delivery: ${out} attempts out to ${keys} × ${endpoints} endpoints that never answer; another workspace's webhook, delivered to before: ${msEstablished.toFixed(0)} ms from its write to its receiver; a new workspace's: ${msFresh.toFixed(0)} ms`);
+    return [
+      { bench: `delivery: another workspace's webhook ${label}`, metric: 'write to receiver', unit: 'ms', server: plait.kind, value: msFresh, better: 'lower', detail: { attemptsOut: out } },
+      { bench: `delivery: an established workspace's webhook ${label}`, metric: 'write to receiver', unit: 'ms', server: plait.kind, value: msEstablished, better: 'lower', detail: { attemptsOut: out } },
+    ];
   } finally {
     receiver.server.closeAllConnections();
     receiver.server.close();
@@ -246,7 +272,7 @@ async function activityPages(plait: ServerHandle, call: (path: string, data: unk
 
 if (isMain(import.meta.url)) {
   main(async () => {
-    const values = flags(USAGE, { events: { type: 'string' }, pending: { type: 'string' }, held: { type: 'string' }, writes: { type: 'string' }, concurrency: { type: 'string' }, activities: { type: 'string' }, fanout: { type: 'string' }, profile: { type: 'boolean' } });
+    const values = flags(USAGE, { events: { type: 'string' }, pending: { type: 'string' }, held: { type: 'string' }, writes: { type: 'string' }, concurrency: { type: 'string' }, activities: { type: 'string' }, fanout: { type: 'string' }, 'dead-keys': { type: 'string' }, 'dead-endpoints': { type: 'string' }, 'dead-only': { type: 'boolean' }, profile: { type: 'boolean' } });
     const dir = profileDir(values);
     const kinds = servers(values, ['plait']);
     const kind = kinds[0];
@@ -259,6 +285,9 @@ if (isMain(import.meta.url)) {
       concurrency: num(values, 'concurrency', 8, 1, 256),
       activities: num(values, 'activities', 20_000, 100),
       fanout: num(values, 'fanout', 1000, 1),
+      deadKeys: num(values, 'dead-keys', 4, 1, 100),
+      deadEndpoints: num(values, 'dead-endpoints', 2, 1, 100),
+      deadOnly: values['dead-only'] === true,
     }, dir, kind);
     reportProfiles(dir);
     for (const figure of figures) emit(figure);
