@@ -99,6 +99,15 @@ export class DueIndex {
     return found;
   }
 
+  /** The id of `target`'s earliest job due at or before `now` that is not `busy`. */
+  first(target: string, now: number, busy: ReadonlySet<string>): string | undefined {
+    for (const jobKey of this.byTarget.getKeys({ start: [target], end: [target, now, KEY_END] })) {
+      const id = (jobKey as [string, number, string])[2];
+      if (!busy.has(id)) return id;
+    }
+    return undefined;
+  }
+
   /**
    * The earliest due time of a job that could start once due: not `busy`, of a target `slots` has room for. Jobs
    * held back by a full target are left out, so the runner does not wake for them; an attempt that ends wakes it.

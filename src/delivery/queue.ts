@@ -154,6 +154,13 @@ export class DeliveryQueue {
     return found;
   }
 
+  /** `target`'s earliest pending job due at or before `now` and not in `busy` (the runner's pick among unproven targets). */
+  firstDue(target: string, now: number, busy: ReadonlySet<string>): DeliveryJob | undefined {
+    const id = this.dueIndex.first(target, now, busy);
+    const job = id === undefined ? undefined : this.jobs.get(id);
+    return job?.state === 'pending' ? job : undefined;
+  }
+
   /** Due time of the earliest pending job not in `busy` whose target `slots` has room for (jobs held back wake nobody). */
   nextDue(busy: ReadonlySet<string>, slots: Pick<Slots, 'free'> = DeliveryQueue.unlimited): number | undefined {
     return this.dueIndex.next(busy, slots);

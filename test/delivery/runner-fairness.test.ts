@@ -168,6 +168,24 @@ t.test('a target never delivered to has one attempt in flight, in slots of their
   await Promise.all(scans);
 });
 
+t.test('a freed unproven slot goes to the API key served longest ago, not to the earliest due: a new workspace is next in line however many keys fill them', async (t) => {
+  const { clock, runner, hanging, enqueue } = setup(t, { maxInFlight: 8, maxInFlightPerKey: 8, maxInFlightUnproven: 4, maxInFlightUnprovenPerKey: 2 });
+  // Four keys with four new endpoints each that never answer, due first: the 4 slots hold one of each key's in turn.
+  for (const k of [0, 1, 2, 3]) await enqueue(range(4, (i) => ({ id: `dead${k}-${i}`, apiKey: `k${k}`, target: `dead:${k}:${i}`, due: clock.now() - 1000 + k })));
+  const scans = [runner.runDue()];
+  t.same(hanging.map((h) => h.job.apiKey).sort(), ['k0', 'k1', 'k2', 'k3'], 'one target of each key, not two of the first two');
+  // A new workspace's endpoint, due after all of theirs; one slot frees (an attempt times out).
+  await enqueue([{ id: 'fresh-0', apiKey: 'fresh', target: 'dead:fresh' }]);
+  const ended = hanging.shift()!;
+  ended.fail();
+  await until(() => runner.busy === 3);
+  scans.push(runner.runDue());
+  t.equal(hanging.at(-1)?.job.id, 'fresh-0', `the new key's job took it, not ${ended.job.apiKey}'s next endpoint, due 1 s before`);
+  for (const h of hanging.splice(0)) h.fail();
+  await until(() => runner.busy === 0);
+  await Promise.all(scans);
+});
+
 t.test('each target\'s earliest job heads the index as jobs are added, moved and settled', async (t) => {
   const { store, queue, clock, enqueue } = setup(t);
   const now = clock.now();
