@@ -4,6 +4,7 @@ import type { Logger } from '../log.js';
 import type { WriteTx } from '../store/env.js';
 import type { Clock } from './clock.js';
 import { KEEP_PROVEN_MS, ProvenTargets } from './proven-targets.js';
+import { UnprovenTurns } from './unproven-turns.js';
 import type { ChannelName, DeliveryJob, DeliveryQueue, Settlement } from './queue.js';
 import type { Slots } from './due-index.js';
 
@@ -62,8 +63,6 @@ export const DEFAULT_MAX_IDLE_MS = 1_000;
 export const DEFAULT_MAX_IN_FLIGHT = 256;
 /** Failing targets remembered (`DeliveryRunner.failing`): a string each. */
 const FAILING_KEPT = 10_000;
-/** API keys whose last unproven attempt's start is remembered (a key forgotten counts as never served: first in line). */
-const SERVED_KEYS_KEPT = 10_000;
 /** Finished job rows are kept this long (visible state, and replanning stays idempotent), then pruned. */
 export const KEEP_FINISHED_MS = 7 * 24 * 60 * 60 * 1000;
 const PRUNE_EVERY_MS = 60 * 60 * 1000;
@@ -74,7 +73,6 @@ export class DeliveryRunner {
   private readonly inFlight = new Map<string, Promise<void>>();
   private readonly perTarget = new Map<string, number>();
   private readonly perKey = new Map<string, number>();
-  /** Attempts in flight to unproven targets, by API key. */
   private readonly perKeyUnproven = new Map<string, number>();
   private readonly maxInFlight: number;
   private readonly maxPerTarget: number;
@@ -98,18 +96,14 @@ export class DeliveryRunner {
   private readonly failing = new Set<string>();
   private readonly maxFailing: number;
   /**
-   * Targets that have had a successful attempt. One that never has (unproven: a new endpoint, or one that has never
-   * answered) has one attempt in flight, in slots of their own (`maxUnproven`), and an API key at most
-   * `maxUnprovenPerKey` of them: sixteen fresh workspaces with sixteen endpoints each that never answer took all 256
-   * working slots for 15 s, until their first attempts timed out and they were failing (bench/README.md, "Twentieth
-   * session"). The first success proves a target; a proven target whose last attempt failed is failing, as any.
+   * Targets that had a successful attempt. One that never had (unproven) has one attempt in flight, in slots of their
+   * own, `maxUnprovenPerKey` of them a key: sixteen new workspaces with sixteen endpoints each that never answer took
+   * all 256 working slots for 15 s, until their first attempts failed (bench/README.md, "Twentieth session").
    */
   private readonly proven: ProvenTargets;
   private readonly maxUnproven: number;
   private readonly maxUnprovenPerKey: number;
-  /** API key -> when it last started an unproven attempt (a sequence number), oldest first; at most SERVED_KEYS_KEPT. */
-  private readonly unprovenServed = new Map<string, number>();
-  private unprovenServedSeq = 0;
+  private readonly turns = new UnprovenTurns();
   /** Attempts in flight by pool, as the target stood when the attempt started: working, failing, unproven. */
   private readonly pools: Record<Pool, number> = { working: 0, failing: 0, unproven: 0 };
   private readonly maxIdleMs: number;
@@ -177,7 +171,7 @@ export class DeliveryRunner {
     const started: Promise<void>[] = [];
     // Counts what this scan picks too, so one busy target or key cannot fill the whole batch.
     const picked: Picked = { targets: new Map(), keys: new Map(), keysUnproven: new Map(), pools: { working: 0, failing: 0, unproven: 0 } };
-    // Unproven targets with room are not taken in due order but noted, and picked after the scan (`pickUnproven`).
+    // Unproven targets with room are not taken in due order but noted, and picked after the scan in turns (`pickUnproven`).
     const unproven = new Map<string, string>();
     const slots: Slots = {
       free: (target, apiKey) => this.free(target, apiKey, picked, now),
@@ -233,37 +227,19 @@ export class DeliveryRunner {
     return next;
   }
 
-  /**
-   * Of the unproven targets a scan found with room (target -> API key, in due order), the jobs to start, at most
-   * `limit`: API keys in the order they were last given an unproven slot, never first, one target per key in turn.
-   * In due order, sixteen keys with sixteen new endpoints each that never answer held every unproven slot for four
-   * rounds of 15 s, and a new workspace's first webhook, due after theirs, waited 58 s; now it is next in line however
-   * many keys fill the slots, so it waits at most for the first attempt to end (bench/README.md, "Twentieth session").
-   */
+  /** Of the unproven targets a scan found with room (target -> API key, in due order), the jobs to start, at most `limit`, in `UnprovenTurns` order. */
   private pickUnproven(found: ReadonlyMap<string, string>, limit: number, picked: Picked, busy: ReadonlySet<string>, now: number): DeliveryJob[] {
     const jobs: DeliveryJob[] = [];
-    if (found.size === 0 || limit <= 0) return jobs;
-    const byKey = new Map<string, string[]>();
-    for (const [target, apiKey] of found) byKey.set(apiKey, [...(byKey.get(apiKey) ?? []), target]);
-    const keys = [...byKey.keys()].sort((a, b) => (this.unprovenServed.get(a) ?? 0) - (this.unprovenServed.get(b) ?? 0));
-    for (let round = 0, more = true; more && jobs.length < limit; round++) {
-      more = false;
-      for (const apiKey of keys) {
-        const target = byKey.get(apiKey)?.[round];
-        if (target === undefined || jobs.length >= limit) continue;
-        more = true;
-        if (!this.free(target, apiKey, picked, now)) continue;
-        const job = this.options.queue.firstDue(target, now, busy);
-        if (job === undefined) continue;
-        bump(picked.targets, target, 1);
-        bump(picked.keys, apiKey, 1);
-        bump(picked.keysUnproven, apiKey, 1);
-        picked.pools.unproven++;
-        this.unprovenServed.delete(apiKey);
-        this.unprovenServed.set(apiKey, ++this.unprovenServedSeq);
-        if (this.unprovenServed.size > SERVED_KEYS_KEPT) this.unprovenServed.delete(this.unprovenServed.keys().next().value as string);
-        jobs.push(job);
-      }
+    for (const [target, apiKey] of this.turns.order(found)) {
+      if (jobs.length >= limit) break;
+      const job = this.free(target, apiKey, picked, now) ? this.options.queue.firstDue(target, now, busy) : undefined;
+      if (job === undefined) continue;
+      bump(picked.targets, target, 1);
+      bump(picked.keys, apiKey, 1);
+      bump(picked.keysUnproven, apiKey, 1);
+      picked.pools.unproven++;
+      this.turns.serve(apiKey);
+      jobs.push(job);
     }
     return jobs;
   }
