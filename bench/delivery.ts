@@ -137,17 +137,20 @@ export async function runDelivery(options: { events: number; pending: number; he
 }
 
 /**
- * `count` deliveries due at once to an endpoint that never answers (8 attempts hang at a time, 15 s each), beside the
+ * `count` deliveries due at once to an endpoint that never answers (one attempt hangs at a time, 15 s each; 8 before the twentieth session), beside the
  * `limited` still waiting for the endpoint of the latency phase (1 a second): the server's CPU over the next 2 s, when
  * nothing else happens, must stay that of an idle server. Before the eighteenth session every due job held back made
  * the runner look again at once, each look walking the whole backlog, and the rate-limited endpoint's whole backlog
  * was tried and written back once a second.
  */
 async function heldBehindAHang(plait: ServerHandle, call: (path: string, data: unknown) => Promise<void>, organizationId: string, stuck: Receiver, count: number, limited: number): Promise<Figure[]> {
+  const asked = stuck.count;
   await call('/v2/workspace/advancedwebhook/endpoints/create', { url: `${stuck.url}/never`, channels: ['held'] });
   await pool(count, 8, (i) => call('/v1/commentannotations/add', comment(organizationId, 'held', i)));
-  // The first attempts are out once the endpoint has been asked 8 times.
-  while (stuck.count < 8) await new Promise<void>((resolve) => setImmediate(resolve));
+  // The first attempts are out once the endpoint has been asked: once since the twentieth session (it has never
+  // answered, so it has one attempt in flight), 8 times before; the rest of a scan's attempts follow within the turn.
+  while (stuck.count === asked) await new Promise<void>((resolve) => setImmediate(resolve));
+  await new Promise<void>((resolve) => setTimeout(resolve, 200));
   const before = await plait.stats();
   const started = performance.now();
   await new Promise<void>((resolve) => setTimeout(resolve, 2000));
