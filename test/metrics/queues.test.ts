@@ -74,6 +74,10 @@ t.test('delivery: the outbox backlog, pending jobs, attempts held in flight by a
   const { dispatcher, runner } = running.services.delivery;
   t.equal((await call('/v2/workspace/webhookconfig/update', { useWebhookService: true, webhookServiceConfig: { rawNotificationUrl: `${hook.url}/raw` } })).status, 200);
   await env.pump(); // the owner's verification email, queued when the workspace was made
+  // One delivery first: a target that has never answered has one attempt in flight at a time (unproven); this one has.
+  t.equal((await call('/v1/commentannotations/add', threadBody('proof'))).status, 200);
+  await dispatcher.drain();
+  await runner.drain();
 
   for (let i = 0; i < 10; i++) t.equal((await call('/v1/commentannotations/add', threadBody(`thread-${i}`))).status, 200);
   t.match(await queues(env.server.url), { outbox_events: 10, delivery_jobs_pending: 0 }, 'ten events wait for the dispatcher');
@@ -95,7 +99,7 @@ t.test('delivery: the outbox backlog, pending jobs, attempts held in flight by a
   await scan;
   await runner.drain();
   t.match(await queues(env.server.url), { delivery_attempts_in_flight: 0, delivery_targets_full: 0, delivery_jobs_pending: 0, delivery_targets_pending: 0, delivery_overdue_seconds: 0 }, 'all delivered');
-  t.equal(hook.requests.length, 10);
+  t.equal(hook.requests.length, 11);
 });
 
 t.test('delivery: an advanced webhook endpoint at its rate limit counts as throttled until its wait ends', async (t) => {
