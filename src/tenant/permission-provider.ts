@@ -9,6 +9,7 @@ import { DB } from '../store/keys.js';
 import type { DocumentAccess } from './access.js';
 import type { DocumentKey } from '../document-key.js';
 import { maskSecret } from './api-key-config.js';
+import { AnswerCache } from './answer-cache.js';
 
 /** One answer of the provider (upstream 2.12's Generate Signature input). `expiresAt` in ms. */
 export interface ProviderPermission {
@@ -54,7 +55,13 @@ export interface PermissionProviderDeps {
 
 /** Answers cached at most this long, whatever their expiresAt says, so a revoked grant is asked again within a day. */
 const MAX_CACHE_MS = 24 * 60 * 60 * 1000;
-const CACHE_ENTRIES = 10_000;
+/** Answers cached in all, over every API key. */
+export const CACHE_ENTRIES = 10_000;
+/**
+ * Answers one API key may hold: a quarter of the cache, so one workspace asking about many (user, document) pairs
+ * replaces its own answers, not every other workspace's (docs/limits.md, "Shared work, per workspace").
+ */
+export const CACHE_ENTRIES_PER_KEY = 2_500;
 const DENIED: DocumentAccess = Object.freeze({ role: null });
 
 /** JSON with object keys sorted, so a signature does not depend on key order. */
@@ -69,8 +76,8 @@ export function canonicalJson(value: unknown): string {
 
 export class PermissionProvider {
   private readonly db: Database<StoredConfig, Key>;
-  /** [apiKey, userId, organizationId, documentId] -> answer and until when it holds. Bounded; oldest evicted first. */
-  private readonly cache = new Map<string, { access: DocumentAccess; until: number }>();
+  /** [apiKey, userId, organizationId, documentId] -> answer and until when it holds; least recently used out first, a share per key. */
+  private readonly cache = new AnswerCache<DocumentAccess>(CACHE_ENTRIES, CACHE_ENTRIES_PER_KEY);
   /**
    * Questions on their way to the provider, by cache key: callers asking the same question meanwhile (a client's
    * reconnect storm, many tabs) share one request instead of sending one each to a provider that may be slow.
@@ -141,18 +148,15 @@ export class PermissionProvider {
     if (stored === undefined || !stored.usePermissionProvider || stored.permissionProviderUrl === '') return DENIED;
     const cacheKey = JSON.stringify([document.apiKey, userId, document.organizationId, document.documentId]);
     const now = this.now();
-    const cached = this.cache.get(cacheKey);
-    if (cached !== undefined && cached.until > now) return cached.access;
+    const cached = this.cache.get(cacheKey, now);
+    if (cached !== undefined) return cached.value;
     let asked = this.asking.get(cacheKey);
     if (asked === undefined) {
       asked = this.ask(stored, userId, document).finally(() => this.asking.delete(cacheKey));
       this.asking.set(cacheKey, asked);
     }
     const answer = await asked;
-    if (answer.until !== undefined) {
-      if (this.cache.size >= CACHE_ENTRIES) this.cache.delete(this.cache.keys().next().value as string);
-      this.cache.set(cacheKey, { access: answer.access, until: Math.min(answer.until, now + MAX_CACHE_MS) });
-    }
+    if (answer.until !== undefined) this.cache.set(document.apiKey, cacheKey, answer.access, Math.min(answer.until, now + MAX_CACHE_MS));
     return answer.access;
   }
 
@@ -196,7 +200,11 @@ export class PermissionProvider {
   }
 
   private forget(apiKey: string): void {
-    const prefix = JSON.stringify([apiKey]).slice(0, -1);
-    for (const key of [...this.cache.keys()]) if (key.startsWith(prefix)) this.cache.delete(key);
+    this.cache.forget(apiKey);
+  }
+
+  /** Answers cached for `apiKey` (tests). */
+  cachedAnswers(apiKey: string): number {
+    return this.cache.sizeOf(apiKey);
   }
 }
