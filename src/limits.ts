@@ -22,6 +22,12 @@ export const MAX_FREE_JSON_BYTES = 64 * 1024;
 export const MAX_COMMENTS_PER_THREAD = 1000;
 export const DEFAULT_MAX_COMMENT_THREAD_BYTES = 4 * 1024 * 1024;
 
+/**
+ * Default of MAX_PRESENCE_USERS_PER_DOCUMENT: as many users as one presence request may send. Presence is who is on a
+ * document now, and every Get Presence and join snapshot answers the whole list (src/doc/presence.ts).
+ */
+export const DEFAULT_MAX_PRESENCE_USERS_PER_DOCUMENT = 1000;
+
 /** UTF-8 length of a string, without allocating. */
 export function utf8Bytes(value: string): number {
   return Buffer.byteLength(value, 'utf8');

@@ -135,6 +135,7 @@ export async function openServices(config: Config, log: Logger, publisher: Topic
     now: clock.now,
     offlineTtlMs: config.presenceOfflineTtlMs,
     maxCommentThreadBytes: config.maxCommentThreadBytes,
+    maxPresenceUsers: config.maxPresenceUsersPerDocument,
     actors: documentActors,
     encode: encodeLiveMessage,
     log,

@@ -11,7 +11,7 @@ import type { ConnectionListener, DocumentActorLoader, DocumentActorView, PeerIn
 import { AnnotationState, type AnnotationDeps, type LiveAnnotationChange, type Mutation } from './annotations/state.js';
 import { DocumentWrites } from './document-writes.js';
 import { PresenceState, type LivePresenceChange, type PresenceDeps } from './presence.js';
-import { DEFAULT_MAX_COMMENT_THREAD_BYTES } from '../limits.js';
+import { DEFAULT_MAX_COMMENT_THREAD_BYTES, DEFAULT_MAX_PRESENCE_USERS_PER_DOCUMENT } from '../limits.js';
 
 /** The body of the live WebSocket message (docs/comments-and-presence.md). */
 export interface LiveMessage {
@@ -33,6 +33,8 @@ export interface CollabDeps {
   readonly offlineTtlMs: number;
   /** MAX_COMMENT_THREAD_BYTES (0: none; default DEFAULT_MAX_COMMENT_THREAD_BYTES). */
   readonly maxCommentThreadBytes?: number;
+  /** MAX_PRESENCE_USERS_PER_DOCUMENT (default DEFAULT_MAX_PRESENCE_USERS_PER_DOCUMENT). */
+  readonly maxPresenceUsers?: number;
   readonly actors: DocumentActorLoader;
   readonly encode: (message: LiveMessage) => Uint8Array;
   readonly log: Logger;
@@ -55,6 +57,7 @@ class Loaded implements CollabDocument, AnnotationDeps, PresenceDeps {
   readonly now: () => number;
   readonly offlineTtlMs: number;
   readonly maxCommentThreadBytes: number;
+  readonly maxPresenceUsers: number;
   /** Set by CollabDocuments.load before anyone can reach this object through `loaded`. */
   annotations!: AnnotationState;
   presence!: PresenceState;
@@ -70,6 +73,7 @@ class Loaded implements CollabDocument, AnnotationDeps, PresenceDeps {
     this.now = deps.now;
     this.offlineTtlMs = deps.offlineTtlMs;
     this.maxCommentThreadBytes = deps.maxCommentThreadBytes ?? DEFAULT_MAX_COMMENT_THREAD_BYTES;
+    this.maxPresenceUsers = deps.maxPresenceUsers ?? DEFAULT_MAX_PRESENCE_USERS_PER_DOCUMENT;
     this.writes = new DocumentWrites(deps.store);
   }
 

@@ -1,5 +1,8 @@
 // Owns one document's presence list: users set over REST and users connected for sync, their status and offline expiry.
 import type { Database, Key } from 'lmdb';
+import { failedPrecondition } from '../errors.js';
+import { DEFAULT_MAX_PRESENCE_USERS_PER_DOCUMENT } from '../limits.js';
+import { limitRefusals } from '../metrics/instruments.js';
 import type { Store } from '../store/env.js';
 import { DB, KEY_END } from '../store/keys.js';
 import type { DocumentKey } from '../document-key.js';
@@ -44,6 +47,8 @@ export interface PresenceDeps {
   readonly store: Store;
   readonly now: () => number;
   readonly offlineTtlMs: number;
+  /** MAX_PRESENCE_USERS_PER_DOCUMENT (default DEFAULT_MAX_PRESENCE_USERS_PER_DOCUMENT). */
+  readonly maxPresenceUsers?: number;
   /** The document's ordered writes, shared with its annotations (a state of its own when not given). */
   readonly writes?: DocumentWrites;
   /** Told each change once it has committed, in commit order (the live message to the document's sockets). */
@@ -60,6 +65,8 @@ export class PresenceState {
   private readonly writes: DocumentWrites;
   /** connectionId -> userId */
   private readonly connections = new Map<string, string>();
+  /** userId -> open connections: each view reads it (a walk of `connections` per user made a list O(users x connections)). */
+  private readonly connectionCounts = new Map<string, number>();
 
   private constructor(readonly ref: DocumentKey, private readonly deps: PresenceDeps, private readonly users: Map<string, PresenceRecord>) {
     this.db = deps.store.records<PresenceRecord>(DB.presence);
@@ -86,9 +93,17 @@ export class PresenceState {
     return state;
   }
 
+  /** Users listed now. */
+  get size(): number {
+    return this.users.size;
+  }
+
+  /** The users sorted by userId (MAX_PRESENCE_USERS_PER_DOCUMENT bounds how many there are to sort and send). */
   list(filter: { readonly userIds?: readonly string[]; readonly statuses?: readonly string[] } = {}): PresenceView[] {
+    const ids = filter.userIds === undefined ? undefined : new Set(filter.userIds);
+    const statuses = filter.statuses === undefined ? undefined : new Set(filter.statuses);
     return [...this.users.values()]
-      .filter((u) => (filter.userIds === undefined || filter.userIds.includes(u.userId)) && (filter.statuses === undefined || filter.statuses.includes(u.status)))
+      .filter((u) => (ids === undefined || ids.has(u.userId)) && (statuses === undefined || statuses.has(u.status)))
       .sort((a, b) => (a.userId < b.userId ? -1 : a.userId > b.userId ? 1 : 0))
       .map((u) => this.view(u));
   }
@@ -97,6 +112,8 @@ export class PresenceState {
    * Add or Update Presence: sets the given fields; a user not yet listed is added (status online unless given).
    * A user whose record would not change (a heartbeat repeating the same status) is left as it is, `lastUpdated`
    * included: nothing is written or sent for it, and a request that changes no one writes nothing at all.
+   * New users past MAX_PRESENCE_USERS_PER_DOCUMENT take the places of users offline longest; when too few are offline
+   * the request is refused (FAILED_PRECONDITION naming the limit) and nothing is written.
    */
   upsert(inputs: readonly PresenceInput[]): Promise<LivePresenceChange> {
     const now = this.deps.now();
@@ -108,26 +125,47 @@ export class PresenceState {
       if (current === undefined || !sameRecord(current, next)) changed.set(userId, next);
     }
     if (changed.size === 0) return this.unchanged();
-    return this.write([...changed.values()], []);
+    let added = 0;
+    for (const userId of changed.keys()) if (!this.users.has(userId)) added++;
+    const room = this.room(added, changed);
+    if (room === undefined) {
+      limitRefusals.presence_users++;
+      const max = this.maxUsers;
+      return Promise.reject(failedPrecondition(`data.users: the document's presence would list ${this.users.size + added} users, past the limit of ${max} users a document (MAX_PRESENCE_USERS_PER_DOCUMENT); remove users first; nothing was written`));
+    }
+    return this.write([...changed.values()], room);
   }
 
   remove(userIds: readonly string[]): Promise<LivePresenceChange> {
     return this.write([], userIds.filter((id) => this.users.has(id)));
   }
 
-  /** A sync connection of `user` opened: the user is online. */
+  /**
+   * A sync connection of `user` opened: the user is online. A user not listed yet, on a list at its limit, takes the
+   * place of the user offline longest; when no one is offline it is left out of the list (counted), and its
+   * connection works all the same: presence never refuses a connection (MAX_CONNECTIONS_PER_DOCUMENT bounds those).
+   */
   connect(connectionId: string, user: { readonly userId: string; readonly name?: string; readonly email?: string }): Promise<LivePresenceChange> {
+    const previous = this.connections.get(connectionId);
+    if (previous !== undefined) this.uncount(previous);
     this.connections.set(connectionId, user.userId);
+    this.connectionCounts.set(user.userId, this.connectionCount(user.userId) + 1);
     const now = this.deps.now();
     const current = this.users.get(user.userId);
+    const room = current === undefined ? this.room(1, new Set([user.userId])) : [];
+    if (room === undefined) {
+      limitRefusals.presence_users++;
+      return this.write([], []);
+    }
     const status = current === undefined || current.status === 'offline' ? 'online' : current.status;
-    return this.write([withStatus({ ...current, ...user, source: 'sync', lastUpdated: now }, status, now)], [], true);
+    return this.write([withStatus({ ...current, ...user, source: 'sync', lastUpdated: now }, status, now)], room, true);
   }
 
   /** A sync connection closed: when it was the user's last, the user goes offline (and expires later). */
   disconnect(connectionId: string): Promise<LivePresenceChange> {
     const userId = this.connections.get(connectionId);
     this.connections.delete(connectionId);
+    if (userId !== undefined) this.uncount(userId);
     if (userId === undefined || this.connectionCount(userId) > 0) return this.write([], []);
     const current = this.users.get(userId);
     if (current === undefined) return this.write([], []);
@@ -156,9 +194,34 @@ export class PresenceState {
   }
 
   private connectionCount(userId: string): number {
-    let count = 0;
-    for (const id of this.connections.values()) if (id === userId) count++;
-    return count;
+    return this.connectionCounts.get(userId) ?? 0;
+  }
+
+  private uncount(userId: string): void {
+    const count = this.connectionCount(userId) - 1;
+    if (count > 0) this.connectionCounts.set(userId, count);
+    else this.connectionCounts.delete(userId);
+  }
+
+  private get maxUsers(): number {
+    return this.deps.maxPresenceUsers ?? DEFAULT_MAX_PRESENCE_USERS_PER_DOCUMENT;
+  }
+
+  /**
+   * Room for `added` new users: [] when the list has it, else the users to drop for it, offline longest first (they
+   * would expire anyway; none with an open connection, none in `keep`), or undefined when too few are offline. A list
+   * is answered whole by every Get Presence and join snapshot: 103,000 users made each Get hold the event loop
+   * ~160 ms (bench/README.md, "Twentieth session: presence and the provider cache").
+   */
+  private room(added: number, keep: ReadonlySet<string> | ReadonlyMap<string, unknown>): string[] | undefined {
+    const over = this.users.size + added - this.maxUsers;
+    if (added === 0 || over <= 0) return [];
+    const offline = [...this.users.values()].filter((u) => u.offlineSince !== undefined && this.connectionCount(u.userId) === 0 && !keep.has(u.userId));
+    if (offline.length < over) return undefined;
+    return offline
+      .sort((a, b) => (a.offlineSince ?? 0) - (b.offlineSince ?? 0))
+      .slice(0, over)
+      .map((u) => u.userId);
   }
 
   /**

@@ -50,6 +50,8 @@ export const limitRefusals = {
   api_key_awareness_bytes: 0,
   /** Comment writes that would have taken a thread past MAX_COMMENTS_PER_THREAD or MAX_COMMENT_THREAD_BYTES. */
   comment_thread_size: 0,
+  /** Presence adds and updates refused, and sync connections' users left unlisted, past MAX_PRESENCE_USERS_PER_DOCUMENT. */
+  presence_users: 0,
 };
 
 type Labels = Readonly<Record<string, string>>;

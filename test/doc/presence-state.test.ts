@@ -9,6 +9,7 @@ import { Outbox } from '../../src/events/outbox.js';
 import { createLogger } from '../../src/log.js';
 import { Store } from '../../src/store/env.js';
 import { DB } from '../../src/store/keys.js';
+import { limitRefusals } from '../../src/metrics/instruments.js';
 import { decodeLiveMessage, encodeLiveMessage } from '../../src/ws/live-messages.js';
 
 const ref = { apiKey: 'k1', organizationId: 'org', documentId: 'doc' };
@@ -109,6 +110,35 @@ t.test('after a restart, users known only from sync connections are offline, the
   ]);
   const third = await PresenceState.load({ store, now: () => 250, offlineTtlMs: 50 }, ref);
   t.same(third.list().map((u) => u.userId), ['u2'], 'expired while no one held the document');
+});
+
+t.test('sync connections fill the same bounded list: at the limit a new user takes an offline place, or goes unlisted with its connection kept', async (t) => {
+  const store = Store.open(t.testdir());
+  t.teardown(() => store.close());
+  let now = 100;
+  const state = await PresenceState.load({ store, now: () => now, offlineTtlMs: 1000, maxPresenceUsers: 2 }, ref);
+  const refusals = limitRefusals.presence_users;
+  await state.upsert([{ userId: 'rest-user' }]);
+  await state.connect('c1', { userId: 'ann' });
+  const unlisted = await state.connect('c2', { userId: 'bob' });
+  t.same([unlisted.users, unlisted.removed], [[], []], 'a connection past the limit changes no list');
+  t.same(state.list().map((u) => u.userId), ['ann', 'rest-user'], 'bob is not listed');
+  t.equal(limitRefusals.presence_users, refusals + 1, 'and that is counted');
+  await state.connect('c3', { userId: 'ann' });
+  t.match(state.list({ userIds: ['ann'] }), [{ connections: 2 }], 'a listed user connects again at the limit');
+
+  now = 200;
+  await state.disconnect('c1');
+  await state.disconnect('c3');
+  t.match(state.list({ userIds: ['ann'] }), [{ status: 'offline', connections: 0 }]);
+  await t.rejects(state.upsert([{ userId: 'rest-user', status: 'away' }, { userId: 'carol' }, { userId: 'dave' }]), { name: 'AppError', status: 'FAILED_PRECONDITION', message: /MAX_PRESENCE_USERS_PER_DOCUMENT/ }, 'two new users, one offline place: refused');
+  t.equal(limitRefusals.presence_users, refusals + 2);
+  const joined = await state.connect('c4', { userId: 'erin' });
+  t.same(joined.removed, ['ann'], 'a new connection takes the offline user\'s place');
+  t.same(state.list().map((u) => [u.userId, u.status]), [['erin', 'online'], ['rest-user', 'online']]);
+  await state.disconnect('c2');
+  t.same(state.list().map((u) => u.userId), ['erin', 'rest-user'], 'an unlisted user leaving changes nothing');
+  t.equal(state.nextExpiry(), undefined, 'no one is offline');
 });
 
 /** A host that runs tasks in order and emits every broadcast, so a test can await the next one. */
