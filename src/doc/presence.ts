@@ -95,11 +95,6 @@ export class PresenceState {
     return state;
   }
 
-  /** Users listed now. */
-  get size(): number {
-    return this.users.size;
-  }
-
   /**
    * The users sorted by userId (MAX_PRESENCE_USERS_PER_DOCUMENT bounds how many there are to sort and send). The sorted
    * views are kept until the list or a connection changes: Get Presence of a full list that did not change since is a
