@@ -57,6 +57,7 @@ export interface Config {
   readonly emailRateLimitPerHour: number;
   readonly emailStatusRateLimitPerMinute: number;
   readonly apiKeyRateLimitPerMinute: number;
+  readonly apiKeySyncMessagesPerSecond: number;
   /** Bytes per second one API key may send, REST bodies and sync frames together (src/byte-budget.ts); 0: off. */
   readonly apiKeyBytesPerSecond: number;
   readonly rateLimitMaxKeys: number;
@@ -212,6 +213,7 @@ const OPTIONS: readonly OptionSpec<keyof Config>[] = [
   { key: 'emailStatusRateLimitPerMinute', env: 'EMAIL_STATUS_RATE_LIMIT_PER_MINUTE', fallback: 30, parse: integer(0, 1_000_000), doc: 'Get Email Verification Status calls per minute per target email address; 0 turns it off.' },
   { key: 'apiKeyRateLimitPerMinute', env: 'API_KEY_RATE_LIMIT_PER_MINUTE', fallback: 60_000, parse: integer(0, 1_000_000_000), doc: 'Requests per minute per API key (per workspace for workspace-auth operations), with bursts up to the same number; 0 turns it off.' },
   { key: 'apiKeyBytesPerSecond', env: 'API_KEY_BYTES_PER_SECOND', fallback: 2 * MiB, parse: integer(0, 1024 * 1024 * MiB), doc: 'Bytes per second one API key may send, REST request bodies and sync messages (type 0; awareness is bounded per connection) together (per workspace for workspace-auth operations), with bursts of 8 seconds\' worth (at least the largest frame or body accepted, so each passes on a rested key); past it REST gets 429 `RESOURCE_EXHAUSTED` with `Retry-After` and the sending sync socket is closed with 1013 (the client reconnects and resyncs), so one workspace\'s large writes cannot take the event loop and the disk every other needs. 0 turns it off.' },
+  { key: 'apiKeySyncMessagesPerSecond', env: 'API_KEY_SYNC_MESSAGES_PER_SECOND', fallback: 10_000, parse: integer(0, 1_000_000_000), doc: 'Sync messages (type 0: updates and state vectors; awareness is bounded per connection) one API key\'s connections may send per second, over all its documents, with bursts of 2 seconds\' worth; past it the sending socket is closed with 1013 before the message is read (the client reconnects and resyncs), so a flood of small updates, each a Yjs apply and a log write, cannot take the event loop every other workspace needs. 0 turns it off.' },
   { key: 'rateLimitMaxKeys', env: 'RATE_LIMIT_MAX_KEYS', fallback: 50_000, parse: integer(100, 10_000_000), doc: 'Keys (addresses, emails, API keys) each rate limiter remembers; past it the least recently seen is forgotten, so memory stays bounded.' },
   { key: 'trustedProxies', env: 'TRUSTED_PROXIES', fallback: [], parse: list(ipOrCidr), doc: 'Comma-separated addresses or CIDR ranges of reverse proxies; only a peer in this list has its `X-Forwarded-For` believed.' },
   { key: 'consoleOrigins', env: 'CONSOLE_ORIGIN', fallback: [], parse: list(origin), doc: 'Origin(s) of the console, comma-separated (`https://console.example.com`); login-link `continueUrl`s must be on one of them, on this server\'s own origin (its `/console`) or on `localhost`.' },

@@ -145,8 +145,8 @@ export async function startServer(config: Config, log: Logger, options: ServerOp
     ...(cluster === undefined ? {} : { catchUp: () => cluster.state.catchUpFound() }),
   };
   // Cluster mode: the per-key and per-address rates hold over all nodes, not once per node (src/cluster/shared-limits.ts).
-  const { client, emailSend, emailStatus, credential, bytes } = deps.limits;
-  cluster?.shareLimits({ client: client.share(), emailSend: emailSend.share(), emailStatus: emailStatus.share(), credential: credential.share(), bytes: bytes.share() }, options.usageIntervalMs);
+  const { client, emailSend, emailStatus, credential, bytes, syncMessages } = deps.limits;
+  cluster?.shareLimits({ client: client.share(), emailSend: emailSend.share(), emailStatus: emailStatus.share(), credential: credential.share(), bytes: bytes.share(), syncMessages: syncMessages.share() }, options.usageIntervalMs);
   const knownPaths = new Set<string>();
   const operations = allOperations(services);
   // By path, the entry of a request another node forwarded here (cluster mode): the same serve step, no HTTP.
@@ -198,6 +198,7 @@ export async function startServer(config: Config, log: Logger, options: ServerOp
       access: services.directory.access,
       gate: deps.gate,
       bytes: deps.limits.bytes,
+      messages: { tryTake: (apiKey) => deps.limits.syncMessages.tryTake(apiKey), perSecond: config.apiKeySyncMessagesPerSecond },
       providerAccess: (userId, key) => {
         // A disabled organization or document stays closed whatever the provider says (access model rows 2 and 3).
         const { organizations, documents } = services.directory;

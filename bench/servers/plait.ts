@@ -22,7 +22,9 @@ serveHost(async () => {
   // The same for the bytes (2 MiB a second by default): 32 connections at ~20k requests a second send ~3 MB a second
   // of bodies, and the load benches open many 1 MB documents through one key.
   const byteLimit = process.env['API_KEY_BYTES_PER_SECOND'] === undefined ? { apiKeyBytesPerSecond: 1024 * 1024 * 1024 * 1024 } : {};
-  const config = loadConfig(process.env, [], { port: 0, host: '127.0.0.1', devBootstrap: false, ...keyLimit, ...byteLimit });
+  // And the sync messages (10,000 a second by default): the durability step drives ~20,000 updates a second through one key.
+  const messageLimit = process.env['API_KEY_SYNC_MESSAGES_PER_SECOND'] === undefined ? { apiKeySyncMessagesPerSecond: 1_000_000_000 } : {};
+  const config = loadConfig(process.env, [], { port: 0, host: '127.0.0.1', devBootstrap: false, ...keyLimit, ...byteLimit, ...messageLimit });
   const server = await startServer(config, createLogger(config.logLevel));
   return { port: server.port, stop: () => server.stop(), settle: () => server.services.documentActors.updateLog.flush() };
 });

@@ -38,6 +38,13 @@ export class RateLimiter {
     return this.buckets.share();
   }
 
+  /** Takes one token for `key`: 0 when taken (or the limit is off), else the seconds until one is free. Never throws. */
+  tryTake(key: string): number {
+    if (this.options.limit <= 0) return 0;
+    const lacking = this.buckets.take(key, 1);
+    return lacking === 0 ? 0 : Math.round(lacking / this.refillPerMs) / 1000;
+  }
+
   /** Takes one token for `key` or throws RESOURCE_EXHAUSTED with the seconds until one is free. */
   take(key: string): void {
     const { limit } = this.options;
@@ -70,6 +77,8 @@ export interface RateLimits {
   readonly credential: RateLimiter;
   /** Bytes per API key (or workspace), REST bodies and sync frames together: the sync endpoint charges the same budget. */
   readonly bytes: ByteBudget;
+  /** Sync messages (type 0) per API key, over all its connections (API_KEY_SYNC_MESSAGES_PER_SECOND). */
+  readonly syncMessages: RateLimiter;
 }
 
 export interface RateLimitConfig {
@@ -78,6 +87,7 @@ export interface RateLimitConfig {
   readonly emailStatusRateLimitPerMinute: number;
   readonly apiKeyRateLimitPerMinute: number;
   readonly apiKeyBytesPerSecond: number;
+  readonly apiKeySyncMessagesPerSecond: number;
   readonly maxBodyBytes: number;
   readonly wsMaxPayloadBytes: number;
   readonly rateLimitMaxKeys: number;
@@ -91,5 +101,7 @@ export function rateLimits(config: RateLimitConfig, now: () => number = Date.now
     emailStatus: new RateLimiter({ limit: config.emailStatusRateLimitPerMinute, windowMs: 60_000, maxKeys, subject: 'email address', now }),
     credential: new RateLimiter({ limit: config.apiKeyRateLimitPerMinute, windowMs: 60_000, maxKeys, subject: 'API key', now }),
     bytes: new ByteBudget({ bytesPerSecond: config.apiKeyBytesPerSecond, largestCharge: Math.max(config.maxBodyBytes, config.wsMaxPayloadBytes), maxKeys, now }),
+    // Bursts of 2 seconds' worth: a reconnecting workspace's clients resync at once, and a burst is that many applies.
+    syncMessages: new RateLimiter({ limit: 2 * config.apiKeySyncMessagesPerSecond, windowMs: 2_000, maxKeys, subject: 'API key', now }),
   };
 }

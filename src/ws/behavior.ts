@@ -45,6 +45,8 @@ export interface SyncDeps {
   readonly directory?: Pick<Directory, 'onChange'>;
   /** API_KEY_BYTES_PER_SECOND, shared with REST: every frame is charged to its API key before anything is done with it. */
   readonly bytes?: Pick<ByteBudget, 'charge' | 'bytesPerSecond'>;
+  /** API_KEY_SYNC_MESSAGES_PER_SECOND: every sync message (type 0) takes one, before anything is done with it. */
+  readonly messages?: { tryTake(apiKey: string): number; readonly perSecond: number };
   /** The sockets by topic, through which the process's frames reach them (src/server.ts makes it over uWS's app). */
   readonly sockets: SocketTopics;
 }
@@ -327,6 +329,13 @@ export function syncBehavior(deps: SyncDeps): WebSocketBehavior<Session> {
       if (bytes[0] === 0 && deps.bytes !== undefined && deps.bytes.charge(session.key.apiKey, bytes.length) > 0) {
         limitRefusals.api_key_bytes++;
         peer.close(CLOSE.BACKPRESSURE, `this API key sent more than ${deps.bytes.bytesPerSecond} bytes per second (API_KEY_BYTES_PER_SECOND); reconnect to resync`);
+        return;
+      }
+      // Counted apart from the bytes: what a message costs (a Yjs apply, a log append, a fan-out) is mostly per message,
+      // and 40,000 one-character updates a second fit in any byte budget (bench/README.md, "Twentieth session").
+      if (bytes[0] === 0 && deps.messages !== undefined && deps.messages.tryTake(session.key.apiKey) > 0) {
+        limitRefusals.api_key_sync_messages++;
+        peer.close(CLOSE.BACKPRESSURE, `this API key sent more than ${deps.messages.perSecond} sync messages per second (API_KEY_SYNC_MESSAGES_PER_SECOND); reconnect to resync`);
         return;
       }
       const parsed = readClientMessage(bytes);

@@ -1,4 +1,4 @@
-// Tests API_KEY_BYTES_PER_SECOND as clients meet it: REST bodies get 429 with Retry-After, a sync socket is closed with 1013 and its client resyncs; other keys are untouched.
+// Tests API_KEY_BYTES_PER_SECOND and API_KEY_SYNC_MESSAGES_PER_SECOND as clients meet them: REST bodies get 429 with Retry-After, a sync socket is closed with 1013 and its client resyncs; other keys are untouched.
 import t, { type Test } from 'tap';
 import type { Config } from '../../src/config.js';
 import { createLogger } from '../../src/log.js';
@@ -11,10 +11,10 @@ import { connect, editorOf, synced, userToken, whenDocs, type Client, type Room 
 // 16 KiB a second; with frames and bodies of at most 64 KiB the bucket holds 8 seconds' worth, 128 KiB.
 const LIMITS: Partial<Config> = { apiKeyBytesPerSecond: 16 * 1024, maxBodyBytes: 64 * 1024, wsMaxPayloadBytes: 64 * 1024 };
 
-async function start(t: Test): Promise<{ api: ApiClient; url: string; advance: (ms: number) => void }> {
+async function start(t: Test, limits: Partial<Config> = LIMITS): Promise<{ api: ApiClient; url: string; advance: (ms: number) => void }> {
   let time = Date.now();
   // The budget reads this clock: it refills only when the test moves it. Sockets and timers run on the system's.
-  const server = await startServer(testConfig(t.testdir(), LIMITS), createLogger('silent'), { clock: { now: () => time } });
+  const server = await startServer(testConfig(t.testdir(), limits), createLogger('silent'), { clock: { now: () => time } });
   t.teardown(() => server.stop());
   const url = `http://127.0.0.1:${server.port}`;
   return { api: new ApiClient(url), url, advance: (ms) => (time += ms) };
@@ -87,6 +87,30 @@ t.test('sync: the frame past the key\'s bytes closes its socket with 1013, nothi
   advance(10_000);
   await whenDocs([reader.doc], () => reader.text.length === 140_000);
   t.equal(reader.text.toString(), writer.text.toString(), 'the reader has every update, the refused one included');
+});
+
+t.test('sync: the message past the key\'s sync messages a second closes its socket with 1013; the client resyncs, another key goes on', async (t) => {
+  // 10 a second, bursts of 20; the bytes are not what is limited here.
+  const { api, url, advance } = await start(t, { apiKeySyncMessagesPerSecond: 10 });
+  const room: Room = { organizationId: 'org', documentId: 'doc', editorId: 'main' };
+  const [writer, reader] = await pair(t, api, url, await api.createWorkspace(), room);
+  const [other, otherReader] = await pair(t, api, url, await api.createWorkspace(), room);
+  const refusedBefore = limitRefusals.api_key_sync_messages;
+  const closed = nextClose(writer);
+  // Thirty one-character updates, one message each (the two pairs' handshakes took a few of the burst of 20).
+  for (let i = 0; i < 30; i++) writer.text.insert(writer.text.length, String(i % 10));
+  const close = await closed;
+  t.equal(close.code, 1013, 'closed with 1013 (the stock client reconnects)');
+  t.match(close.reason, /API_KEY_SYNC_MESSAGES_PER_SECOND/);
+  t.ok(limitRefusals.api_key_sync_messages > refusedBefore, 'counted');
+
+  other.text.insert(0, 'unaffected');
+  await whenDocs([otherReader.doc], () => otherReader.text.toString() === 'unaffected');
+  t.pass('another key\'s edit goes through meanwhile');
+
+  advance(10_000);
+  await whenDocs([reader.doc], () => reader.text.length === 30);
+  t.equal(reader.text.toString(), writer.text.toString(), 'after the refill the reader has every update, the refused ones included');
 });
 
 t.test('sync: awareness frames are not charged to the key\'s bytes (cursors do not spend what edits need)', async (t) => {
