@@ -7,6 +7,8 @@ export interface TokenBucketOptions {
   /** Most keys remembered at once; past it the least recently used key is forgotten. */
   readonly maxKeys: number;
   readonly now: () => number;
+  /** How far below empty `spend` may take a bucket (default: one full bucket). */
+  readonly maxDebt?: number;
 }
 
 interface Bucket {
@@ -70,10 +72,20 @@ export class TokenBuckets implements SharedUsage {
   }
 
   takenElsewhere(key: string, amount: number): void {
-    const bucket = this.touch(key);
     // A debt, not a floor at zero: else each node would refill and spend its own rate and N nodes would let N rates
     // through. At most one bucket, so a node that heard of a burst elsewhere is back in service within a refill.
-    bucket.tokens = Math.max(-this.options.capacity, bucket.tokens - amount);
+    this.spend(key, amount);
+  }
+
+  /** Takes `amount` whatever is left, into debt down to `maxDebt` (a cost known only once paid: CPU time). */
+  spend(key: string, amount: number): void {
+    const bucket = this.touch(key);
+    bucket.tokens = Math.max(-(this.options.maxDebt ?? this.options.capacity), bucket.tokens - amount);
+  }
+
+  /** Whether `key`'s bucket holds anything now (after its refill). */
+  hasAny(key: string): boolean {
+    return this.touch(key).tokens > 0;
   }
 
   /** `key`'s bucket refilled to now, moved to the LRU end (made full, forgetting the oldest key, when new). */

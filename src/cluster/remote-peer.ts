@@ -70,7 +70,7 @@ export class RemoteSession {
       peer.close(CLOSE.MALFORMED_FRAME, 'malformed frame');
       return;
     }
-    if (!lease.actor.receive(peer, message)) peer.close(CLOSE.BACKPRESSURE, 'the document is overloaded; reconnect to resync');
+    if (!lease.actor.receive(peer, message)) peer.close(CLOSE.BACKPRESSURE, 'the document or its API key is overloaded (MAILBOX_CAPACITY, API_KEY_SYNC_CPU_MS_PER_SECOND); reconnect to resync');
   }
 
   detach(): void {

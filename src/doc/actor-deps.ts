@@ -8,6 +8,7 @@ import type { AwarenessLimits } from './awareness-guard.js';
 import { awarenessFanoutBudget } from './document-awareness.js';
 import { backpressureCheckBytes } from './fanout.js';
 import type { JoinFrames } from './join-state.js';
+import { SyncCpuBudget } from './sync-cpu.js';
 import type { ConnectionListener, TopicPublisher } from './peer.js';
 
 /** One object for every actor of the registry (src/doc/registry.ts): a deps object per document cost ~0.5 KB each. */
@@ -32,12 +33,14 @@ export interface ActorDeps {
   readonly joinFrames?: JoinFrames;
   /** MAX_DOCUMENT_BYTES (0: none): what `fits` holds the document's stored bytes to. */
   readonly maxDocumentBytes: number;
+  /** API_KEY_SYNC_CPU_MS_PER_SECOND, shared by every actor: the event loop's time each key's frames took; absent when off. */
+  readonly syncCpu?: SyncCpuBudget;
 }
 
 /** The settings an actor's deps are made from. */
 export type ActorConfig = Pick<
   Config,
-  'mailboxCapacity' | 'maxDocumentBytes' | 'awarenessMaxStateBytes' | 'awarenessUpdatesPerSecond' | 'apiKeyAwarenessBytesPerSecond' | 'maxConnectionsPerDocument' | 'wsMaxBackpressureBytes'
+  'mailboxCapacity' | 'maxDocumentBytes' | 'awarenessMaxStateBytes' | 'awarenessUpdatesPerSecond' | 'apiKeyAwarenessBytesPerSecond' | 'maxConnectionsPerDocument' | 'wsMaxBackpressureBytes' | 'apiKeySyncCpuMsPerSecond'
 >;
 
 /** The registry's one deps object: its shared parts, and the limits and budgets the settings make. */
@@ -50,5 +53,6 @@ export function makeActorDeps(config: ActorConfig, shared: Pick<ActorDeps, 'upda
     maxConnections: config.maxConnectionsPerDocument,
     backpressureCheckBytes: backpressureCheckBytes(config.wsMaxBackpressureBytes),
     maxDocumentBytes: config.maxDocumentBytes,
+    ...(config.apiKeySyncCpuMsPerSecond > 0 ? { syncCpu: new SyncCpuBudget(config.apiKeySyncCpuMsPerSecond) } : {}),
   };
 }

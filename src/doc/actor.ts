@@ -138,9 +138,25 @@ export class DocumentActor implements DocumentActorView, TaskFailures, EditorDoc
     }, true);
   }
 
-  /** Queues a validated client frame (src/doc/client-frames.ts); false when the mailbox is full (the edge then sheds that connection). */
+  /**
+   * Queues a validated client frame (src/doc/client-frames.ts); false when the mailbox is full or the document's API
+   * key has spent its share of the event loop (API_KEY_SYNC_CPU_MS_PER_SECOND): the edge then sheds that connection.
+   */
   receive(peer: Peer, message: ClientMessage): boolean {
-    return this.mailbox.tell(() => handleClientFrame(this, peer, message));
+    const cpu = this.deps.syncCpu;
+    if (cpu === undefined) return this.mailbox.tell(() => handleClientFrame(this, peer, message));
+    if (cpu.exhausted(this.key.apiKey)) {
+      limitRefusals.api_key_sync_cpu++;
+      return false;
+    }
+    return this.mailbox.tell(() => {
+      const start = performance.now();
+      try {
+        handleClientFrame(this, peer, message);
+      } finally {
+        cpu.spend(this.key.apiKey, performance.now() - start);
+      }
+    });
   }
 
   /** @internal For the client frames (FrameTarget). */

@@ -42,7 +42,8 @@ export class RateLimiter {
   tryTake(key: string): number {
     if (this.options.limit <= 0) return 0;
     const lacking = this.buckets.take(key, 1);
-    return lacking === 0 ? 0 : Math.round(lacking / this.refillPerMs) / 1000;
+    // At least a millisecond: at 10 tokens a millisecond a fraction of a token rounds to no wait, yet it is a refusal.
+    return lacking === 0 ? 0 : Math.max(0.001, Math.round(lacking / this.refillPerMs) / 1000);
   }
 
   /** Takes one token for `key` or throws RESOURCE_EXHAUSTED with the seconds until one is free. */

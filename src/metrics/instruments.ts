@@ -50,6 +50,8 @@ export const limitRefusals = {
   api_key_awareness_bytes: 0,
   /** Sync messages (close 1013) past API_KEY_SYNC_MESSAGES_PER_SECOND. */
   api_key_sync_messages: 0,
+  /** Sync frames (close 1013) of an API key past its API_KEY_SYNC_CPU_MS_PER_SECOND. */
+  api_key_sync_cpu: 0,
   /** Comment writes that would have taken a thread past MAX_COMMENTS_PER_THREAD or MAX_COMMENT_THREAD_BYTES. */
   comment_thread_size: 0,
   /** Presence adds and updates refused, and sync connections' users left unlisted, past MAX_PRESENCE_USERS_PER_DOCUMENT. */

@@ -344,7 +344,7 @@ export function syncBehavior(deps: SyncDeps): WebSocketBehavior<Session> {
         peer.close(CLOSE.MALFORMED_FRAME, 'malformed frame');
         return;
       }
-      if (!session.lease.actor.receive(peer, parsed, bytes)) peer.close(CLOSE.BACKPRESSURE, 'the document is overloaded; reconnect to resync');
+      if (!session.lease.actor.receive(peer, parsed, bytes)) peer.close(CLOSE.BACKPRESSURE, 'the document or its API key is overloaded (MAILBOX_CAPACITY, API_KEY_SYNC_CPU_MS_PER_SECOND); reconnect to resync');
     },
 
     // A socket with frames queued (SocketPeer) writes more of them as its buffer drains.

@@ -102,7 +102,7 @@ export class DeferredLease implements ConnectionLease, ConnectionTarget {
     lease.actor.attach(peer, this.hint);
     for (const { message, bytes } of waiting) {
       if (!lease.actor.receive(peer, message, bytes)) {
-        peer.close(CLOSE.BACKPRESSURE, 'the document is overloaded; reconnect to resync');
+        peer.close(CLOSE.BACKPRESSURE, 'the document or its API key is overloaded (MAILBOX_CAPACITY, API_KEY_SYNC_CPU_MS_PER_SECOND); reconnect to resync');
         return;
       }
     }

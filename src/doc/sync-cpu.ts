@@ -1,0 +1,34 @@
+// Owns each API key's share of the event loop for applying sync frames (API_KEY_SYNC_CPU_MS_PER_SECOND).
+import { TokenBuckets } from '../token-buckets.js';
+
+/** Keys remembered at once; past it the least recently charged is forgotten (it comes back rested). */
+const MAX_KEYS = 50_000;
+
+/** A key may spend this many seconds' worth of its share at once. */
+const BURST_SECONDS = 2;
+
+/**
+ * What a frame costs is known only once it is applied: one Yjs update inserting where many concurrent items begin
+ * is a scan of all of them, so a client that never syncs and inserts at the start of a large text costs O(n) a
+ * frame (seconds of the one event loop, bench/README.md "Twentieth session: sync messages per key"), and the message
+ * and byte limits cannot see it coming. So each frame's time is measured and spent from its key's bucket, into debt
+ * (up to a minute's worth), and a key with nothing left has its next frames refused: what it took, it pays for by
+ * waiting, while every other key goes on.
+ */
+export class SyncCpuBudget {
+  private readonly buckets: TokenBuckets;
+
+  constructor(readonly msPerSecond: number, now: () => number = () => performance.now()) {
+    this.buckets = new TokenBuckets({ capacity: msPerSecond * BURST_SECONDS, refillPerMs: msPerSecond / 1000, maxKeys: MAX_KEYS, now, maxDebt: msPerSecond * 60 });
+  }
+
+  /** `ms` of the event loop went to a frame of `apiKey`. */
+  spend(apiKey: string, ms: number): void {
+    this.buckets.spend(apiKey, ms);
+  }
+
+  /** Whether `apiKey` has spent its share: its frames are refused until the refill covers the debt. */
+  exhausted(apiKey: string): boolean {
+    return !this.buckets.hasAny(apiKey);
+  }
+}
