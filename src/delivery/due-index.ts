@@ -3,6 +3,7 @@ import type { Database, Key } from 'lmdb';
 import type { Store } from '../store/env.js';
 import { DB, KEY_END } from '../store/keys.js';
 import { rowCount } from '../store/row-count.js';
+import { ScopedMemo } from '../scoped-memo.js';
 
 /** What the index keeps of a pending job. Every job of a target belongs to one API key (a target names its key or its endpoint). */
 export interface DueEntry {
@@ -35,7 +36,7 @@ export class DueIndex {
    * Finding a head is a cursor over the target's range, ~8 µs in lmdb-js, and planning asked it for every job, where
    * one transaction plans several events to the same endpoints (bench/README.md, "Twentieth session").
    */
-  private memo: Map<string, number | null> | undefined;
+  private readonly memo = new ScopedMemo<string, number | null>();
 
   constructor(store: Store) {
     this.byTarget = store.records<null>(DB.deliveryTargetDue);
@@ -48,13 +49,7 @@ export class DueIndex {
    * read up to date. Nested calls share the outer one's.
    */
   batched<T>(body: () => T): T {
-    if (this.memo !== undefined) return body();
-    this.memo = new Map();
-    try {
-      return body();
-    } finally {
-      this.memo = undefined;
-    }
+    return this.memo.run(body);
   }
 
   /** Inside a write transaction: indexes a pending job, and makes it its target's head when it is due first. */
@@ -64,7 +59,7 @@ export class DueIndex {
     if (head !== undefined && head <= entry.due) return;
     if (head !== undefined) this.heads.removeSync([head, entry.target]);
     this.heads.putSync([entry.due, entry.target], entry.apiKey);
-    this.memo?.set(entry.target, entry.due);
+    this.memo.current?.set(entry.target, entry.due);
   }
 
   /** Inside a write transaction: drops a job that is no longer pending, and moves its target's head when it was it. */
@@ -72,7 +67,7 @@ export class DueIndex {
     const head = this.headOf(entry.target);
     this.byTarget.removeSync([entry.target, entry.due, entry.id]);
     const next = this.storedHeadOf(entry.target);
-    this.memo?.set(entry.target, next ?? null);
+    this.memo.current?.set(entry.target, next ?? null);
     if (next === head) return;
     if (head !== undefined) this.heads.removeSync([head, entry.target]);
     if (next !== undefined) this.heads.putSync([next, entry.target], entry.apiKey);
@@ -153,7 +148,7 @@ export class DueIndex {
   }
 
   private headOf(target: string): number | undefined {
-    const memo = this.memo;
+    const memo = this.memo.current;
     if (memo === undefined) return this.storedHeadOf(target);
     const known = memo.get(target);
     if (known !== undefined) return known ?? undefined;

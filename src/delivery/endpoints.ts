@@ -8,6 +8,7 @@ import type { Store, WriteTx } from '../store/env.js';
 import { DB } from '../store/keys.js';
 import { MessageBodies, type SharedMessage } from './message-bodies.js';
 import { TimeIndexed } from './time-index.js';
+import { ScopedMemo } from '../scoped-memo.js';
 
 /**
  * Most advanced webhook endpoints one API key may hold. Every event is planned for each of them in the dispatcher's
@@ -113,7 +114,7 @@ export class Endpoints {
   private readonly messages: TimeIndexed<StoredMessage, MessageSummary>;
   private readonly bodies: MessageBodies;
   /** While `memoized` runs: each API key's endpoints as `all` read them. */
-  private memo: Map<string, EndpointRecord[]> | undefined;
+  private readonly memo = new ScopedMemo<string, EndpointRecord[]>();
 
   constructor(private readonly store: Store, private readonly secrets: Secrets) {
     this.endpoints = store.records<EndpointRecord>(DB.webhookEndpoints);
@@ -140,7 +141,7 @@ export class Endpoints {
   }
 
   all(apiKey: string): EndpointRecord[] {
-    const memo = this.memo;
+    const memo = this.memo.current;
     const known = memo?.get(apiKey);
     if (known !== undefined) return known;
     const all = Array.from(this.endpoints.getRange({ start: [apiKey], end: [apiKey, '\uffff'] }), ({ value }) => value);
@@ -153,13 +154,7 @@ export class Endpoints {
    * read once: planning read and decoded all of them again for every event, one record per job planned.
    */
   memoized<T>(body: () => T): T {
-    if (this.memo !== undefined) return body();
-    this.memo = new Map();
-    try {
-      return body();
-    } finally {
-      this.memo = undefined;
-    }
+    return this.memo.run(body);
   }
 
   async create(apiKey: string, input: EndpointInput & { url: string }, now: number): Promise<EndpointRecord> {

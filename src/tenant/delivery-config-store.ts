@@ -2,6 +2,7 @@
 import type { Database, Key } from 'lmdb';
 import type { Store } from '../store/env.js';
 import { DB } from '../store/keys.js';
+import { ScopedMemo } from '../scoped-memo.js';
 import {
   DEFAULT_BASIC_WEBHOOK_CONFIG,
   DEFAULT_EMAIL_CONFIG,
@@ -36,7 +37,7 @@ const MAX_KEPT = 10_000;
 export class DeliveryConfigStore {
   private readonly db: Database<unknown, Key>;
   /** While `memoized` runs: what each read gave. */
-  private memo: Copies | undefined;
+  private readonly memo = new ScopedMemo<DeliveryConfigKind, Map<string, unknown>>();
   /** What `current` read, kept until a config may have changed (`changed`). */
   private readonly kept: Copies = new Map();
   private readonly changedListeners: Array<() => void> = [];
@@ -56,7 +57,7 @@ export class DeliveryConfigStore {
   }
 
   stored<K extends DeliveryConfigKind>(apiKey: string, kind: K): DeliveryConfigKinds[K] | undefined {
-    const memo = this.memo;
+    const memo = this.memo.current;
     if (memo === undefined) return this.db.get([apiKey, kind]) as DeliveryConfigKinds[K] | undefined;
     return this.through(memo, apiKey, kind, Infinity);
   }
@@ -82,13 +83,7 @@ export class DeliveryConfigStore {
    * between events changes nothing. A nested call runs inside the outer one's memo.
    */
   memoized<T>(body: () => T): T {
-    if (this.memo !== undefined) return body();
-    this.memo = new Map();
-    try {
-      return body();
-    } finally {
-      this.memo = undefined;
-    }
+    return this.memo.run(body);
   }
 
   email(apiKey: string): EmailConfig {

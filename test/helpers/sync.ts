@@ -92,6 +92,18 @@ export function synced(client: Client): Promise<void> {
   });
 }
 
+/** The code and reason of the provider's next close (the stock client reconnects after it). */
+export function nextClose(client: Client): Promise<{ code: number; reason: string }> {
+  return new Promise((resolve) => {
+    const onClose = (event: { code: number; reason: string } | null): void => {
+      if (event === null) return;
+      client.provider.off('connection-close', onClose);
+      resolve({ code: event.code, reason: event.reason });
+    };
+    client.provider.on('connection-close', onClose);
+  });
+}
+
 /**
  * Resolves at the client's next completed sync, which comes after a reconnect. Call it before causing the
  * disconnect: the provider reports sync(false) when its socket closes and sync(true) after the resync, and a

@@ -6,7 +6,7 @@ import { limitRefusals } from '../../src/metrics/instruments.js';
 import { startServer } from '../../src/server.js';
 import { ApiClient, type Credentials } from '../helpers/api.js';
 import { testConfig } from '../helpers/server.js';
-import { connect, editorOf, synced, userToken, whenDocs, type Client, type Room } from '../helpers/sync.js';
+import { connect, editorOf, nextClose, synced, userToken, whenDocs, type Client, type Room } from '../helpers/sync.js';
 
 // 16 KiB a second; with frames and bodies of at most 64 KiB the bucket holds 8 seconds' worth, 128 KiB.
 const LIMITS: Partial<Config> = { apiKeyBytesPerSecond: 16 * 1024, maxBodyBytes: 64 * 1024, wsMaxPayloadBytes: 64 * 1024 };
@@ -47,17 +47,6 @@ t.test('REST: a key past its bytes gets 429 RESOURCE_EXHAUSTED with Retry-After;
 });
 
 /** Resolves with the code and reason of the client's next close by the server. */
-function nextClose(client: Client): Promise<{ code: number; reason: string }> {
-  return new Promise((resolve) => {
-    const onClose = (event: { code: number; reason: string } | null): void => {
-      if (event === null) return;
-      client.provider.off('connection-close', onClose);
-      resolve({ code: event.code, reason: event.reason });
-    };
-    client.provider.on('connection-close', onClose);
-  });
-}
-
 async function pair(t: Test, api: ApiClient, url: string, credentials: Credentials, room: Room): Promise<[Client, Client]> {
   const token = await userToken(api, credentials, [editorOf(room)]);
   const clients: [Client, Client] = [connect(t, url, room, token), connect(t, url, room, token)];

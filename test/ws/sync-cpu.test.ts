@@ -3,7 +3,7 @@ import t from 'tap';
 import { limitRefusals } from '../../src/metrics/instruments.js';
 import { SyncCpuBudget } from '../../src/doc/sync-cpu.js';
 import { startTestServer } from '../helpers/server.js';
-import { connect, editorOf, synced, userToken, whenDocs, type Client, type Room } from '../helpers/sync.js';
+import { connect, editorOf, nextClose, synced, userToken, whenDocs, type Room } from '../helpers/sync.js';
 
 t.test('the budget: spent after the fact, into debt, refilled at its rate', async (t) => {
   let now = 0;
@@ -22,17 +22,6 @@ t.test('the budget: spent after the fact, into debt, refilled at its rate', asyn
   now += 60_001;
   t.notOk(budget.exhausted('k'), 'the debt stops at a minute\'s worth (6,000 ms at 100 a second)');
 });
-
-function nextClose(client: Client): Promise<{ code: number; reason: string }> {
-  return new Promise((resolve) => {
-    const onClose = (event: { code: number; reason: string } | null): void => {
-      if (event === null) return;
-      client.provider.off('connection-close', onClose);
-      resolve({ code: event.code, reason: event.reason });
-    };
-    client.provider.on('connection-close', onClose);
-  });
-}
 
 t.test('a key past its share of the event loop has its socket closed with 1013; another key\'s edits go on', async (t) => {
   // 1 ms a second (bursts of 2 ms): a few hundred applied updates spend it.
