@@ -145,18 +145,8 @@ export class DocumentActor implements DocumentActorView, TaskFailures, EditorDoc
   receive(peer: Peer, message: ClientMessage): boolean {
     const cpu = this.deps.syncCpu;
     if (cpu === undefined) return this.mailbox.tell(() => handleClientFrame(this, peer, message));
-    if (cpu.exhausted(this.key.apiKey)) {
-      limitRefusals.api_key_sync_cpu++;
-      return false;
-    }
-    return this.mailbox.tell(() => {
-      const start = performance.now();
-      try {
-        handleClientFrame(this, peer, message);
-      } finally {
-        cpu.spend(this.key.apiKey, performance.now() - start);
-      }
-    });
+    if (cpu.refuses(this.key.apiKey)) return false;
+    return this.mailbox.tell(() => cpu.timed(this.key.apiKey, () => handleClientFrame(this, peer, message)));
   }
 
   /** @internal For the client frames (FrameTarget). */

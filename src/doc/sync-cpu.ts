@@ -1,4 +1,5 @@
 // Owns each API key's share of the event loop for applying sync frames (API_KEY_SYNC_CPU_MS_PER_SECOND).
+import { limitRefusals } from '../metrics/instruments.js';
 import { TokenBuckets } from '../token-buckets.js';
 
 /** Keys remembered at once; past it the least recently charged is forgotten (it comes back rested). */
@@ -30,5 +31,22 @@ export class SyncCpuBudget {
   /** Whether `apiKey` has spent its share: its frames are refused until the refill covers the debt. */
   exhausted(apiKey: string): boolean {
     return !this.buckets.hasAny(apiKey);
+  }
+
+  /** `exhausted`, counting the refusal (plait_limit_refusals_total{limit="api_key_sync_cpu"}). */
+  refuses(apiKey: string): boolean {
+    if (!this.exhausted(apiKey)) return false;
+    limitRefusals.api_key_sync_cpu++;
+    return true;
+  }
+
+  /** Runs `frame` (one client frame, synchronous) and spends the time it took from `apiKey`, even when it throws. */
+  timed(apiKey: string, frame: () => void): void {
+    const start = performance.now();
+    try {
+      frame();
+    } finally {
+      this.spend(apiKey, performance.now() - start);
+    }
   }
 }
