@@ -2,7 +2,7 @@
 import { isIP } from 'node:net';
 import { resolve } from 'node:path';
 import { parseAllowedNetworks } from './allowed-networks.js';
-import { DEFAULT_MAX_COMMENT_THREAD_BYTES, DEFAULT_MAX_PRESENCE_USERS_PER_DOCUMENT } from './limits.js';
+import { DEFAULT_MAX_COMMENT_THREAD_BYTES, DEFAULT_MAX_PENDING_JOBS_PER_KEY, DEFAULT_MAX_PRESENCE_USERS_PER_DOCUMENT } from './limits.js';
 
 export interface Config {
   readonly host: string;
@@ -34,6 +34,7 @@ export interface Config {
   readonly persistence: boolean;
   readonly presenceOfflineTtlMs: number;
   readonly maxPresenceUsersPerDocument: number;
+  readonly maxPendingJobsPerKey: number;
   readonly metricsPort: number | undefined;
   readonly outboundAllowedNetworks: readonly string[];
   readonly smtpUrl: string | undefined;
@@ -246,6 +247,7 @@ const OPTIONS: readonly OptionSpec<keyof Config>[] = [
   { key: 'metricsPort', env: 'METRICS_PORT', fallback: undefined, parse: optionalPort, doc: 'Serve `GET /metrics` (Prometheus) on this port of `HOST` instead of the main port (0 picks a free port). Unset: on the main port.' },
   { key: 'presenceOfflineTtlMs', env: 'PRESENCE_OFFLINE_TTL_MS', fallback: 60_000, parse: integer(0, 86_400_000), doc: 'How long a disconnected user stays `offline` in presence before removal.' },
   { key: 'maxPresenceUsersPerDocument', env: 'MAX_PRESENCE_USERS_PER_DOCUMENT', fallback: DEFAULT_MAX_PRESENCE_USERS_PER_DOCUMENT, parse: integer(1, 1_000_000), doc: 'Users one document\'s presence list holds, REST and sync alike. At the limit a new user takes the place of the user offline longest; when too few are offline, a presence add or update bringing new users gets 400 FAILED_PRECONDITION naming the limit, and a new sync connection\'s user is left out of the list while its connection works (docs/limits.md). Users already listed can always update and leave.' },
+  { key: 'maxPendingJobsPerKey', env: 'MAX_PENDING_JOBS_PER_KEY', fallback: DEFAULT_MAX_PENDING_JOBS_PER_KEY, parse: integer(1, 1_000_000), doc: 'Background jobs (GDPR erasures, document migrations) one API key may have pending or running, counted from their stored rows; past it a new one gets 429 RESOURCE_EXHAUSTED naming the limit, with `Retry-After`, and nothing is recorded. The same erase or migration still waiting for a slot is answered with its job id instead (docs/limits.md).' },
   { key: 'outboundAllowedNetworks', env: 'OUTBOUND_ALLOWED_NETWORKS', fallback: [], parse: networks, doc: 'Comma-separated CIDRs that outbound HTTP (webhooks, agents) may reach although private or loopback, e.g. `127.0.0.0/8` for local development; everything non-public is refused otherwise.' },
   { key: 'smtpUrl', env: 'SMTP_URL', fallback: undefined, parse: smtpUrl, doc: 'SMTP server for `default` email, e.g. `smtp://user:pass@host:587` (`smtps://` for implicit TLS); unset: each email is logged as one JSON line instead.' },
   { key: 'emailFrom', env: 'EMAIL_FROM', fallback: 'Plait <no-reply@plait.localhost>', parse: text, doc: 'Sender of `default` email when the workspace sets no `fromEmail`.' },

@@ -28,6 +28,14 @@ export const DEFAULT_MAX_COMMENT_THREAD_BYTES = 4 * 1024 * 1024;
  */
 export const DEFAULT_MAX_PRESENCE_USERS_PER_DOCUMENT = 1000;
 
+/**
+ * Default of MAX_PENDING_JOBS_PER_KEY: background jobs (GDPR erasures, document migrations) one API key may have
+ * pending or running. Each waiting job is a stored row and, for an erase, a later scan of every row of the key; 2 run
+ * per key at a time (JOB_LIMITS), so 100 is 50 rounds of its jobs already promised. A workspace erasing or migrating
+ * more at once is paced by the refusal's Retry-After (src/tenant/jobs.ts).
+ */
+export const DEFAULT_MAX_PENDING_JOBS_PER_KEY = 100;
+
 /** UTF-8 length of a string, without allocating. */
 export function utf8Bytes(value: string): number {
   return Buffer.byteLength(value, 'utf8');

@@ -146,7 +146,7 @@ export async function openServices(config: Config, log: Logger, publisher: Topic
   // The threads of a directory older than their time index get their index rows before anything lists them.
   await buildThreadTimes(store);
   const domains = new Domains(store);
-  const jobs = new Jobs(store, log.child({ component: 'jobs' }), Date.now, workerRole);
+  const jobs = new Jobs(store, log.child({ component: 'jobs' }), Date.now, workerRole, config.maxPendingJobsPerKey);
   const recordings = new Recordings(store);
   const permissionProvider = new PermissionProvider({
     store,

@@ -56,6 +56,8 @@ export const limitRefusals = {
   comment_thread_size: 0,
   /** Presence adds and updates refused, and sync connections' users left unlisted, past MAX_PRESENCE_USERS_PER_DOCUMENT. */
   presence_users: 0,
+  /** GDPR erase and document migration requests refused past MAX_PENDING_JOBS_PER_KEY unfinished jobs of their key. */
+  pending_jobs_per_key: 0,
 };
 
 type Labels = Readonly<Record<string, string>>;

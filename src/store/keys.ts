@@ -53,7 +53,8 @@ export const DB = {
   permissionProvider: 'permission-provider',
   /**
    * [apiKey, jobId] -> JobRecord (document migrations, GDPR erasures): status kept, unfinished ones resumed at start;
-   * [0, jobId] -> apiKey while the job is pending or in progress (the worker's index, src/tenant/jobs.ts)
+   * [0, jobId] -> apiKey while the job is pending or in progress (the worker's index, src/tenant/jobs.ts);
+   * [1, apiKey, jobId] -> true beside it (a key's unfinished jobs, counted against MAX_PENDING_JOBS_PER_KEY)
    */
   jobs: 'jobs',
   /** [apiKey] -> string[]: the API key's allowed web origins (normalised domains) */

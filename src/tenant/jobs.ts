@@ -1,10 +1,12 @@
 // Owns durable background jobs (document migration, GDPR erase): submitted, run once, resumed after a restart, status kept.
 import type { Database, Key } from 'lmdb';
 import { randomId } from '../auth/secrets.js';
-import { AppError, notFound } from '../errors.js';
+import { AppError, notFound, resourceExhausted } from '../errors.js';
+import { DEFAULT_MAX_PENDING_JOBS_PER_KEY } from '../limits.js';
 import type { Logger } from '../log.js';
+import { limitRefusals } from '../metrics/instruments.js';
 import type { Store } from '../store/env.js';
-import { DB } from '../store/keys.js';
+import { DB, KEY_END } from '../store/keys.js';
 import { LocalWorkerRole, type WorkerRole } from '../worker-role.js';
 
 export type JobStatus = 'pending' | 'in_progress' | 'completed' | 'failed';
@@ -44,11 +46,22 @@ export interface JobForwarding {
  */
 const UNFINISHED = 0;
 const unfinishedKey = (jobId: string): Key => [UNFINISHED, jobId];
-type Row = JobRecord | string;
-const isJob = (value: Row | undefined): value is JobRecord => typeof value === 'object';
+/**
+ * [1, apiKey, jobId] -> true beside it, so a submit counts its key's unfinished jobs (MAX_PENDING_JOBS_PER_KEY) by
+ * reading that key's entries only (no scan of the other keys' backlogs). `true`, not a string: a build before them
+ * takes a string for a [0] entry; it passes over `true`, and the entries of jobs it finishes are removed by the full
+ * pass here (an unfinished row without its entry gets one there too).
+ */
+const BY_KEY = 1;
+const byKeyKey = (apiKey: string, jobId: string): Key => [BY_KEY, apiKey, jobId];
+type Row = JobRecord | string | true;
+const isJob = (value: Row | undefined): value is JobRecord => typeof value === 'object' && value !== null;
 const unfinished = (status: JobStatus): boolean => status === 'pending' || status === 'in_progress';
 const isUnfinished = (value: Row | undefined): value is JobRecord => isJob(value) && unfinished(value.status);
 const jobIdOf = (key: Key): string => String((key as Key[])[1]);
+
+/** Seconds a refused submit is told to wait (Retry-After): about as long as a job of a key with a backlog takes to start. */
+const PENDING_RETRY_AFTER_SECONDS = 5;
 
 /** Forwards of one run at most: a job whose documents are owned by more nodes than this waits for the next scan. */
 const MAX_HOPS = 3;
@@ -96,6 +109,8 @@ export class Jobs {
     private readonly log: Logger,
     private readonly now: () => number = Date.now,
     private readonly role: Pick<WorkerRole, 'held' | 'wake'> = new LocalWorkerRole(),
+    /** MAX_PENDING_JOBS_PER_KEY: unfinished jobs (pending or in progress) one API key may have; past it submit refuses. */
+    private readonly maxPendingPerKey: number = DEFAULT_MAX_PENDING_JOBS_PER_KEY,
   ) {
     this.db = store.records<Row>(DB.jobs);
   }
@@ -144,14 +159,47 @@ export class Jobs {
     this.runners.set(kind, runner as JobRunner<unknown, unknown>);
   }
 
-  /** Records the job (committed before this resolves, so it survives a crash) and starts it here or wakes the worker. */
+  /**
+   * Records the job (committed before this resolves, so it survives a crash) and starts it here or wakes the worker.
+   * A job of the same kind and params still waiting here for a slot answers instead: it has not begun, and does all a
+   * second would. Past `maxPendingPerKey` unfinished jobs of the key: RESOURCE_EXHAUSTED, nothing recorded.
+   */
   async submit<P>(apiKey: string, kind: string, params: P, jobId = randomId(24)): Promise<JobRecord<P>> {
+    const same = this.waitingLike(apiKey, kind, params);
+    if (same !== undefined) return same;
     const now = this.now();
     const job: JobRecord<P> = { jobId, apiKey, kind, params, status: 'pending', createdAt: now, updatedAt: now };
-    await this.store.transaction(() => this.write(job));
+    await this.store.transaction(() => {
+      // Counted in the transaction that writes the row, from the rows (every node's copy; the holder's queue only
+      // knows what it has read), so two submits of one key on this node never both take the last place.
+      if (this.unfinishedOf(apiKey, this.maxPendingPerKey) >= this.maxPendingPerKey) {
+        limitRefusals.pending_jobs_per_key++;
+        throw resourceExhausted(
+          `this API key has ${this.maxPendingPerKey} background jobs (GDPR erasures, document migrations) pending or running, its limit (MAX_PENDING_JOBS_PER_KEY); retry when some have finished`,
+          PENDING_RETRY_AFTER_SECONDS,
+        );
+      }
+      this.write(job);
+    });
     if (this.role.held()) this.start(job);
     else this.role.wake('jobs');
     return job;
+  }
+
+  /** Unfinished jobs of `apiKey` as stored, counted up to `limit`: its [1, apiKey] entries. */
+  private unfinishedOf(apiKey: string, limit: number): number {
+    return this.db.getKeysCount({ start: [BY_KEY, apiKey], end: [BY_KEY, apiKey, KEY_END], limit });
+  }
+
+  /**
+   * A job of `apiKey` with this kind and params waiting here for a slot (only the worker-role holder queues jobs, and
+   * a queued job has not begun: one that has would miss what was written since it read it).
+   */
+  private waitingLike<P>(apiKey: string, kind: string, params: P): JobRecord<P> | undefined {
+    const queue = this.waiting.get(apiKey);
+    if (queue === undefined) return undefined;
+    const wanted = JSON.stringify(params);
+    return queue.find((job) => job.kind === kind && JSON.stringify(job.params) === wanted) as JobRecord<P> | undefined;
   }
 
   /** A job of this API key; NOT_FOUND naming the field otherwise. */
@@ -177,13 +225,19 @@ export class Jobs {
     const unindexed: JobRecord[] = [];
     const rows = full ? this.db.getRange({}) : this.db.getRange({ start: [UNFINISHED], end: [UNFINISHED + 1] });
     for (const { key, value } of rows) {
+      if (value === true) {
+        // A [1, apiKey, jobId] entry (the full pass only): the job starts where the pass meets its row.
+        const [, apiKey, jobId] = key as [number, string, string];
+        if (!isUnfinished(this.db.get([apiKey, jobId]))) stale.push(key);
+        continue;
+      }
       const entry = typeof value === 'string';
       const job = entry ? this.db.get([value, jobIdOf(key)]) : value;
       if (!isUnfinished(job)) {
         if (entry) stale.push(key);
         continue;
       }
-      if (!entry && this.db.get(unfinishedKey(job.jobId)) === undefined) unindexed.push(job);
+      if (!entry && (this.db.get(unfinishedKey(job.jobId)) === undefined || this.db.get(byKeyKey(job.apiKey, job.jobId)) === undefined)) unindexed.push(job);
       // The full pass meets the row itself too; start it once.
       if (entry && full) continue;
       if (!this.runningIds.has(job.jobId) && !this.waitingIds.has(job.jobId) && !this.unrunnable.has(job.jobId)) {
@@ -205,19 +259,27 @@ export class Jobs {
     let added = 0;
     await this.store.transaction(() => {
       for (const key of stale) {
+        const [tag, owner, ownJobId] = key as [number, string, string];
+        if (tag === BY_KEY) {
+          if (!isUnfinished(this.db.get([owner, ownJobId])) && this.db.removeSync(key)) removed++;
+          continue;
+        }
         const apiKey = this.db.get(key);
         if (typeof apiKey !== 'string' || isUnfinished(this.db.get([apiKey, jobIdOf(key)]))) continue;
         this.db.removeSync(key);
+        this.db.removeSync(byKeyKey(apiKey, jobIdOf(key)));
         removed++;
       }
       for (const { apiKey, jobId } of unindexed) {
-        if (!isUnfinished(this.db.get([apiKey, jobId])) || this.db.get(unfinishedKey(jobId)) !== undefined) continue;
-        this.db.putSync(unfinishedKey(jobId), apiKey);
-        added++;
+        if (!isUnfinished(this.db.get([apiKey, jobId]))) continue;
+        const entries: Array<[Key, Row]> = [[unfinishedKey(jobId), apiKey], [byKeyKey(apiKey, jobId), true]];
+        const missing = entries.filter(([key]) => this.db.get(key) === undefined);
+        for (const [key, value] of missing) this.db.putSync(key, value);
+        if (missing.length > 0) added++;
       }
     });
     if (removed > 0) this.log.warn('removed index entries of jobs that were gone or finished', { entries: removed });
-    if (added > 0) this.log.info('indexed unfinished jobs stored without an index entry (an older data directory)', { jobs: added });
+    if (added > 0) this.log.info('indexed unfinished jobs stored without their index entries (an older data directory)', { jobs: added });
   }
 
   /** Jobs waiting here for a slot (tests, diagnostics). */
@@ -332,12 +394,18 @@ export class Jobs {
     await this.store.transaction(() => this.write(job));
   }
 
-  /** The row and its index entry, in the caller's transaction: unfinished jobs keep an entry, finished ones lose it. */
+  /** The row and its index entries, in the caller's transaction: unfinished jobs keep them, finished ones lose them. */
   private write(job: JobRecord): void {
     this.db.putSync([job.apiKey, job.jobId], job);
     const key = unfinishedKey(job.jobId);
-    if (!unfinished(job.status)) this.db.removeSync(key);
-    // Written when missing only: every status change of a running job would otherwise replicate it again (cluster).
-    else if (this.db.get(key) !== job.apiKey) this.db.putSync(key, job.apiKey);
+    const byKey = byKeyKey(job.apiKey, job.jobId);
+    if (!unfinished(job.status)) {
+      this.db.removeSync(key);
+      this.db.removeSync(byKey);
+      return;
+    }
+    // Written when missing only: every status change of a running job would otherwise replicate them again (cluster).
+    if (this.db.get(key) !== job.apiKey) this.db.putSync(key, job.apiKey);
+    if (this.db.get(byKey) === undefined) this.db.putSync(byKey, true);
   }
 }

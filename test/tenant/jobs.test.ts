@@ -3,6 +3,7 @@ import type { Database, Key } from 'lmdb';
 import t, { type Test } from 'tap';
 import { unavailable } from '../../src/errors.js';
 import { createLogger } from '../../src/log.js';
+import { limitRefusals } from '../../src/metrics/instruments.js';
 import type { Store } from '../../src/store/env.js';
 import { DB, KEY_END } from '../../src/store/keys.js';
 import { JOB_LIMITS, Jobs, type JobRecord } from '../../src/tenant/jobs.js';
@@ -10,11 +11,18 @@ import type { WorkKind } from '../../src/worker-role.js';
 import { openStore } from '../helpers/store.js';
 
 /** The jobs database as stored: rows and index entries. */
-const jobsDb = (store: Store): Database<JobRecord | string, Key> => store.records<JobRecord | string>(DB.jobs);
+const jobsDb = (store: Store): Database<JobRecord | string | true, Key> => store.records<JobRecord | string | true>(DB.jobs);
 
 /** The unfinished-jobs index ([0, jobId] -> apiKey), read as the worker's scan reads it. */
 const indexOf = (store: Store): Array<[string, string]> =>
   Array.from(jobsDb(store).getRange({ start: [0], end: [1] }), ({ key, value }) => [String((key as Key[])[1]), String(value)]);
+
+/** The per-key entries ([1, apiKey, jobId]) as stored: what a submit counts. */
+const byKeyOf = (store: Store): Array<[string, string]> =>
+  Array.from(jobsDb(store).getKeys({ start: [1], end: [2] }), (key) => [String((key as Key[])[1]), String((key as Key[])[2])]);
+
+/** The rows of one API key (its [apiKey] range). */
+const rowsOf = (store: Store, apiKey: string): number => jobsDb(store).getKeysCount({ start: [apiKey], end: [apiKey, KEY_END] });
 
 /** A role whose holding a test switches. */
 function switchableRole(held: boolean) {
@@ -97,7 +105,7 @@ t.test('unfinished jobs are in the index, finished ones are not; no [apiKey] ran
   await jobs.idle();
   t.same([state.runs, jobs.get('ak', gated.jobId).status, indexOf(store)], [1, 'completed', []], 'completed: the index is empty');
   const byApiKey = Array.from(jobsDb(store).getRange({ start: ['ak'], end: ['ak', KEY_END] }), ({ value }) => value);
-  t.same(byApiKey.map((value) => (typeof value === 'string' ? value : value.jobId)).sort(), [broken.jobId, gated.jobId].sort(), 'the [apiKey] range holds the two rows and no entry');
+  t.same(byApiKey.map((value) => (typeof value === 'object' ? value.jobId : String(value))).sort(), [broken.jobId, gated.jobId].sort(), 'the [apiKey] range holds the two rows and no entry');
   t.equal(await jobs.resume(), 0, 'finished jobs are never read again by a scan');
 });
 
@@ -228,4 +236,79 @@ t.test('jobs run at most JOB_LIMITS.running at once and JOB_LIMITS.perKey per AP
   t.equal(most, JOB_LIMITS.running, 'never more than the limit at once');
   t.equal(mostOfBusy, JOB_LIMITS.perKey, 'never more than the per-key limit of one key');
   t.same(submitted.map((job) => jobs.get('busy', job.jobId).status), ['completed', 'completed', 'completed', 'completed', 'completed']);
+});
+
+t.test('past maxPendingPerKey unfinished jobs of a key submit refuses, counted from the rows; finished jobs free places', async (t) => {
+  const store = openStore(t.testdir());
+  t.teardown(() => store.close());
+  const role = switchableRole(false);
+  const jobs = new Jobs(store, createLogger('silent'), Date.now, role, 3);
+  const { state, runner } = gatedRunner();
+  jobs.register('gated', runner);
+  const before = limitRefusals.pending_jobs_per_key;
+  for (let i = 1; i <= 3; i++) await jobs.submit('ak', 'gated', { n: i });
+  await t.rejects(jobs.submit('ak', 'gated', { n: 4 }), { status: 'RESOURCE_EXHAUSTED', retryAfterSeconds: 5, message: /MAX_PENDING_JOBS_PER_KEY/ }, 'the fourth is refused');
+  t.equal(rowsOf(store, 'ak'), 3, 'nothing recorded for it');
+  t.equal(limitRefusals.pending_jobs_per_key, before + 1, 'counted');
+  t.ok(await jobs.submit('other', 'gated', { n: 1 }), "another key's job is recorded");
+  // Another process on the same rows (a cluster node's copy, or the next start) counts the same jobs: none is in its queue.
+  const elsewhere = new Jobs(store, createLogger('silent'), Date.now, switchableRole(false), 3);
+  await t.rejects(elsewhere.submit('ak', 'gated', { n: 5 }), { status: 'RESOURCE_EXHAUSTED', message: /MAX_PENDING_JOBS_PER_KEY/ }, 'a process that never queued them refuses too');
+
+  role.holding = true;
+  t.equal(await jobs.resume(), 4);
+  await until(() => state.runs === 3);
+  t.equal(jobs.queued, 1, 'two of ak run (JOB_LIMITS.perKey), one waits, other runs');
+  await t.rejects(jobs.submit('ak', 'gated', { n: 6 }), { status: 'RESOURCE_EXHAUSTED', message: /MAX_PENDING_JOBS_PER_KEY/ }, 'running and waiting jobs both count');
+  state.release();
+  await jobs.idle();
+  t.same(byKeyOf(store), [], 'finished jobs left the per-key entries');
+  t.ok(await jobs.submit('ak', 'gated', { n: 7 }), 'with its jobs finished the key may submit again');
+  await jobs.idle();
+});
+
+t.test('the same job still waiting for a slot answers a second submit; one already running does not', async (t) => {
+  const store = openStore(t.testdir());
+  t.teardown(() => store.close());
+  const jobs = new Jobs(store, createLogger('silent'));
+  const { state, runner } = gatedRunner();
+  jobs.register('gated', runner);
+  const u1 = await jobs.submit('ak', 'gated', { userId: 'u1' });
+  await jobs.submit('ak', 'gated', { userId: 'u2' });
+  const u3 = await jobs.submit('ak', 'gated', { userId: 'u3' });
+  t.equal(jobs.queued, 1, 'u1 and u2 run, u3 waits');
+  const again = await jobs.submit('ak', 'gated', { userId: 'u3' });
+  t.equal(again.jobId, u3.jobId, 'the waiting job answers');
+  t.same([jobs.queued, rowsOf(store, 'ak')], [1, 3], 'nothing new recorded or queued');
+  t.not((await jobs.submit('other', 'gated', { userId: 'u3' })).jobId, u3.jobId, "another key's identical job is its own");
+  const rerun = await jobs.submit('ak', 'gated', { userId: 'u1' });
+  t.not(rerun.jobId, u1.jobId, 'a job already running may have passed what was written since: a new one');
+  t.equal(rowsOf(store, 'ak'), 4);
+  state.release();
+  await jobs.idle();
+  t.equal(state.runs, 5, 'every recorded job ran once');
+});
+
+t.test('the full pass adds the per-key entry an unfinished row lacks and removes one whose job finished (an older build)', async (t) => {
+  const store = openStore(t.testdir());
+  t.teardown(() => store.close());
+  const db = jobsDb(store);
+  const pending: JobRecord = { jobId: 'pending', apiKey: 'ak', kind: 'count', params: {}, status: 'pending', createdAt: 1, updatedAt: 1 };
+  const done: JobRecord = { ...pending, jobId: 'done', status: 'completed' };
+  await store.transaction(() => {
+    // As a build before the per-key entries leaves them: the pending job's [0] entry only, and the finished one's [1]
+    // entry still there (it was submitted by a newer build).
+    db.putSync(['ak', pending.jobId], pending);
+    db.putSync([0, pending.jobId], 'ak');
+    db.putSync(['ak', done.jobId], done);
+    db.putSync([1, 'ak', done.jobId], true);
+  });
+  // No runner for 'count': nothing runs, so only the pass writes entries.
+  const jobs = new Jobs(store, createLogger('silent'), Date.now, switchableRole(true), 1);
+  await t.rejects(jobs.submit('ak', 'count', {}), { status: 'RESOURCE_EXHAUSTED', message: /MAX_PENDING_JOBS_PER_KEY/ }, 'before the pass the stale entry counts');
+  t.equal(await jobs.resume({ full: true }), 1);
+  t.same(byKeyOf(store), [['ak', pending.jobId]], 'the pending job has its entry, the finished one none');
+  t.same(indexOf(store), [[pending.jobId, 'ak']], 'the [0] index is unchanged');
+  await t.rejects(jobs.submit('ak', 'count', {}), { status: 'RESOURCE_EXHAUSTED', message: /MAX_PENDING_JOBS_PER_KEY/ }, 'the pending job counts');
+  await jobs.stop();
 });
