@@ -9,7 +9,8 @@ t.test('a GDPR erase that meets a document loaded on another node runs there, an
   const bin = natsOrSkip(t);
   if (bin === undefined) return;
   const nats = await startNats(t, bin);
-  const node = (nodeId: string) => ({ natsUrl: nats.url, nodeId, secretKey: 'f'.repeat(64) });
+  // One unfinished job a key: the forwarded run must leave no count behind on either node.
+  const node = (nodeId: string) => ({ natsUrl: nats.url, nodeId, secretKey: 'f'.repeat(64), maxPendingJobsPerKey: 1 });
   const [n1, n2] = await startClusterNodes(t, [node('j1'), node('j2')]);
   if (n1 === undefined || n2 === undefined) throw new Error('two nodes');
   const worker = n1.server.services.workerRole.held() ? n1 : n2;
@@ -39,4 +40,9 @@ t.test('a GDPR erase that meets a document loaded on another node runs there, an
 
   const exported = await owner.api.call<{ comments: unknown[] }>(credentials, '/v2/users/data/get', { userId: 'dora' });
   t.same(exported.body.result?.data.comments, [], 'nothing of dora is left in the comments, on the owner');
+
+  // The job is one row wherever it ran: once its completion reaches the owner's copy, neither node counts it.
+  while (owner.server.services.jobs.get(credentials.apiKey, jobId).status !== 'completed') await new Promise<void>((resolve) => setImmediate(resolve));
+  const next = await owner.api.call(credentials, '/v1/users/data/delete', { userId: 'otto' });
+  t.equal(next.status, 202, 'a new erase submitted on the other node is recorded (MAX_PENDING_JOBS_PER_KEY 1)');
 });
