@@ -91,6 +91,8 @@ export class Jobs {
   private readonly waiting = new Map<string, JobRecord[]>();
   /** Their ids, so a scan queues a job once. */
   private readonly waitingIds = new Set<string>();
+  /** Submits being recorded, by [apiKey, kind, params] as JSON: an identical one meanwhile answers with the same job. */
+  private readonly recording = new Map<string, Promise<JobRecord>>();
   /** Jobs running here per API key. */
   private readonly runningPerKey = new Map<string, number>();
   /** Stored jobs of a kind this process has no runner for (already reported). */
@@ -161,18 +163,31 @@ export class Jobs {
 
   /**
    * Records the job (committed before this resolves, so it survives a crash) and starts it here or wakes the worker.
-   * A job of the same kind and params still waiting here for a slot answers instead: it has not begun, and does all a
-   * second would. Past `maxPendingPerKey` unfinished jobs of the key: RESOURCE_EXHAUSTED, nothing recorded.
+   * A job of the same kind and params still waiting here for a slot (or being recorded) answers instead: it has not
+   * begun, and does all a second would. Past `maxPendingPerKey` unfinished jobs of the key: RESOURCE_EXHAUSTED, nothing recorded.
    */
   async submit<P>(apiKey: string, kind: string, params: P, jobId = randomId(24)): Promise<JobRecord<P>> {
     const same = this.waitingLike(apiKey, kind, params);
     if (same !== undefined) return same;
+    // An identical submit still being recorded: its job cannot have begun before this request came.
+    const identity = JSON.stringify([apiKey, kind, params]);
+    const recording = this.recording.get(identity) ?? this.record(apiKey, kind, params, jobId);
+    this.recording.set(identity, recording);
+    try {
+      return (await recording) as JobRecord<P>;
+    } finally {
+      if (this.recording.get(identity) === recording) this.recording.delete(identity);
+    }
+  }
+
+  private async record<P>(apiKey: string, kind: string, params: P, jobId: string): Promise<JobRecord<P>> {
     const now = this.now();
     const job: JobRecord<P> = { jobId, apiKey, kind, params, status: 'pending', createdAt: now, updatedAt: now };
     await this.store.transaction(() => {
-      // Counted in the transaction that writes the row, from the rows (every node's copy; the holder's queue only
-      // knows what it has read), so two submits of one key on this node never both take the last place.
-      if (this.unfinishedOf(apiKey, this.maxPendingPerKey) >= this.maxPendingPerKey) {
+      // The key's [1, apiKey] entries, counted in the transaction that writes the row, so two submits of one key on this
+      // node never both take the last place; from the rows (every node's copy), not the holder's queue of what it read.
+      const unfinishedJobs = this.db.getKeysCount({ start: [BY_KEY, apiKey], end: [BY_KEY, apiKey, KEY_END], limit: this.maxPendingPerKey });
+      if (unfinishedJobs >= this.maxPendingPerKey) {
         limitRefusals.pending_jobs_per_key++;
         throw resourceExhausted(
           `this API key has ${this.maxPendingPerKey} background jobs (GDPR erasures, document migrations) pending or running, its limit (MAX_PENDING_JOBS_PER_KEY); retry when some have finished`,
@@ -184,11 +199,6 @@ export class Jobs {
     if (this.role.held()) this.start(job);
     else this.role.wake('jobs');
     return job;
-  }
-
-  /** Unfinished jobs of `apiKey` as stored, counted up to `limit`: its [1, apiKey] entries. */
-  private unfinishedOf(apiKey: string, limit: number): number {
-    return this.db.getKeysCount({ start: [BY_KEY, apiKey], end: [BY_KEY, apiKey, KEY_END], limit });
   }
 
   /**

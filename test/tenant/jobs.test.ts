@@ -284,9 +284,12 @@ t.test('the same job still waiting for a slot answers a second submit; one alrea
   const rerun = await jobs.submit('ak', 'gated', { userId: 'u1' });
   t.not(rerun.jobId, u1.jobId, 'a job already running may have passed what was written since: a new one');
   t.equal(rowsOf(store, 'ak'), 4);
+  const [first, second] = await Promise.all([jobs.submit('burst', 'gated', { userId: 'u9' }), jobs.submit('burst', 'gated', { userId: 'u9' })]);
+  t.equal(second.jobId, first.jobId, 'an identical submit while the first is being recorded answers with its job');
+  t.equal(rowsOf(store, 'burst'), 1);
   state.release();
   await jobs.idle();
-  t.equal(state.runs, 5, 'every recorded job ran once');
+  t.equal(state.runs, 6, 'every recorded job ran once');
 });
 
 t.test('the full pass adds the per-key entry an unfinished row lacks and removes one whose job finished (an older build)', async (t) => {
