@@ -8,22 +8,9 @@ import { limitRefusals } from '../metrics/instruments.js';
 import type { Store } from '../store/env.js';
 import { DB, KEY_END } from '../store/keys.js';
 import { LocalWorkerRole, type WorkerRole } from '../worker-role.js';
+import { BY_KEY, byKeyKey, isJob, isUnfinished, jobIdOf, UNFINISHED, unfinishedKey, writeJobRow, type JobRecord, type Row } from './job-rows.js';
 
-export type JobStatus = 'pending' | 'in_progress' | 'completed' | 'failed';
-
-export interface JobRecord<P = unknown, R = unknown> {
-  readonly jobId: string;
-  readonly apiKey: string;
-  readonly kind: string;
-  readonly params: P;
-  status: JobStatus;
-  readonly createdAt: number;
-  updatedAt: number;
-  /** What the job reports when done (counts, for example). */
-  result?: R;
-  /** Why it failed, for the status answer. */
-  error?: string;
-}
+export type { JobRecord, JobStatus } from './job-rows.js';
 
 /**
  * Runs one job. It must be idempotent: after a crash mid-way it runs again from the start on the next start, and
@@ -39,26 +26,6 @@ export interface JobForwarding {
   forward(node: string, job: JobRecord, hops: number): Promise<unknown>;
 }
 
-/**
- * [0, jobId] -> apiKey while a job is pending or in progress, written in the transaction that writes its row: the
- * worker's scans read only these, not every job ever kept. A number first (numbers sort before strings in lmdb-js
- * keys), so no [apiKey] range ever meets them.
- */
-const UNFINISHED = 0;
-const unfinishedKey = (jobId: string): Key => [UNFINISHED, jobId];
-/**
- * [1, apiKey, jobId] -> true beside it, so a submit counts its key's unfinished jobs (MAX_PENDING_JOBS_PER_KEY) by
- * reading that key's entries only (no scan of the other keys' backlogs). `true`, not a string: a build before them
- * takes a string for a [0] entry; it passes over `true`, and the entries of jobs it finishes are removed by the full
- * pass here (an unfinished row without its entry gets one there too).
- */
-const BY_KEY = 1;
-const byKeyKey = (apiKey: string, jobId: string): Key => [BY_KEY, apiKey, jobId];
-type Row = JobRecord | string | true;
-const isJob = (value: Row | undefined): value is JobRecord => typeof value === 'object' && value !== null;
-const unfinished = (status: JobStatus): boolean => status === 'pending' || status === 'in_progress';
-const isUnfinished = (value: Row | undefined): value is JobRecord => isJob(value) && unfinished(value.status);
-const jobIdOf = (key: Key): string => String((key as Key[])[1]);
 
 /** Seconds a refused submit is told to wait (Retry-After): about as long as a job of a key with a backlog takes to start. */
 const PENDING_RETRY_AFTER_SECONDS = 5;
@@ -404,18 +371,8 @@ export class Jobs {
     await this.store.transaction(() => this.write(job));
   }
 
-  /** The row and its index entries, in the caller's transaction: unfinished jobs keep them, finished ones lose them. */
+  /** The row and its index entries, in the caller's transaction (job-rows.ts). */
   private write(job: JobRecord): void {
-    this.db.putSync([job.apiKey, job.jobId], job);
-    const key = unfinishedKey(job.jobId);
-    const byKey = byKeyKey(job.apiKey, job.jobId);
-    if (!unfinished(job.status)) {
-      this.db.removeSync(key);
-      this.db.removeSync(byKey);
-      return;
-    }
-    // Written when missing only: every status change of a running job would otherwise replicate them again (cluster).
-    if (this.db.get(key) !== job.apiKey) this.db.putSync(key, job.apiKey);
-    if (this.db.get(byKey) === undefined) this.db.putSync(byKey, true);
+    writeJobRow(this.db, job);
   }
 }
