@@ -116,7 +116,11 @@ export class Endpoints {
   /** While `memoized` runs: each API key's endpoints as `all` read them. */
   private readonly memo = new ScopedMemo<string, EndpointRecord[]>();
 
-  constructor(private readonly store: Store, private readonly secrets: Secrets) {
+  /**
+   * @param removed called inside an endpoint's deletion transaction: what else is kept about it goes with it (the
+   *   runner's proof of its target, src/delivery/service.ts).
+   */
+  constructor(private readonly store: Store, private readonly secrets: Secrets, private readonly removed?: (tx: WriteTx, apiKey: string, endpointId: string) => void) {
     this.endpoints = store.records<EndpointRecord>(DB.webhookEndpoints);
     this.bodies = new MessageBodies(store);
     this.messages = new TimeIndexed<StoredMessage, MessageSummary>(store, {
@@ -202,12 +206,13 @@ export class Endpoints {
     });
   }
 
-  /** Deletes the endpoint and its messages; its secret is gone with it, and its pending deliveries cancel when due. */
+  /** Deletes the endpoint and its messages; its secret is gone with it (and its target's proof), and its pending deliveries cancel when due. */
   async remove(apiKey: string, endpointId: string): Promise<void> {
     await this.store.transaction((tx) => {
       this.require(apiKey, endpointId);
       this.endpoints.removeSync([apiKey, endpointId]);
       this.messages.removeScope(tx, [apiKey, endpointId]);
+      this.removed?.(tx, apiKey, endpointId);
     });
   }
 

@@ -19,6 +19,11 @@ export interface ChannelRunner {
   attempt(job: DeliveryJob): Promise<AttemptResult>;
   /** Channel bookkeeping written with the settlement (attempt records, exhaustion events). */
   settled?(tx: WriteTx, next: DeliveryJob, result: AttemptResult, now: number): void;
+  /**
+   * Inside a successful attempt's settlement: whether its target has gone meanwhile (an endpoint deleted while the
+   * attempt was out), so no proof of it is recorded; its deletion forgot the proof it had, if it came first.
+   */
+  targetGone?(job: DeliveryJob): boolean;
   /** After the settlement committed (rate-limit clocks, follow-up wake-ups). */
   after?(job: DeliveryJob): void;
 }

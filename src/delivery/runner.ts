@@ -311,8 +311,8 @@ export class DeliveryRunner {
     const settlement = this.settlement(job, result, channel, now);
     try {
       const next = await this.options.queue.settle(job, settlement, now, (tx, settled) => {
-        // The target answered: it is proven, from this settlement on (stored with it).
-        if (result.ok === true) this.proven.record(tx, job.target, now);
+        // The target answered: it is proven, from this settlement on (stored with it), unless it has gone since.
+        if (result.ok === true && channel.targetGone?.(job) !== true) this.proven.record(tx, job.target, now);
         channel.settled?.(tx, settled, result, now);
       });
       if (next.state === 'failed') this.options.log.warn('delivery failed for good', { jobId: job.id, channel: job.channel, attempts: next.attempt, error: next.lastError });

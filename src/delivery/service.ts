@@ -9,7 +9,7 @@ import { ActivityStore } from './activity-store.js';
 import { DeliveryAudience } from './audience.js';
 import { AccountEmailChannel, type AccountEmailDeps } from './channels/account-email.js';
 import { ActivityChannel } from './channels/activity.js';
-import { AdvancedWebhookChannel } from './channels/advanced-webhook.js';
+import { AdvancedWebhookChannel, endpointTarget } from './channels/advanced-webhook.js';
 import { BasicWebhookChannel } from './channels/basic-webhook.js';
 import { EmailChannel } from './channels/email.js';
 import { NotificationChannel } from './channels/notification.js';
@@ -57,6 +57,8 @@ export class Delivery {
   readonly account: AccountEmailChannel;
   readonly dispatcher: Dispatcher;
   readonly runner: DeliveryRunner;
+  /** Which targets have had a successful attempt (the runner's, stored): an endpoint's deletion forgets its target's. */
+  readonly proven: ProvenTargets;
   /** What the room holds about a document or organization, removed with it (a DocumentDataOwner; services.ts registers it). */
   readonly documentData: DeliveryDocumentData;
   private readonly serverEmail: ClosableEmailTransport | undefined;
@@ -67,7 +69,8 @@ export class Delivery {
     this.store = store;
     this.configs = new DeliveryConfigStore(store);
     this.queue = new DeliveryQueue(store);
-    this.endpoints = new Endpoints(store, options.secrets);
+    this.proven = new ProvenTargets(store);
+    this.endpoints = new Endpoints(store, options.secrets, (tx, _apiKey, endpointId) => this.proven.forget(tx, endpointTarget(endpointId)));
     this.notifications = new NotificationStore(store);
     this.activities = new ActivityStore(store);
     this.http = new OutboundHttp({ allowedNetworks: options.config.outboundAllowedNetworks });
@@ -110,7 +113,7 @@ export class Delivery {
       channels: { email, webhook, advancedWebhook: this.advanced, notification, account: this.account },
       clock: this.clock,
       log: deliveryLog,
-      proven: new ProvenTargets(store),
+      proven: this.proven,
       ...(options.mayRun === undefined ? {} : { mayRun: options.mayRun }),
       ...(options.runnerIdleMs === undefined ? {} : { maxIdleMs: options.runnerIdleMs }),
       ...(retentionMs === 0 ? {} : { pruneLogs: (now: number, limit: number) => this.endpoints.pruneMessages(now - retentionMs, limit) }),

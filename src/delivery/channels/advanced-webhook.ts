@@ -36,6 +36,11 @@ export function eventChannels(event: OutboxEvent): string[] {
   return [event.organizationId, event.documentId];
 }
 
+/** The delivery target of an endpoint's jobs (the runner's concurrency, pacing and proof key). */
+export function endpointTarget(endpointId: string): string {
+  return `adv:${endpointId}`;
+}
+
 export function endpointWants(endpoint: EndpointRecord, type: string, channels: readonly string[] | null): boolean {
   if (endpoint.disabled) return false;
   if (endpoint.filterTypes !== null && !endpoint.filterTypes.includes(type)) return false;
@@ -53,7 +58,11 @@ interface AttemptDetail {
 export class AdvancedWebhookChannel implements Planner, ChannelRunner {
   readonly name = 'advancedWebhook';
   readonly retryDelaysMs = ADVANCED_RETRY_DELAYS_MS;
-  /** Earliest time the next delivery to an endpoint may start (rate limit: delayed, never dropped). */
+  /**
+   * Earliest time the next delivery to an endpoint may start (rate limit: delayed, never dropped), oldest set first.
+   * A slot in the past says what no entry says, so they are dropped (`pace`): every endpoint with a rate limit that
+   * was ever sent to stayed, deleted ones too (bench/README.md, "Twentieth session: endpoint churn memory").
+   */
   private readonly nextSlot = new Map<string, number>();
   private readonly details = new Map<string, AttemptDetail>();
 
@@ -94,7 +103,7 @@ export class AdvancedWebhookChannel implements Planner, ChannelRunner {
     bodyKept = false,
   ): boolean {
     const payload: AdvancedJobPayload = { endpointId: endpoint.id, messageId: message.id };
-    if (!this.deps.queue.enqueue(tx, { id: `${message.id}:${endpoint.id}`, channel: 'advancedWebhook', apiKey, target: `adv:${endpoint.id}`, due: now, createdAt: now, ...about, payload })) return false;
+    if (!this.deps.queue.enqueue(tx, { id: `${message.id}:${endpoint.id}`, channel: 'advancedWebhook', apiKey, target: endpointTarget(endpoint.id), due: now, createdAt: now, ...about, payload })) return false;
     this.deps.endpoints.addMessage(tx, apiKey, { ...message, endpointId: endpoint.id, createdAt: now, status: 'pending', attempts: [], resends: 0 }, bodyKept);
     return true;
   }
@@ -104,7 +113,7 @@ export class AdvancedWebhookChannel implements Planner, ChannelRunner {
     const jobId = `${message.id}:${message.endpointId}:resend-${message.resends + 1}`;
     this.deps.endpoints.putMessage(tx, apiKey, { ...message, status: 'pending', resends: message.resends + 1 });
     const payload: AdvancedJobPayload = { endpointId: message.endpointId, messageId: message.id, manual: true };
-    this.deps.queue.enqueue(tx, { id: jobId, channel: 'advancedWebhook', apiKey, target: `adv:${message.endpointId}`, due: now, createdAt: now, payload });
+    this.deps.queue.enqueue(tx, { id: jobId, channel: 'advancedWebhook', apiKey, target: endpointTarget(message.endpointId), due: now, createdAt: now, payload });
     return jobId;
   }
 
@@ -118,7 +127,7 @@ export class AdvancedWebhookChannel implements Planner, ChannelRunner {
     if (endpoint.rateLimit !== null) {
       const slot = this.nextSlot.get(endpoint.id) ?? now;
       if (slot > now) return { ok: 'later', at: slot };
-      this.nextSlot.set(endpoint.id, Math.max(slot, now) + Math.ceil(1000 / endpoint.rateLimit));
+      this.pace(endpoint.id, Math.max(slot, now) + Math.ceil(1000 / endpoint.rateLimit), now);
     }
     const timestamp = Math.floor(now / 1000);
     const headers = { 'content-type': 'application/json', 'user-agent': 'Plait-Webhooks/1', ...signedHeaders(this.deps.endpoints.secret(endpoint), message.id, timestamp, message.body) };
@@ -132,6 +141,29 @@ export class AdvancedWebhookChannel implements Planner, ChannelRunner {
       const permanent = payload.manual === true || (error instanceof OutboundError && error.code === 'BAD_URL');
       return { ok: false, error: errorText(error), permanent };
     }
+  }
+
+  /** Endpoints whose next slot is remembered (for tests: it stays within the rate-limited endpoints sent to in the last second). */
+  get pacedEndpoints(): number {
+    return this.nextSlot.size;
+  }
+
+  /**
+   * Sets an endpoint's next slot, at the end of the order, and drops the oldest entries whose slot has passed. A slot
+   * is at most 1 s ahead when set (`rateLimit` ≥ 1), so what stays was set within about the last second.
+   */
+  private pace(endpointId: string, slot: number, now: number): void {
+    this.nextSlot.delete(endpointId);
+    this.nextSlot.set(endpointId, slot);
+    for (const [id, at] of this.nextSlot) {
+      if (at > now) break;
+      this.nextSlot.delete(id);
+    }
+  }
+
+  /** The endpoint was deleted while its attempt was out (read in the settlement's transaction, after any deletion that committed). */
+  targetGone(job: DeliveryJob): boolean {
+    return this.deps.endpoints.get(job.apiKey, (job.payload as AdvancedJobPayload).endpointId) === undefined;
   }
 
   settled(tx: WriteTx, next: DeliveryJob, result: AttemptResult, now: number): void {
