@@ -1,6 +1,6 @@
 // Owns running due deliveries: bounded concurrency overall, per target and per API key, retries by channel schedule, wake-ups by timer.
 import { clearTimer } from '../clock.js';
-import { KEEP_PROVEN_MS, ProvenTargets } from './proven-targets.js';
+import { KEEP_PROVEN_MS, ownCopy, ProvenTargets } from './proven-targets.js';
 import { UnprovenTurns } from './unproven-turns.js';
 import type { DeliveryJob, Settlement } from './queue.js';
 import type { AttemptResult, ChannelRunner, RunnerOptions } from './runner-types.js';
@@ -306,7 +306,8 @@ export class DeliveryRunner {
       this.throttled.set(job.target, Math.max(this.throttled.get(job.target) ?? 0, result.at));
       return;
     }
-    this.noteOutcome(job.target, result.ok === true);
+    if (result.ok === 'cancel') this.failing.delete(job.target);
+    else this.noteOutcome(job.target, result.ok === true);
     const now = this.options.clock.now();
     const settlement = this.settlement(job, result, channel, now);
     try {
@@ -323,11 +324,16 @@ export class DeliveryRunner {
     }
   }
 
-  /** A failed attempt leaves its target one attempt in flight at a time until one succeeds (`failing`). */
+  /**
+   * A failed attempt leaves its target one attempt in flight at a time until one succeeds (`failing`). A cancelled job
+   * (its endpoint deleted or disabled) tried nothing and forgets the target: each endpoint deleted with a job pending
+   * was remembered as failing until 10,000 others pushed it out (bench/README.md, "Twentieth session: endpoint churn
+   * memory"). The target is kept as a copy of its own (`ownCopy`).
+   */
   private noteOutcome(target: string, delivered: boolean): void {
     this.failing.delete(target);
     if (delivered) return;
-    this.failing.add(target);
+    this.failing.add(ownCopy(target));
     if (this.failing.size > FAILING_KEPT) this.failing.delete(this.failing.values().next().value as string);
   }
 

@@ -2,7 +2,11 @@
 import { createServer, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import t, { type Test } from 'tap';
+import { ManualClock } from '../../src/delivery/clock.js';
 import { ProvenTargets } from '../../src/delivery/proven-targets.js';
+import { DeliveryQueue, type ChannelName } from '../../src/delivery/queue.js';
+import { DeliveryRunner, type ChannelRunner } from '../../src/delivery/runner.js';
+import { createLogger } from '../../src/log.js';
 import { Store } from '../../src/store/env.js';
 import { DB } from '../../src/store/keys.js';
 import { collectGarbage } from '../helpers/gc.js';
@@ -105,4 +109,61 @@ t.test('an endpoint deleted while its attempt is out leaves no proof when the at
   }
   t.equal(delivery.proven.size, provenBefore, 'the successes settled after the deletions recorded no proof in memory');
   t.equal(Array.from(rows.getKeys({})).length, storedBefore, 'nor stored');
+});
+
+t.test('an endpoint deleted with its webhook pending is not remembered as failing: its cancelled job tried nothing', async (t) => {
+  const receiver = await startReceiver(t);
+  const env = await deliveryEnv(t);
+  const { delivery } = env.running.services;
+  t.equal((await env.call('/v2/workspace/advancedwebhookconfig/update', { isEnabled: true })).status, 200);
+  await env.pump();
+  for (let i = 0; i < 20; i++) {
+    const created = await env.call<{ id: string }>('/v2/workspace/advancedwebhook/endpoints/create', { url: `${receiver.url}/hook` });
+    await env.call('/v1/commentannotations/add', threadBody(`thread-${i}`));
+    await delivery.dispatcher.drain();
+    t.equal((await env.call('/v2/workspace/advancedwebhook/endpoints/delete', { endpointId: created.data.id })).status, 200);
+    await delivery.runner.drain();
+  }
+  t.equal(receiver.requests.length, 0, 'nothing was sent');
+  t.equal(delivery.queue.list((job) => job.channel === 'advancedWebhook' && job.state === 'cancelled').length, 20, 'each job ended cancelled');
+  t.equal(delivery.runner.occupancy().targetsFailing, 0, 'and no target is held as failing (it was one per deleted endpoint)');
+});
+
+t.test('a failing target kept in memory holds its name, not the job record it was decoded from', async (t) => {
+  const gc = collectGarbage();
+  if (gc === undefined) {
+    t.fail('no gc available in this process');
+    return;
+  }
+  const store = Store.open(t.testdir());
+  t.teardown(() => store.close());
+  const queue = new DeliveryQueue(store);
+  const clock = new ManualClock(Date.UTC(2026, 10, 28));
+  // Every attempt fails for good (no retry): each target is then held as failing.
+  const channel: ChannelRunner = { retryDelaysMs: [], attempt: () => Promise.resolve({ ok: false, error: 'HTTP 500' }) };
+  const channels: Record<ChannelName, ChannelRunner> = { email: channel, webhook: channel, advancedWebhook: channel, notification: channel, account: channel };
+  const runner = new DeliveryRunner({ queue, channels, clock, log: createLogger('silent'), maxInFlightUnproven: 256, maxInFlightUnprovenPerKey: 256, maxInFlightPerKey: 256 });
+  const n = 5000;
+  // Long ids, as a client may choose them: the record's text, which a slice would hold, is the larger.
+  const organizationId = `org-${'o'.repeat(196)}`;
+  const documentId = `doc-${'d'.repeat(196)}`;
+  const enqueue = (from: number, to: number) => store.transaction((tx) => {
+    for (let i = from; i < to; i++) {
+      const endpointId = `ep_${String(i).padStart(24, '0')}`;
+      queue.enqueue(tx, { id: `msg_${String(i).padStart(32, 'f')}:${endpointId}`, channel: 'advancedWebhook', apiKey: 'key_aaaaaaaaaaaaaaaaaaaaaaaa', target: `adv:${endpointId}`, due: clock.now(), createdAt: clock.now(), organizationId, documentId, payload: { endpointId, messageId: `msg_${i}` } });
+    }
+  });
+  // A round first: the runner's and the store's first-use allocations are not counted.
+  await enqueue(0, 1000);
+  await runner.drain();
+  await enqueue(1000, 1000 + n);
+  gc();
+  const before = process.memoryUsage().heapUsed;
+  await runner.drain();
+  gc();
+  const perEntry = (process.memoryUsage().heapUsed - before) / n;
+  t.equal(runner.occupancy().targetsFailing, 1000 + n);
+  // A flat 31-character string and a Set entry, ~85 B, plus what the scans compiled and tap's coverage counts (120-380
+  // B an entry measured here). Holding the record's text, over 1 KB.
+  t.ok(perEntry < 600, `${perEntry.toFixed(0)} B an entry, under 600`);
 });
