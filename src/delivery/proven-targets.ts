@@ -2,8 +2,9 @@
 import type { Database, Key } from 'lmdb';
 import type { Store, WriteTx } from '../store/env.js';
 import { DB } from '../store/keys.js';
+import { ownCopy } from '../store/own-copy.js';
 
-/** Proven targets kept in memory, least recently used forgotten first (a string and a number each, ~150 B: `ownCopy`). */
+/** Proven targets kept in memory, least recently used forgotten first (a string and a number each, ~85 B: `ownCopy`). */
 export const PROVEN_KEPT = 50_000;
 /** A target with no successful attempt for this long must prove itself again (its stored row is pruned). */
 export const KEEP_PROVEN_MS = 30 * 24 * 60 * 60 * 1000;
@@ -98,14 +99,4 @@ export class ProvenTargets {
     this.recent.set(ownCopy(target), at);
     if (this.recent.size > PROVEN_KEPT) this.recent.delete(this.recent.keys().next().value as string);
   }
-}
-
-/**
- * A copy of `text` that holds nothing else. A target comes from a job decoded out of LMDB, and msgpackr's native
- * string extraction decodes a record's strings as one string and hands out slices of it: kept as a Map key, a
- * 31-character target held its whole job record's text (~380 B) alive, ~470 B an entry where ~150 B was meant
- * (bench/README.md, "Twentieth session: endpoint churn memory"). Re-encoding makes a flat string of its own.
- */
-export function ownCopy(text: string): string {
-  return Buffer.from(text, 'utf8').toString('utf8');
 }

@@ -1,6 +1,7 @@
 // Owns running due deliveries: bounded concurrency overall, per target and per API key, retries by channel schedule, wake-ups by timer.
 import { clearTimer } from '../clock.js';
-import { KEEP_PROVEN_MS, ownCopy, ProvenTargets } from './proven-targets.js';
+import { ownCopy } from '../store/own-copy.js';
+import { KEEP_PROVEN_MS, ProvenTargets } from './proven-targets.js';
 import { UnprovenTurns } from './unproven-turns.js';
 import type { DeliveryJob, Settlement } from './queue.js';
 import type { AttemptResult, ChannelRunner, RunnerOptions } from './runner-types.js';
