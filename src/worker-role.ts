@@ -40,8 +40,8 @@ export class LocalWorkerRole implements WorkerRole {
     return true;
   }
 
-  onChange(): void {
-    // Never changes.
+  onChange(_listener: (held: boolean) => void): void {
+    // Never changes (a subclass that does tells its listeners: test/http/job-backlog.test.ts).
   }
 
   wake(kind: WorkKind): void {

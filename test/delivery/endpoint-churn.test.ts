@@ -15,6 +15,23 @@ import { deliveryEnv, threadBody } from './delivery-env.js';
 
 const CYCLES = 40;
 
+/** The collector (the tests below read the heap after it), or a failure saying this process has none. */
+function gcOrFail(t: Test): (() => void) | undefined {
+  const gc = collectGarbage();
+  if (gc === undefined) t.fail('no gc available in this process');
+  return gc;
+}
+
+/** A workspace with advanced webhooks on, and the proofs held before the test's cycles: in memory and stored. */
+async function churnEnv(t: Test) {
+  const env = await deliveryEnv(t);
+  const { delivery } = env.running.services;
+  t.equal((await env.call('/v2/workspace/advancedwebhookconfig/update', { isEnabled: true })).status, 200);
+  await env.pump();
+  const rows = env.running.services.store.records<number>(DB.deliveryProven);
+  return { env, delivery, rows, provenBefore: delivery.proven.size, storedBefore: Array.from(rows.getKeys({})).length };
+}
+
 /** A real HTTP endpoint that holds each request until `release()` answers it 200; `arrived` resolves at the first. */
 async function gatedReceiver(t: Test): Promise<{ url: string; arrived: Promise<void>; release(): void }> {
   const held: ServerResponse[] = [];
@@ -34,13 +51,7 @@ async function gatedReceiver(t: Test): Promise<{ url: string; arrived: Promise<v
 
 t.test('an endpoint created, delivered to and deleted, again and again, leaves no proof, stored or in memory, and no rate-limit slot', async (t) => {
   const receiver = await startReceiver(t);
-  const env = await deliveryEnv(t);
-  const { delivery } = env.running.services;
-  t.equal((await env.call('/v2/workspace/advancedwebhookconfig/update', { isEnabled: true })).status, 200);
-  await env.pump();
-  const provenBefore = delivery.proven.size;
-  const rows = env.running.services.store.records<number>(DB.deliveryProven);
-  const storedBefore = Array.from(rows.getKeys({})).length;
+  const { env, delivery, rows, provenBefore, storedBefore } = await churnEnv(t);
   for (let i = 0; i < CYCLES; i++) {
     const created = await env.call<{ id: string }>('/v2/workspace/advancedwebhook/endpoints/create', { url: `${receiver.url}/hook`, rateLimit: 1 });
     t.equal(created.status, 200);
@@ -57,11 +68,8 @@ t.test('an endpoint created, delivered to and deleted, again and again, leaves n
 });
 
 t.test('a proof kept in memory holds its target, not the job record the target was decoded from', async (t) => {
-  const gc = collectGarbage();
-  if (gc === undefined) {
-    t.fail('no gc available in this process');
-    return;
-  }
+  const gc = gcOrFail(t);
+  if (gc === undefined) return;
   const store = Store.open(t.testdir());
   t.teardown(() => store.close());
   const jobs = store.records<Record<string, unknown>>(DB.deliveryJobs);
@@ -89,13 +97,7 @@ t.test('a proof kept in memory holds its target, not the job record the target w
 
 t.test('an endpoint deleted while its attempt is out leaves no proof when the attempt then succeeds', async (t) => {
   const receiver = await gatedReceiver(t);
-  const env = await deliveryEnv(t);
-  const { delivery } = env.running.services;
-  t.equal((await env.call('/v2/workspace/advancedwebhookconfig/update', { isEnabled: true })).status, 200);
-  await env.pump();
-  const provenBefore = delivery.proven.size;
-  const rows = env.running.services.store.records<number>(DB.deliveryProven);
-  const storedBefore = Array.from(rows.getKeys({})).length;
+  const { env, delivery, rows, provenBefore, storedBefore } = await churnEnv(t);
   for (let i = 0; i < 3; i++) {
     const gate = i === 0 ? receiver : await gatedReceiver(t);
     const created = await env.call<{ id: string }>('/v2/workspace/advancedwebhook/endpoints/create', { url: `${gate.url}/hook` });
@@ -130,11 +132,8 @@ t.test('an endpoint deleted with its webhook pending is not remembered as failin
 });
 
 t.test('a failing target kept in memory holds its name, not the job record it was decoded from', async (t) => {
-  const gc = collectGarbage();
-  if (gc === undefined) {
-    t.fail('no gc available in this process');
-    return;
-  }
+  const gc = gcOrFail(t);
+  if (gc === undefined) return;
   const store = Store.open(t.testdir());
   t.teardown(() => store.close());
   const queue = new DeliveryQueue(store);

@@ -1,36 +1,24 @@
 // Tests MAX_PENDING_JOBS_PER_KEY through HTTP: GDPR erasures and migrations past a key's unfinished jobs get 429 naming the limit, counted from the stored rows on a node that does not run them.
 import t from 'tap';
-import type { WorkKind, WorkerRole } from '../../src/worker-role.js';
+import { LocalWorkerRole } from '../../src/worker-role.js';
 import { startTestServer } from '../helpers/server.js';
 
 const ORG = 'org-backlog';
 
 /** A role this node does not hold until the test hands it over: jobs are recorded here and run only once it is held (a cluster's other nodes). */
-class HandedRole implements WorkerRole {
-  readonly processId = 'this-node';
-  readonly wakesFollowRows = true;
+class HandedRole extends LocalWorkerRole {
   private holding = false;
   private readonly changes: Array<(held: boolean) => void> = [];
-  private readonly wakeListeners: Array<(kind: WorkKind) => void> = [];
 
-  held(): boolean {
+  override held(): boolean {
     return this.holding;
   }
   take(): void {
     this.holding = true;
     for (const listener of this.changes) listener(true);
   }
-  onChange(listener: (held: boolean) => void): void {
+  override onChange(listener: (held: boolean) => void): void {
     this.changes.push(listener);
-  }
-  wake(kind: WorkKind): void {
-    for (const listener of this.wakeListeners) listener(kind);
-  }
-  onWake(listener: (kind: WorkKind) => void): void {
-    this.wakeListeners.push(listener);
-  }
-  alive(processId: string): Promise<boolean> {
-    return Promise.resolve(processId === this.processId);
   }
 }
 
