@@ -1,10 +1,10 @@
 // Owns recorder annotations (upstream 2.21 recordings/get, plus Plait's recordings/add and delete): records and their paging.
 import type { Database, Key } from 'lmdb';
 import { randomId } from '../auth/secrets.js';
-import { CHUNK_ROWS, inWriteBatches, nextTurn, pageMatches, type MatchPage } from '../store/chunked-scan.js';
+import { inWriteBatches, pageMatches, type MatchPage } from '../store/chunked-scan.js';
 import { invalidArgument } from '../errors.js';
 import type { Store } from '../store/env.js';
-import { DB, KEY_END } from '../store/keys.js';
+import { DB } from '../store/keys.js';
 import type { DocumentKey } from '../document-key.js';
 
 /** Rows one page of recordings/get examines at most, CHUNK_ROWS between turns of the event loop (`Recordings.get`). */
@@ -126,7 +126,7 @@ export class Recordings {
 
   /**
    * A page of recordings of one document or a whole organization, in (document id, annotation id) order. `recordingIds`
-   * of one document are read by key. Otherwise the range is walked CHUNK_ROWS rows between turns of the event loop,
+   * of one document are read by key. Otherwise the range is walked by `pageMatches` (turns of the event loop between chunks),
    * and at most PAGE_EXAMINE_RECORDINGS rows a page: past them the page ends, maybe short or empty, with a token after
    * the last row examined (ids looked for across a whole organization cost the caller pages, not the event loop a walk
    * of every recording: bench/README.md, "Twentieth session: noisy neighbours, second pass").
@@ -136,26 +136,8 @@ export class Recordings {
     const wanted = query.recordingIds === undefined ? undefined : new Set(query.recordingIds);
     const after = query.pageToken === undefined ? undefined : this.position(query.pageToken, apiKey, query.organizationId, prefix);
     if (wanted !== undefined && query.documentId !== undefined) return this.byIds(prefix, [...wanted].sort(), after, query.pageSize);
-    const rows: Recording[] = [];
-    let lastKey: Key | undefined;
-    let from = after;
-    let examined = 0;
-    for (;;) {
-      let read = 0;
-      for (const { key, value } of this.db.getRange({ start: from ?? prefix, end: [...prefix, KEY_END], limit: CHUNK_ROWS, ...(from === undefined ? {} : { exclusiveStart: true }) })) {
-        read++;
-        from = key;
-        if (wanted !== undefined && !wanted.has(value.annotationId)) continue;
-        if (rows.length === query.pageSize) return { rows, pageToken: this.token(lastKey) };
-        rows.push(value);
-        lastKey = key;
-      }
-      examined += read;
-      if (read < CHUNK_ROWS) return { rows };
-      // More rows follow: the next page starts after the last one examined, whether or not it was sent.
-      if (examined >= PAGE_EXAMINE_RECORDINGS) return { rows, pageToken: this.token(from) };
-      await nextTurn();
-    }
+    const page = await pageMatches(this.db, prefix, after, query.pageSize, (_key, value) => (wanted === undefined || wanted.has(value.annotationId) ? value : undefined), PAGE_EXAMINE_RECORDINGS);
+    return page.next === undefined ? { rows: page.items } : { rows: page.items, pageToken: this.token(page.next) };
   }
 
   /** The recordings of one document named by id, read by key in id order after `after`. */

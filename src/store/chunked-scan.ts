@@ -18,23 +18,31 @@ export function nextTurn(): Promise<void> {
  * Visits the rows under `prefix` in key order, after `after` (exclusive) when given, CHUNK_ROWS at a time with a turn
  * of the event loop between chunks; `visit` answers false to stop. Each chunk starts where the last one stopped, so a
  * row changed meanwhile is seen once, in its old or its new state, and a row added behind the cursor is not seen.
+ * `maxRows` (whole chunks) bounds one call: past it the scan stops and answers the last key read, after which a later
+ * call goes on; undefined when the range or `visit` ended it.
  */
-export async function scanChunked<V>(db: Database<V, Key>, prefix: readonly Key[], after: Key | undefined, visit: (key: Key, value: V) => boolean): Promise<void> {
+export async function scanChunked<V>(db: Database<V, Key>, prefix: readonly Key[], after: Key | undefined, visit: (key: Key, value: V) => boolean, maxRows = Infinity): Promise<Key | undefined> {
   const end: Key = [...prefix, KEY_END];
   let from = after;
+  let total = 0;
   for (;;) {
     let read = 0;
     for (const { key, value } of db.getRange({ start: from ?? [...prefix], end, limit: CHUNK_ROWS, ...(from === undefined ? {} : { exclusiveStart: true }) })) {
       read++;
       from = key;
-      if (!visit(key, value)) return;
+      if (!visit(key, value)) return undefined;
     }
-    if (read < CHUNK_ROWS) return;
+    total += read;
+    if (read < CHUNK_ROWS) return undefined;
+    if (total >= maxRows) return from;
     await nextTurn();
   }
 }
 
-/** At most `limit` items, and the key of the last one when another match follows (where the next page starts after). */
+/**
+ * At most `limit` items, and where the next page starts after: the key of the last item when another match follows,
+ * or of the last row examined when `examineAtMost` cut the scan (the page may then be short, even empty).
+ */
 export interface MatchPage<T> {
   readonly items: T[];
   readonly next?: Key;
@@ -42,13 +50,14 @@ export interface MatchPage<T> {
 
 /**
  * The first `limit` rows under `prefix` after `after` that `pick` turns into an item (undefined: not a match), read by
- * `scanChunked`. The scan stops at the first match past the page, so a caller paging through a range reads it once.
+ * `scanChunked`, at most `examineAtMost` rows of them. The scan stops at the first match past the page, so a caller
+ * paging through a range reads it once.
  */
-export async function pageMatches<V, T>(db: Database<V, Key>, prefix: readonly Key[], after: Key | undefined, limit: number, pick: (key: Key, value: V) => T | undefined): Promise<MatchPage<T>> {
+export async function pageMatches<V, T>(db: Database<V, Key>, prefix: readonly Key[], after: Key | undefined, limit: number, pick: (key: Key, value: V) => T | undefined, examineAtMost = Infinity): Promise<MatchPage<T>> {
   const items: T[] = [];
   let last: Key | undefined;
   let more = false;
-  await scanChunked(db, prefix, after, (key, value) => {
+  const cut = await scanChunked(db, prefix, after, (key, value) => {
     const item = pick(key, value);
     if (item === undefined) return true;
     if (items.length === limit) {
@@ -58,8 +67,9 @@ export async function pageMatches<V, T>(db: Database<V, Key>, prefix: readonly K
     items.push(item);
     last = key;
     return true;
-  });
-  return more && last !== undefined ? { items, next: last } : { items };
+  }, examineAtMost);
+  if (more && last !== undefined) return { items, next: last };
+  return cut === undefined ? { items } : { items, next: cut };
 }
 
 /**
