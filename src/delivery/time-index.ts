@@ -1,7 +1,7 @@
 // Owns timestamped records listed newest first (activity logs, notifications, webhook messages) with their time index:
 // one row per record keyed [apiKey, scope, time, id] holding what reads filter on, so a page reads only as far as it returns.
 import type { Database, Key } from 'lmdb';
-import { CHUNK_ROWS, nextTurn, pageMatches, removeRangeInBatches, scanChunked, type MatchPage } from '../store/chunked-scan.js';
+import { pageMatches, removeRangeInBatches, scanChunked, scanRange, type MatchPage } from '../store/chunked-scan.js';
 import type { Store, WriteTx } from '../store/env.js';
 import { KEY_END, type DbName } from '../store/keys.js';
 import { afterToken, encodeToken, page, type Page, type Timestamped } from './paging.js';
@@ -197,35 +197,33 @@ export class TimeIndexed<R extends { readonly id: string }, S> {
     const rows: R[] = [];
     let examined = 0;
     let lastExamined: Timestamped | undefined;
-    let from: Key | undefined;
-    for (;;) {
-      let read = 0;
-      // The first chunk starts at the token's row, inclusive (skipped below); each later one after the last row read.
-      const chunk = this.index.getRange({ ...range, ...(from === undefined ? {} : { start: from, exclusiveStart: true }), limit: CHUNK_ROWS });
-      for (const { key, value } of chunk) {
-        read++;
-        from = key;
-        const [, , time, id] = key as [string, string, number, string];
-        // The token's own row was sent, or examined, on the page before.
-        if (after !== undefined && time === after.timestamp && id === after.id) continue;
-        // Another row follows the last one examined: the token resumes after it.
-        if (examined === examineAtMost && lastExamined !== undefined) return { rows, pageToken: encodeToken(lastExamined) };
-        examined++;
-        lastExamined = { timestamp: time, id };
-        if (!matches(value)) continue;
-        // A record and its index row are written and removed together; a row without its record is implied
-        // (`putImplied`), or was removed or moved to another time between two chunks and is skipped, not fatal.
-        const record = this.get(scope, id) ?? this.options.implied?.([scope[0], scope[1], time, id], value);
-        if (record === undefined || this.timeOf(record) !== time) continue;
-        if (rows.length === options.pageSize) {
-          const last = rows[rows.length - 1] as R;
-          return { rows, pageToken: encodeToken({ timestamp: this.timeOf(last), id: last.id }) };
-        }
-        rows.push(record);
+    let pageToken: string | undefined;
+    // The range starts at the token's row, inclusive (skipped below).
+    await scanRange(this.index, range, (key, value) => {
+      const [, , time, id] = key as [string, string, number, string];
+      // The token's own row was sent, or examined, on the page before.
+      if (after !== undefined && time === after.timestamp && id === after.id) return true;
+      // Another row follows the last one examined: the token resumes after it.
+      if (examined === examineAtMost && lastExamined !== undefined) {
+        pageToken = encodeToken(lastExamined);
+        return false;
       }
-      if (read < CHUNK_ROWS) return { rows };
-      await nextTurn();
-    }
+      examined++;
+      lastExamined = { timestamp: time, id };
+      if (!matches(value)) return true;
+      // A record and its index row are written and removed together; a row without its record is implied
+      // (`putImplied`), or was removed or moved to another time between two chunks and is skipped, not fatal.
+      const record = this.get(scope, id) ?? this.options.implied?.([scope[0], scope[1], time, id], value);
+      if (record === undefined || this.timeOf(record) !== time) return true;
+      if (rows.length === options.pageSize) {
+        const last = rows[rows.length - 1] as R;
+        pageToken = encodeToken({ timestamp: this.timeOf(last), id: last.id });
+        return false;
+      }
+      rows.push(record);
+      return true;
+    });
+    return pageToken === undefined ? { rows } : { rows, pageToken };
   }
 
   private *walk(scope: Scope, matches: (summary: S) => boolean, order: 'asc' | 'desc', after: Timestamped | undefined): Generator<R> {

@@ -14,20 +14,27 @@ export function nextTurn(): Promise<void> {
   return new Promise((resolve) => setImmediate(resolve));
 }
 
+/** A range as lmdb-js's getRange takes it; `exclusiveStart` applies to its first chunk (later ones always start after). */
+export interface KeyRange {
+  readonly start: Key;
+  readonly end: Key;
+  readonly reverse?: boolean;
+  readonly exclusiveStart?: boolean;
+}
+
 /**
- * Visits the rows under `prefix` in key order, after `after` (exclusive) when given, CHUNK_ROWS at a time with a turn
- * of the event loop between chunks; `visit` answers false to stop. Each chunk starts where the last one stopped, so a
- * row changed meanwhile is seen once, in its old or its new state, and a row added behind the cursor is not seen.
- * `maxRows` (whole chunks) bounds one call: past it the scan stops and answers the last key read, after which a later
- * call goes on; undefined when the range or `visit` ended it.
+ * Visits the rows of `range` in its order, CHUNK_ROWS at a time with a turn of the event loop between chunks; `visit`
+ * answers false to stop. Each chunk starts after where the last one stopped, so a row changed meanwhile is seen once,
+ * in its old or its new state, and a row added behind the cursor is not seen. `maxRows` (whole chunks) bounds one
+ * call: past it the scan stops and answers the last key read, after which a later call goes on; undefined when the
+ * range or `visit` ended it.
  */
-export async function scanChunked<V>(db: Database<V, Key>, prefix: readonly Key[], after: Key | undefined, visit: (key: Key, value: V) => boolean, maxRows = Infinity): Promise<Key | undefined> {
-  const end: Key = [...prefix, KEY_END];
-  let from = after;
+export async function scanRange<V>(db: Database<V, Key>, range: KeyRange, visit: (key: Key, value: V) => boolean, maxRows = Infinity): Promise<Key | undefined> {
+  let from: Key | undefined;
   let total = 0;
   for (;;) {
     let read = 0;
-    for (const { key, value } of db.getRange({ start: from ?? [...prefix], end, limit: CHUNK_ROWS, ...(from === undefined ? {} : { exclusiveStart: true }) })) {
+    for (const { key, value } of db.getRange({ ...range, ...(from === undefined ? {} : { start: from, exclusiveStart: true }), limit: CHUNK_ROWS })) {
       read++;
       from = key;
       if (!visit(key, value)) return undefined;
@@ -37,6 +44,11 @@ export async function scanChunked<V>(db: Database<V, Key>, prefix: readonly Key[
     if (total >= maxRows) return from;
     await nextTurn();
   }
+}
+
+/** `scanRange` over the rows under `prefix`, in key order, after `after` (exclusive) when given. */
+export function scanChunked<V>(db: Database<V, Key>, prefix: readonly Key[], after: Key | undefined, visit: (key: Key, value: V) => boolean, maxRows = Infinity): Promise<Key | undefined> {
+  return scanRange(db, { start: after ?? [...prefix], end: [...prefix, KEY_END], exclusiveStart: after !== undefined }, visit, maxRows);
 }
 
 /**

@@ -2,7 +2,7 @@
 // moved with each thread change, the index built for older directories, and one page read from it.
 import type { Database, Key } from 'lmdb';
 import type { DocumentKey } from '../../document-key.js';
-import { CHUNK_ROWS, nextTurn } from '../../store/chunked-scan.js';
+import { scanRange } from '../../store/chunked-scan.js';
 import type { Store } from '../../store/env.js';
 import { DB, KEY_END } from '../../store/keys.js';
 import { threadTimeKey } from '../../store/thread-times.js';
@@ -110,29 +110,25 @@ export async function indexedPage(store: Store, apiKey: string, query: IndexedQu
   const after = query.pageToken === undefined ? undefined : decodePageToken(query.pageToken, query.order);
   const range = rangeOf(apiKey, query, after);
   const rows: Row[] = [];
-  let examined = 0;
-  let from = range.start;
-  let last: SortKey | undefined;
-  for (;;) {
-    const limit = Math.min(CHUNK_ROWS, PAGE_EXAMINE_ROWS - examined);
-    let read = 0;
-    for (const { key, value } of times.getRange({ ...range, start: from, limit, exclusiveStart: true })) {
-      read++;
-      from = key;
-      const [, , u, d, a] = key as [string, string, number, string, string];
-      last = { u, d, a };
-      if ((inFolder !== undefined && !inFolder.has(d)) || !summaryMatches(value, query)) continue;
-      const record = threads.get([apiKey, query.organizationId, d, value.row]);
-      // Written and removed together; but a chunk after a turn of the event loop may find the thread changed since its
-      // row was read: it is listed at its new place (a thread updated between pages moves), not here.
-      if (record === undefined || record.lastUpdated !== u || record.annotationId !== a || !matches(record, query)) continue;
-      const lastOfPage = rows[rows.length - 1];
-      if (rows.length === query.pageSize && lastOfPage !== undefined) return { rows, nextPageToken: encodePageToken(query.order, lastOfPage) };
-      rows.push({ documentId: d, record });
+  let nextPageToken: string | undefined;
+  const cut = await scanRange(times, { ...range, exclusiveStart: true }, (key, value) => {
+    const [, , u, d, a] = key as [string, string, number, string, string];
+    if ((inFolder !== undefined && !inFolder.has(d)) || !summaryMatches(value, query)) return true;
+    const record = threads.get([apiKey, query.organizationId, d, value.row]);
+    // Written and removed together; but a chunk after a turn of the event loop may find the thread changed since its
+    // row was read: it is listed at its new place (a thread updated between pages moves), not here.
+    if (record === undefined || record.lastUpdated !== u || record.annotationId !== a || !matches(record, query)) return true;
+    const lastOfPage = rows[rows.length - 1];
+    if (rows.length === query.pageSize && lastOfPage !== undefined) {
+      nextPageToken = encodePageToken(query.order, lastOfPage);
+      return false;
     }
-    examined += read;
-    if (read < limit) return { rows };
-    if (examined >= PAGE_EXAMINE_ROWS && last !== undefined) return { rows, nextPageToken: encodeCursor(query.order, last) };
-    await nextTurn();
-  }
+    rows.push({ documentId: d, record });
+    return true;
+  }, PAGE_EXAMINE_ROWS);
+  if (nextPageToken !== undefined) return { rows, nextPageToken };
+  if (cut === undefined) return { rows };
+  // PAGE_EXAMINE_ROWS examined and more follow: the token names the last row examined.
+  const [, , u, d, a] = cut as [string, string, number, string, string];
+  return { rows, nextPageToken: encodeCursor(query.order, { u, d, a }) };
 }
