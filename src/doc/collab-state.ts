@@ -5,7 +5,7 @@ import type { Outbox } from '../events/outbox.js';
 import type { Store } from '../store/env.js';
 import { removeRangeInBatches } from '../store/chunked-scan.js';
 import { DB } from '../store/keys.js';
-import { threadsWithTimes } from '../store/thread-times.js';
+import { threadRanges } from '../store/thread-times.js';
 import { documentKeyString, type DocumentKey } from '../document-key.js';
 import type { ConnectionListener, DocumentActorLoader, DocumentActorView, PeerInfo } from './peer.js';
 import { AnnotationState, type AnnotationDeps, type LiveAnnotationChange, type Mutation } from './annotations/state.js';
@@ -220,8 +220,7 @@ export class CollabDocuments {
     await store.group.barrier();
     // In batches of bounded transactions (src/store/chunked-scan.ts): an organization may hold millions of threads.
     // A thread's index row goes with it; an organization's index range is under its prefix.
-    const times = prefix.length === 2 ? [store.records<unknown>(DB.annotationTimes)] : [];
-    await removeRangeInBatches(store, [threadsWithTimes(store), store.records<unknown>(DB.presence), ...times], prefix);
+    await removeRangeInBatches(store, [...threadRanges(store, prefix), store.records<unknown>(DB.presence)], prefix);
   }
 
   /** Runs a presence-changing task in the document's mailbox; resolves with the change once committed. */

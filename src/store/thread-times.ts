@@ -42,6 +42,14 @@ export function threadsWithTimes(store: Store): RangeHolder {
   };
 }
 
+/**
+ * What a removal of the range under `prefix` must take besides its other databases' rows: the threads with their index
+ * rows and, for a whole organization ([apiKey, organizationId]), the organization's index range itself.
+ */
+export function threadRanges(store: Store, prefix: readonly unknown[]): RangeHolder[] {
+  return prefix.length === 2 ? [threadsWithTimes(store), store.records<unknown>(DB.annotationTimes)] : [threadsWithTimes(store)];
+}
+
 /** Only inside a transaction: the index row of `thread`, moved from its document to `newDocumentId` (a document migration). */
 export function moveThreadTime(times: Database<unknown, Key>, from: readonly [string, string, string], newDocumentId: string, thread: TimedThread): void {
   const [apiKey, organizationId, documentId] = from;

@@ -2,7 +2,7 @@
 import type { Store } from '../../store/env.js';
 import { DB } from '../../store/keys.js';
 import { removeRangeInBatches, type RangeHolder } from '../../store/chunked-scan.js';
-import { threadsWithTimes } from '../../store/thread-times.js';
+import { threadRanges } from '../../store/thread-times.js';
 import type { DocumentKey } from '../../document-key.js';
 
 /**
@@ -37,14 +37,9 @@ export class LmdbDocumentData implements DocumentDataOwner {
 
   /** REMOVE_BATCH keys to a transaction: an organization's ranges may hold millions of rows (src/store/chunked-scan.ts). */
   private async removeRanges(prefix: string[]): Promise<void> {
-    const databases = DOCUMENT_DATABASES.map((name): RangeHolder => {
-      if (name === DB.docUpdates || name === DB.docSnapshots) return this.store.binary(name);
-      // A thread's index row goes with it (it is keyed by time, outside the document's range).
-      return name === DB.annotations ? threadsWithTimes(this.store) : this.store.records<unknown>(name);
-    });
-    // An organization's whole index range too: it is under the organization's prefix.
-    if (prefix.length === 2) databases.push(this.store.records<unknown>(DB.annotationTimes));
-    await removeRangeInBatches(this.store, databases, prefix);
+    // A thread's index row goes with it (it is keyed by time, outside the document's range): `threadRanges`.
+    const databases = DOCUMENT_DATABASES.filter((name) => name !== DB.annotations).map((name): RangeHolder => (name === DB.docUpdates || name === DB.docSnapshots ? this.store.binary(name) : this.store.records<unknown>(name)));
+    await removeRangeInBatches(this.store, [...threadRanges(this.store, prefix), ...databases], prefix);
   }
 }
 
