@@ -34,6 +34,13 @@ export interface SharedUsage {
  */
 export class TokenBuckets implements SharedUsage {
   private readonly buckets = new Map<string, Bucket>();
+  /**
+   * The key touched last and its bucket: already at the Map's LRU end, so touching it again needs no Map operation.
+   * One API key's frames come many in a row (a workspace's sync traffic), and each frame is checked by three sets of
+   * buckets; the Map's delete and set were most of a check's cost (bench/README.md, "Twenty-first session").
+   */
+  private lastKey: string | undefined;
+  private lastBucket: Bucket | undefined;
   /** Cluster mode only (`share`): tokens taken here by key since the last `takenSince`, at most maxKeys keys. */
   private taken: Map<string, number> | undefined;
 
@@ -77,31 +84,39 @@ export class TokenBuckets implements SharedUsage {
     this.spend(key, amount);
   }
 
-  /** Takes `amount` whatever is left, into debt down to `maxDebt` (a cost known only once paid: CPU time). */
-  spend(key: string, amount: number): void {
-    const bucket = this.touch(key);
+  /** Takes `amount` whatever is left, into debt down to `maxDebt` (a cost known only once paid: CPU time); `now`: the clock, when just read. */
+  spend(key: string, amount: number, now?: number): void {
+    const bucket = this.touch(key, now);
     bucket.tokens = Math.max(-(this.options.maxDebt ?? this.options.capacity), bucket.tokens - amount);
   }
 
   /** Whether `key`'s bucket holds anything now (after its refill). */
   hasAny(key: string): boolean {
+    // A refill only adds: a bucket that held tokens when last touched holds them now, without reading the clock. The
+    // key touched last is at the LRU end already, so skipping the touch changes no order either.
+    if (key === this.lastKey && (this.lastBucket as Bucket).tokens > 0) return true;
     return this.touch(key).tokens > 0;
   }
 
-  /** `key`'s bucket refilled to now, moved to the LRU end (made full, forgetting the oldest key, when new). */
-  private touch(key: string): Bucket {
+  /** `key`'s bucket refilled to `now`, moved to the LRU end (made full, forgetting the oldest key, when new). */
+  private touch(key: string, now = this.options.now()): Bucket {
     const { capacity, refillPerMs } = this.options;
-    const now = this.options.now();
-    let bucket = this.buckets.get(key);
+    const last = key === this.lastKey;
+    let bucket = last ? this.lastBucket : this.buckets.get(key);
     if (bucket === undefined) {
       bucket = { tokens: capacity, updatedAt: now };
       if (this.buckets.size >= this.options.maxKeys) this.forgetOldest();
+      this.buckets.set(key, bucket);
     } else {
-      this.buckets.delete(key);
+      if (!last) {
+        this.buckets.delete(key);
+        this.buckets.set(key, bucket);
+      }
       bucket.tokens = Math.min(capacity, bucket.tokens + Math.max(0, now - bucket.updatedAt) * refillPerMs);
       bucket.updatedAt = now;
     }
-    this.buckets.set(key, bucket);
+    this.lastKey = key;
+    this.lastBucket = bucket;
     return bucket;
   }
 
