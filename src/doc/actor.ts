@@ -146,7 +146,7 @@ export class DocumentActor implements DocumentActorView, TaskFailures, EditorDoc
     const cpu = this.deps.syncCpu;
     if (cpu === undefined) return this.mailbox.tell(() => handleClientFrame(this, peer, message));
     if (cpu.refuses(this.key.apiKey)) return false;
-    return this.mailbox.tell(() => cpu.timed(this.key.apiKey, () => handleClientFrame(this, peer, message)));
+    return this.mailbox.tell(() => cpu.timed(this.key.apiKey, handleClientFrame, this, peer, message));
   }
 
   /** @internal For the client frames (FrameTarget). */
@@ -157,23 +157,27 @@ export class DocumentActor implements DocumentActorView, TaskFailures, EditorDoc
 
   /** @internal For the client frames (FrameTarget): a client's update applied as is. */
   clientChanged(store: EditorDoc, update: Uint8Array, peer: Peer, frame?: Uint8Array): void {
-    this.changed(store, update, peer, frame);
+    // The frame found `peer` attached (attachedStore) in this same task: no need to look again.
+    this.changed(store, update, peer, peer, frame);
   }
 
   /** @internal For the actor's stores (EditorDocUpdates): a change to one of its docs. */
   storeUpdated(store: EditorDoc, update: Uint8Array, origin: unknown): void {
     if (origin === LOADING) return;
-    this.changed(store, update, origin);
+    this.changed(store, update, isChangeOrigin(origin) ? origin : REST_ORIGIN, this.isAttached(origin) ? origin : undefined);
   }
 
-  /** Stamps, logs and queues for the store's other connections one change; `frame` is the client's frame holding it. */
-  private changed(store: EditorDoc, update: Uint8Array, origin: unknown, frame?: Uint8Array): void {
-    store.touch(isChangeOrigin(origin) ? origin : REST_ORIGIN, Date.now());
+  /**
+   * Stamps, logs and queues for the store's other connections one change of `origin`; `sender`: the attached connection
+   * it came from (it does not get it back), `frame`: the client's frame holding it.
+   */
+  private changed(store: EditorDoc, update: Uint8Array, origin: ChangeOrigin, sender: Peer | undefined, frame?: Uint8Array): void {
+    store.touch(origin, Date.now());
     const commit = this.deps.updateLog.append(store, update);
     this.writesState?.logged(commit);
     // Peers get the update at the end of this turn, before the disk: a crash loses at most what clients still hold
     // and resend. Updates of one sender in one turn go out as one merged frame, not back to that sender.
-    this.fanout.queue(store, update, this.isAttached(origin) ? origin : undefined, frame);
+    this.fanout.queue(store, update, sender, frame);
   }
 
   /** @internal For the document's awareness (AwarenessOwner): a change's frame. */
