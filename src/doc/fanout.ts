@@ -79,15 +79,19 @@ export class UpdateFanout {
       queued.frame = undefined;
     }
     // setImmediate, not a microtask: uWS drains microtasks after each message callback, while every frame read in
-    // one poll phase is delivered before the check phase, so this is what gathers a turn's updates.
-    this.scheduled ??= setImmediate(() => {
-      try {
-        this.flush();
-      } catch (error) {
-        this.pending = undefined;
-        this.publisher.fanoutFailed(error);
-      }
-    });
+    // one poll phase is delivered before the check phase, so this is what gathers a turn's updates. The fan-out is
+    // passed to a function made once, not closed over by one made per turn.
+    this.scheduled ??= setImmediate(flushScheduled, this);
+  }
+
+  /** @internal The turn's scheduled flush: it runs from the immediate queue, where a throw would end the process. */
+  scheduledFlush(): void {
+    try {
+      this.flush();
+    } catch (error) {
+      this.pending = undefined;
+      this.publisher.fanoutFailed(error);
+    }
   }
 
   /** Publishes everything queued now; callers sending other frames flush first so frames keep the order of changes. */
@@ -117,6 +121,10 @@ export class UpdateFanout {
     this.scheduled = undefined;
     this.pending = undefined;
   }
+}
+
+function flushScheduled(fanout: UpdateFanout): void {
+  fanout.scheduledFlush();
 }
 
 /**
