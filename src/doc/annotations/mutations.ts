@@ -34,26 +34,30 @@ export type Outcome<T> = { readonly ok: true; readonly value: T } | { readonly o
 
 const fail = (message: string): { ok: false; message: string } => ({ ok: false, message });
 
-/** Appends comments, giving ids to those without one; a custom id already used in the thread fails the whole set. */
+/**
+ * Appends comments, giving ids to those without one; a custom id already used in the thread fails the whole set.
+ * Every id of a thread is below its `nextCommentId` (each id given or assigned moves it past itself, and deletes never
+ * lower it), so ids assigned from it are free: the thread's ids are gathered only when an input brings its own id, and
+ * a comment added to a long thread does not walk it (bench/README.md, "Twenty-first session: the comment write path").
+ */
 export function appendComments(
   existing: readonly CommentRecord[],
   nextCommentId: number,
   inputs: readonly CommentInput[],
   now: number,
 ): Outcome<{ comments: CommentRecord[]; added: CommentRecord[]; nextCommentId: number }> {
-  const used = new Set<number>();
-  for (const comment of existing) used.add(comment.commentId);
+  let used: Set<number> | undefined;
   let next = nextCommentId;
   const added: CommentRecord[] = [];
   for (const input of inputs) {
     let commentId = input.commentId;
     if (commentId === undefined) {
-      while (used.has(next)) next++;
       commentId = next;
-    } else if (used.has(commentId)) {
-      return fail(`commentId ${commentId} already exists in this annotation`);
+    } else {
+      used ??= new Set([...existing, ...added].map((comment) => comment.commentId));
+      if (used.has(commentId)) return fail(`commentId ${commentId} already exists in this annotation`);
     }
-    used.add(commentId);
+    used?.add(commentId);
     next = Math.max(next, commentId + 1);
     added.push(commentRecord(input, commentId, now));
   }

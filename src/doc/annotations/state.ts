@@ -67,6 +67,7 @@ export const SCAN_CHUNK = 1000;
 
 export class AnnotationState {
   private readonly db: Database<AnnotationRecord, Key>;
+  private readonly times: Database<ThreadSummary, Key>;
   private readonly writes: DocumentWrites;
 
   private constructor(
@@ -79,6 +80,7 @@ export class AnnotationState {
     private readonly legacy: Set<string> | undefined,
   ) {
     this.db = deps.store.records<AnnotationRecord>(DB.annotations);
+    this.times = deps.store.records<ThreadSummary>(DB.annotationTimes);
     this.writes = deps.writes ?? new DocumentWrites(deps.store);
   }
 
@@ -228,7 +230,7 @@ export class AnnotationState {
     const appended = appendComments(record.comments, record.nextCommentId, inputs, now);
     if (!appended.ok) throw invalidArgument(`data.commentData: ${appended.message}`);
     const { comments, added, nextCommentId } = appended.value;
-    checkThreadGrowth(record.comments, comments, this.maxThreadBytes);
+    checkThreadGrowth(record.comments, comments, this.maxThreadBytes, added);
     const after: AnnotationRecord = { ...record, comments, nextCommentId, lastUpdated: now };
     const events = added.map((comment): RaisedEvent => ({ type: 'comment.add', targetComment: comment, actionUser: comment.from }));
     const live = await this.commit([{ before: record, after, events }], now);
@@ -314,7 +316,7 @@ export class AnnotationState {
     const owner = this.deps;
     // Called on `deps`, not detached from it: a deps object may implement `published` as a method.
     const published = (live: readonly LiveAnnotationChange[]): void => owner.published?.(live);
-    const deps = { ref: this.ref, db: this.db, times: owner.store.records<ThreadSummary>(DB.annotationTimes), outbox: owner.outbox, records: (this.stored ??= new Map()), published, legacy: this.legacy };
+    const deps = { ref: this.ref, db: this.db, times: this.times, outbox: owner.outbox, records: (this.stored ??= new Map()), published, legacy: this.legacy };
     const committed = await this.writes.submit(new ThreadChanges(deps, changes, now, (record) => this.view(record), restore));
     return committed.live;
   }

@@ -11,6 +11,13 @@ import type { CommentRecord } from './model.js';
  */
 const measured = new WeakMap<CommentRecord, number>();
 
+/**
+ * A thread's running size: each comments array's bytes, summed once. Arrays are immutable as well, and the array a
+ * change leaves is the `before` of the thread's next change, so a comment added to a thread of 1,000 costs the bytes
+ * of that comment, not a walk of the other 999 (bench/README.md, "Twenty-first session: the comment write path").
+ */
+const totals = new WeakMap<readonly CommentRecord[], number>();
+
 export function commentBytes(comment: CommentRecord): number {
   let bytes = measured.get(comment);
   if (bytes === undefined) {
@@ -20,10 +27,25 @@ export function commentBytes(comment: CommentRecord): number {
   return bytes;
 }
 
-/** The comments' bytes as JSON, summed. */
+/** The comments' bytes as JSON, summed (once per array). */
 export function commentsBytes(comments: readonly CommentRecord[]): number {
-  let bytes = 0;
-  for (const comment of comments) bytes += commentBytes(comment);
+  let bytes = totals.get(comments);
+  if (bytes === undefined) {
+    bytes = 0;
+    for (const comment of comments) bytes += commentBytes(comment);
+    totals.set(comments, bytes);
+  }
+  return bytes;
+}
+
+/** Only for `after` = `before` followed by `added` (Add Comments): its size is the thread's so far plus what is added. */
+export function appendedBytes(before: readonly CommentRecord[], added: readonly CommentRecord[], after: readonly CommentRecord[]): number {
+  let bytes = totals.get(after);
+  if (bytes === undefined) {
+    bytes = commentsBytes(before);
+    for (const comment of added) bytes += commentBytes(comment);
+    totals.set(after, bytes);
+  }
   return bytes;
 }
 
@@ -33,15 +55,15 @@ export function commentsBytes(comments: readonly CommentRecord[]): number {
  * JSON (MAX_COMMENT_THREAD_BYTES; 0: none), unless it leaves it no larger than it was. A thread is one LMDB record
  * written whole by each of its changes, and sent whole to live clients: one workspace adding to one thread made every
  * change cost the whole thread, 1.3 s of the event loop at 58,000 comments (bench/README.md, "Twentieth session: noisy
- * neighbours, second pass").
+ * neighbours, second pass"). `added`: `after` is `before` followed by these (an append), so its size is the running one.
  */
-export function checkThreadGrowth(before: readonly CommentRecord[], after: readonly CommentRecord[], maxBytes: number): void {
+export function checkThreadGrowth(before: readonly CommentRecord[], after: readonly CommentRecord[], maxBytes: number, added?: readonly CommentRecord[]): void {
   if (after.length > MAX_COMMENTS_PER_THREAD && after.length > before.length) {
     limitRefusals.comment_thread_size++;
     throw failedPrecondition(`data.commentData: the thread would hold ${after.length} comments, past the limit of ${MAX_COMMENTS_PER_THREAD} comments a thread; nothing was written`);
   }
   if (maxBytes === 0) return;
-  const bytes = commentsBytes(after);
+  const bytes = added === undefined ? commentsBytes(after) : appendedBytes(before, added, after);
   if (bytes > maxBytes && bytes > commentsBytes(before)) {
     limitRefusals.comment_thread_size++;
     throw failedPrecondition(`data.commentData: the thread's comments would take ${bytes} bytes as JSON, past its size limit of ${maxBytes} (MAX_COMMENT_THREAD_BYTES); nothing was written`);
