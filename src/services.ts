@@ -25,7 +25,7 @@ import { commentSource, presenceSource, UserData } from './doc/user-data.js';
 import { PermissionProvider } from './tenant/permission-provider.js';
 import { OutboundHttp } from './delivery/outbound/http.js';
 import { DOCUMENT_DATABASES } from './tenant/directory/data-owners.js';
-import { buildThreadTimes } from './doc/annotations/time-index.js';
+import { buildThreadIds, buildThreadTimes } from './doc/annotations/time-index.js';
 import { openAgents, type AgentServices } from './agents/services.js';
 import { Workspaces } from './tenant/workspaces.js';
 import { Delivery } from './delivery/service.js';
@@ -143,8 +143,9 @@ export async function openServices(config: Config, log: Logger, publisher: Topic
   documentActors.onConnection(collab.connectionListener());
   // After the registry: its eviction drains the actor, whose departing connections write presence.
   directory.addDataOwner(collab);
-  // The threads of a directory older than their time index get their index rows before anything lists them.
+  // The threads of a directory older than their indexes get their index rows before anything lists them.
   await buildThreadTimes(store);
+  await buildThreadIds(store);
   const domains = new Domains(store);
   const jobs = new Jobs(store, log.child({ component: 'jobs' }), Date.now, workerRole, config.maxPendingJobsPerKey);
   const recordings = new Recordings(store);

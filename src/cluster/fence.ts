@@ -17,8 +17,8 @@ export type Fence = Readonly<Record<string, number>>;
 
 /** The document an op writes a row of (the document key string, as the leases name it), or undefined for other rows. */
 export function documentOf(op: ReplicatedOp): string | undefined {
-  if (op[0] === DB.annotationTimes) {
-    // A thread's index row is keyed by time, but belongs to the thread's document: it is fenced with the thread.
+  if (op[0] === DB.annotationTimes || op[0] === DB.annotationIds) {
+    // A thread's index rows are keyed by time and by id, but belong to the thread's document: fenced with the thread.
     const document = documentOfThreadTime(op[1]);
     return document === undefined ? undefined : JSON.stringify(document);
   }

@@ -97,13 +97,12 @@ export class DocumentMigrations {
     const db = this.database(name);
     const prefix = [from.apiKey, from.organizationId, from.documentId];
     const entries = Array.from(db.getRange({ start: prefix, end: [...prefix, KEY_END] }));
-    const times = name === DB.annotations ? this.deps.store.records<unknown>(DB.annotationTimes) : undefined;
     for (const { key, value } of entries) {
       const rest = (key as unknown[]).slice(3) as Array<string | number>;
       db.putSync([from.apiKey, from.organizationId, newDocumentId, ...rest], this.retarget(name, value, newDocumentId));
       db.removeSync(key);
-      // A thread's index row names its document (it is keyed by time, outside the document's range).
-      if (times !== undefined) moveThreadTime(times, [from.apiKey, from.organizationId, from.documentId], newDocumentId, value as TimedThread);
+      // A thread's index rows name its document (they are keyed by time and by id, outside the document's range).
+      if (name === DB.annotations) moveThreadTime(this.deps.store, [from.apiKey, from.organizationId, from.documentId], newDocumentId, value as TimedThread);
     }
     return entries.length;
   }

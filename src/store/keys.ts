@@ -43,6 +43,11 @@ export const DB = {
    * listing order, one row per thread written and removed with it (src/store/thread-times.ts)
    */
   annotationTimes: 'annotation-times',
+  /**
+   * [apiKey, organizationId, annotationId, documentId] -> the thread row's last key element (its number, or its id for a
+   * row of schema 1 or 2): the organization's threads by id, written and removed with them (src/store/thread-times.ts)
+   */
+  annotationIds: 'annotation-ids',
   /** [apiKey, organizationId, documentId, userId] -> PresenceRecord */
   presence: 'presence',
   /** [apiKey, organizationId, documentId, liveStateDataId] -> { data, updatedAt } (livestate/broadcast) */
@@ -179,8 +184,11 @@ export function distinctAfter(db: Pick<Database<unknown, Key>, 'getKeys'>, prefi
  * 9: a planned advanced webhook message has no record until its first attempt settles (its time-index row and the
  * message's shared row stand for it); a build stamped 8 would cancel its job ("the endpoint was deleted") and list
  * nothing for it, so it must refuse such a directory.
+ * 10: every comment thread has a row in the index by annotation id (`annotation-ids`) that the organization-wide
+ * listing of requested ids reads; a build stamped 9 would add and remove threads without their id rows, so it must
+ * refuse such a directory.
  */
-export const SCHEMA_VERSION = 9;
+export const SCHEMA_VERSION = 10;
 
 /**
  * Older stamps this build reads as they are (and re-stamps): version 1's inline records still decode, and threads
@@ -188,6 +196,7 @@ export const SCHEMA_VERSION = 9;
  * notifications and webhook messages of 1 to 3 are indexed by time once at start (src/delivery/time-index.ts), and
  * the pending delivery jobs of 1 to 4 by target (DeliveryQueue.buildTargetIndex); 1 to 5 have no lanes, and none is
  * needed; the webhook messages of 1 to 6 hold their bodies and are read as they are; the threads of 1 to 7 are indexed by time
- * once at start (src/doc/annotations/time-index.ts); every webhook message of 1 to 8 has its record.
+ * once at start (src/doc/annotations/time-index.ts); every webhook message of 1 to 8 has its record; the threads of 1 to 9 are indexed by id
+ * once at start (src/doc/annotations/time-index.ts).
  */
-export const READABLE_SCHEMA_VERSIONS: readonly number[] = [1, 2, 3, 4, 5, 6, 7, 8];
+export const READABLE_SCHEMA_VERSIONS: readonly number[] = [1, 2, 3, 4, 5, 6, 7, 8, 9];

@@ -1,9 +1,9 @@
-// Tests the organization-wide comment listing read from the threads' time index: order, paging, rows read per page, the index kept through every delete and move, and built for older directories.
+// Tests the organization-wide comment listing read from the threads' indexes (by time, by id): order, paging, rows read per page, the indexes kept through every delete and move, and built for older directories.
 import type { Database, Key } from 'lmdb';
 import t, { type Test } from 'tap';
 import { documentOf } from '../../src/cluster/fence.js';
 import type { AnnotationRecord } from '../../src/doc/annotations/model.js';
-import { PAGE_EXAMINE_ROWS, TIMES_BUILT, type ThreadSummary } from '../../src/doc/annotations/time-index.js';
+import { IDS_BUILT, PAGE_EXAMINE_ROWS, TIMES_BUILT, type ThreadSummary } from '../../src/doc/annotations/time-index.js';
 import { Store } from '../../src/store/env.js';
 import { DB } from '../../src/store/keys.js';
 import { startTestServer } from '../helpers/server.js';
@@ -50,16 +50,21 @@ function sorted(rows: readonly Listed[], order: 'asc' | 'desc'): string[] {
   return [...rows].sort((a, b) => sign * (a.lastUpdated - b.lastUpdated || cmp(a.metadata.documentId, b.metadata.documentId) || cmp(a.annotationId, b.annotationId))).map(idOf);
 }
 
-/** Every thread row has exactly its index row (its key from the thread, its summary naming the row), and no other index row exists. */
+/** Every thread row has exactly its two index rows (keys from the thread, each naming the row), and no other index row exists. */
 function indexMatchesThreads(t: Test, store: Store, what: string): void {
   const expected = new Map<string, unknown>();
+  const expectedIds = new Map<string, unknown>();
   for (const { key, value } of store.records<AnnotationRecord>(DB.annotations).getRange({})) {
     const [apiKey, organizationId, documentId, row] = key as [string, string, string, number | string];
     expected.set(JSON.stringify([apiKey, organizationId, value.lastUpdated, documentId, value.annotationId]), row);
+    expectedIds.set(JSON.stringify([apiKey, organizationId, value.annotationId, documentId]), row);
   }
   const found = new Map<string, unknown>();
   for (const { key, value } of store.records<ThreadSummary>(DB.annotationTimes).getRange({})) found.set(JSON.stringify(key), value.row);
   t.same([...found].sort(), [...expected].sort(), `${what}: one index row per thread, and none besides (${expected.size} threads)`);
+  const foundIds = new Map<string, unknown>();
+  for (const { key, value } of store.records<unknown>(DB.annotationIds).getRange({})) foundIds.set(JSON.stringify(key), value);
+  t.same([...foundIds].sort(), [...expectedIds].sort(), `${what}: one id row per thread, and none besides`);
 }
 
 /** Counts the rows a listing reads of the threads and of their index, through the store's own database objects. */
@@ -82,6 +87,7 @@ function countReads(t: Test, store: Store): { threads: number; index: number } {
   };
   const threads = store.records<AnnotationRecord>(DB.annotations);
   wrapRange(threads, () => counts.threads++);
+  wrapRange(store.records<unknown>(DB.annotationIds), () => counts.index++);
   wrapRange(store.records<ThreadSummary>(DB.annotationTimes), () => counts.index++);
   const get = threads.get.bind(threads);
   threads.get = ((key: Key) => {
@@ -257,11 +263,13 @@ t.test('the index rows go with their threads: thread, location, document, folder
   indexMatchesThreads(t, store, 'an organization deleted');
   t.same(await listed(), []);
   t.equal([...store.records(DB.annotationTimes).getKeys({})].length, 1, "another organization's index row stays");
+  t.equal([...store.records(DB.annotationIds).getKeys({})].length, 1, "and its id row");
   t.equal(
     documentOf([DB.annotationTimes, [e.creds.apiKey, ORG, 5, 'd1', 'a']]),
     documentOf([DB.annotations, [e.creds.apiKey, ORG, 'd1', 1]]),
     'in a cluster, an index row is fenced with its document',
   );
+  t.equal(documentOf([DB.annotationIds, [e.creds.apiKey, ORG, 'a', 'd1']]), documentOf([DB.annotations, [e.creds.apiKey, ORG, 'd1', 1]]), 'and an id row');
 });
 
 t.test('a directory of schema 7 (threads, no index) gets its index at the first start, a thread under its schema-2 key included', async (t) => {
@@ -277,6 +285,8 @@ t.test('a directory of schema 7 (threads, no index) gets its index at the first 
   await old.transaction(() => {
     const times = old.records<ThreadSummary>(DB.annotationTimes);
     for (const key of [...times.getKeys({})]) times.removeSync(key);
+    const ids = old.records<unknown>(DB.annotationIds);
+    for (const key of [...ids.getKeys({})]) ids.removeSync(key);
     const threads = old.records<AnnotationRecord>(DB.annotations);
     const numbered = [e.creds.apiKey, ORG, 'doc-b', 3];
     const record = threads.get(numbered);
@@ -285,6 +295,7 @@ t.test('a directory of schema 7 (threads, no index) gets its index at the first 
     threads.putSync([e.creds.apiKey, ORG, 'doc-b', record.annotationId], record);
     const meta = old.records<unknown>(DB.meta);
     meta.removeSync(TIMES_BUILT);
+    meta.removeSync(IDS_BUILT);
     meta.putSync('schemaVersion', 7);
   });
   await old.close();
@@ -298,4 +309,26 @@ t.test('a directory of schema 7 (threads, no index) gets its index at the first 
   indexMatchesThreads(t, store, 'the old-key thread moved to its number with its change, and its index row with it');
   t.equal((await page(upgraded, { pageSize: 1 })).rows[0]?.annotationId, 'b2', 'and it is listed first now');
   t.equal(store.records<unknown>(DB.meta).get(TIMES_BUILT), true, 'the build is marked done');
+  t.equal(store.records<unknown>(DB.meta).get(IDS_BUILT), true, 'both builds');
+  const byId = await upgraded.call<Array<Listed | null>>('/v2/commentannotations/get', { organizationId: ORG, annotationIds: ['b2', 'a1'] });
+  t.same(byId.data.map((row) => row?.annotationId), ['b2', 'a1'], 'threads are found by id after the build');
+});
+
+t.test('requested ids read a row and a thread per id and document, not the organization', async (t) => {
+  const e = await env(t);
+  const documents = 6;
+  for (let d = 0; d < documents; d++) {
+    await addThreads(e, `doc-${d}`, Array.from({ length: 1000 }, (_, i) => ({ annotationId: `t${d}-${i}`, commentData: [{ from: i === 7 ? bob : alice }] })));
+  }
+  // One id in two documents (ids are unique within a document only), and one in another organization.
+  await addThreads(e, 'doc-x', [{ annotationId: 't0-7', commentData: [{ from: bob }] }]);
+  await addThreads(e, 'doc-a', [{ annotationId: 't1-1', commentData: [{ from: alice }] }], 'org2');
+  const reads = countReads(t, e.server.server.services.store);
+  const ids = ['t3-999', 'nope', 't1-1', 't0-7', 't5-0'];
+  const res = await e.call<Array<Listed | null>>('/v2/commentannotations/get', { organizationId: ORG, annotationIds: ids });
+  t.same(res.data.map((row) => (row === null ? null : idOf(row))), ['doc-3/t3-999', null, 'doc-1/t1-1', 'doc-x/t0-7', 'doc-5/t5-0'], 'one entry per id, in request order, null when missing');
+  t.equal(res.extra['nextPageToken'], undefined, 'no paging');
+  t.ok(reads.index <= 5 && reads.threads <= 5, `${ids.length} ids over ${documents * 1000} threads read ${reads.index} id rows and ${reads.threads} threads`);
+  const filtered = await e.call<Array<Listed | null>>('/v2/commentannotations/get', { organizationId: ORG, annotationIds: ['t2-7', 't2-8'], userIds: ['bob'] });
+  t.same(filtered.data.map((row) => row?.annotationId ?? null), ['t2-7', null], 'other filters still exclude');
 });

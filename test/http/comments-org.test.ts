@@ -1,6 +1,6 @@
 // Tests Get Comment Annotations across a whole organization (no document named): read from the committed rows, no document loaded.
 import t from 'tap';
-import { SCAN_CHUNK } from '../../src/doc/annotations/state.js';
+import { CHUNK_ROWS as SCAN_CHUNK } from '../../src/store/chunked-scan.js';
 import { envFor, env } from './comments-env.js';
 
 const alice = { userId: 'alice', name: 'Alice' };

@@ -6,7 +6,7 @@ import { annotationView, type AnnotationView } from './model.js';
 import type { DocumentKey } from '../../document-key.js';
 import { countFor, matches, PageCollector, type AnnotationFilter, type Order, type Page, type Row } from './query.js';
 import { AnnotationState } from './state.js';
-import { indexedPage } from './time-index.js';
+import { indexedPage, threadsById } from './time-index.js';
 
 export interface ListInput extends AnnotationFilter {
   readonly organizationId: string;
@@ -35,7 +35,7 @@ export interface DocumentSource {
   readonly folderDocuments: (apiKey: string, organizationId: string, folderId: string) => readonly string[];
   /**
    * One process: a listing that names no document reads the organization's committed threads straight from LMDB (a
-   * page from the time index, `indexedPage`; requested ids by `AnnotationState.scanCommitted`) instead of loading
+   * page from the time index, `indexedPage`; requested ids through the index by id, `threadsById`) instead of loading
    * every document that has threads. Absent on a cluster node,
    * whose store is a cache that may lag the documents' owners: each document is read through its owner there.
    */
@@ -100,8 +100,8 @@ export async function listAnnotations(docs: CollabDocuments, source: DocumentSou
       const query = { ...input, order: input.order ?? 'desc', pageSize: input.pageSize ?? DEFAULT_PAGE_SIZE };
       return answer(await indexedPage(source.store, apiKey, query, inFolder), input, view);
     }
-    // Requested ids: one chunked scan of the organization's threads (no index by annotation id).
-    await AnnotationState.scanCommitted(source.store, apiKey, input.organizationId, (documentId, record) => {
+    // Requested ids: read through the index by id, a row and a thread per id and document that has it.
+    threadsById(source.store, apiKey, input.organizationId, input.annotationIds ?? [], (documentId, record) => {
       if ((inFolder === undefined || inFolder.has(documentId)) && matches(record, input)) take({ documentId, record });
     });
   } else {

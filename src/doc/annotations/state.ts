@@ -15,7 +15,7 @@ import { matches } from './query.js';
 import { ThreadChanges, type Change, type LiveAnnotationChange } from './thread-changes.js';
 import { checkThreadGrowth } from './thread-size.js';
 import { DEFAULT_MAX_COMMENT_THREAD_BYTES } from '../../limits.js';
-import type { ThreadSummary } from './time-index.js';
+import { threadIndexes, type ThreadIndexes } from './time-index.js';
 
 
 export type { LiveAnnotationChange };
@@ -62,12 +62,10 @@ export interface AnnotationDeps {
 /** What a document without threads reads (most loaded documents have none; an empty Map is ~180 bytes). Never written. */
 const NO_RECORDS: ReadonlyMap<string, AnnotationRecord> = new Map();
 
-/** Threads one chunk of `scanCommitted` reads before it lets the event loop turn (~1–3 ms of decoding). */
-export const SCAN_CHUNK = 1000;
-
 export class AnnotationState {
   private readonly db: Database<AnnotationRecord, Key>;
-  private readonly times: Database<ThreadSummary, Key>;
+  /** The thread indexes' databases, resolved once per document rather than per commit. */
+  private readonly indexes: ThreadIndexes;
   private readonly writes: DocumentWrites;
 
   private constructor(
@@ -80,7 +78,7 @@ export class AnnotationState {
     private readonly legacy: Set<string> | undefined,
   ) {
     this.db = deps.store.records<AnnotationRecord>(DB.annotations);
-    this.times = deps.store.records<ThreadSummary>(DB.annotationTimes);
+    this.indexes = threadIndexes(deps.store);
     this.writes = deps.writes ?? new DocumentWrites(deps.store);
   }
 
@@ -107,28 +105,6 @@ export class AnnotationState {
       nextNumber = Math.max(nextNumber, value.annotationNumber + 1);
     }
     return new AnnotationState(ref, deps, records, nextNumber, legacy);
-  }
-
-  /**
-   * Every committed thread of the organization, read from LMDB without loading any document, `SCAN_CHUNK` rows at a
-   * time with a turn of the event loop between chunks (a large organization's scan must not hold the loop). Each
-   * chunk reads where the last one stopped, so a thread changed meanwhile is seen once, in its old or its new state;
-   * one created behind the cursor, or moved there from its schema-2 key, is not seen by this scan.
-   */
-  static async scanCommitted(store: Store, apiKey: string, organizationId: string, visit: (documentId: string, record: AnnotationRecord) => void): Promise<void> {
-    const db = store.records<AnnotationRecord>(DB.annotations);
-    const end: Key = [apiKey, organizationId, KEY_END];
-    let after: Key | undefined;
-    for (;;) {
-      let read = 0;
-      for (const { key, value } of db.getRange({ start: after ?? [apiKey, organizationId], end, limit: SCAN_CHUNK, ...(after === undefined ? {} : { exclusiveStart: true }) })) {
-        read++;
-        after = key;
-        visit((key as Key[])[2] as string, value);
-      }
-      if (read < SCAN_CHUNK) return;
-      await new Promise<void>((resolve) => setImmediate(resolve));
-    }
   }
 
   /** Ids of the organization's documents that have at least one thread, from the stored keys (skip-scan). */
@@ -316,7 +292,7 @@ export class AnnotationState {
     const owner = this.deps;
     // Called on `deps`, not detached from it: a deps object may implement `published` as a method.
     const published = (live: readonly LiveAnnotationChange[]): void => owner.published?.(live);
-    const deps = { ref: this.ref, db: this.db, times: this.times, outbox: owner.outbox, records: (this.stored ??= new Map()), published, legacy: this.legacy };
+    const deps = { ref: this.ref, db: this.db, indexes: this.indexes, outbox: owner.outbox, records: (this.stored ??= new Map()), published, legacy: this.legacy };
     const committed = await this.writes.submit(new ThreadChanges(deps, changes, now, (record) => this.view(record), restore));
     return committed.live;
   }

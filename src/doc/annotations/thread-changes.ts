@@ -7,7 +7,7 @@ import { eventDraft } from './events.js';
 import type { AnnotationRecord, AnnotationView } from './model.js';
 import type { DocumentKey } from '../../document-key.js';
 import type { RaisedEvent } from './mutations.js';
-import { writeThreadTime, type ThreadSummary } from './time-index.js';
+import { writeThreadTime, type ThreadIndexes } from './time-index.js';
 
 /** One thread's change, with the events it raises. */
 export interface Change {
@@ -22,8 +22,8 @@ export type LiveAnnotationChange = { readonly op: 'upsert'; readonly annotation:
 export interface ThreadChangeDeps {
   readonly ref: DocumentKey;
   readonly db: Database<AnnotationRecord, Key>;
-  /** DB.annotationTimes: each thread's index row, written in the transaction of its change. */
-  readonly times: Database<ThreadSummary, Key>;
+  /** Each thread's index rows (by time, by id), written in the transaction of its change. */
+  readonly indexes: ThreadIndexes;
   readonly outbox: Outbox;
   /** The document's threads in memory. */
   readonly records: Map<string, AnnotationRecord>;
@@ -72,9 +72,10 @@ export class ThreadChanges implements DocumentChange {
       const key = [ref.apiKey, ref.organizationId, ref.documentId, thread.annotationNumber];
       if (change.after === undefined) db.removeSync(key);
       else db.putSync(key, change.after);
-      writeThreadTime(this.deps.times, ref, change.before, change.after);
       // A thread still under its schema-2 key moves to the numbered one with its first change.
-      if (this.deps.legacy?.has(view.annotationId) === true) db.removeSync([ref.apiKey, ref.organizationId, ref.documentId, view.annotationId]);
+      const legacy = this.deps.legacy?.has(view.annotationId) === true;
+      writeThreadTime(this.deps.indexes, ref, change.before, change.after, legacy);
+      if (legacy) db.removeSync([ref.apiKey, ref.organizationId, ref.documentId, view.annotationId]);
       for (const raised of change.events) {
         // An event nothing acts on (no channel of the API key wants its type) is not raised (`Outbox.wants`); one only
         // recorders keep (the activity log, a notification sent at once) is recorded here, without an outbox row

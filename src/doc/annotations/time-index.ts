@@ -1,11 +1,11 @@
-// Owns the organization-wide comment listing read from the threads' time index: the summary an index row holds, the row
-// moved with each thread change, the index built for older directories, and one page read from it.
+// Owns the organization-wide comment listing read from the threads' indexes: the summary a time-index row holds, the rows
+// moved with each thread change, the indexes built for older directories, a page read by time and threads read by id.
 import type { Database, Key } from 'lmdb';
 import type { DocumentKey } from '../../document-key.js';
 import { scanRange } from '../../store/chunked-scan.js';
 import type { Store } from '../../store/env.js';
 import { DB, KEY_END } from '../../store/keys.js';
-import { threadTimeKey } from '../../store/thread-times.js';
+import { threadIdKey, threadTimeKey } from '../../store/thread-times.js';
 import type { AnnotationRecord } from './model.js';
 import { decodePageToken, encodeCursor, encodePageToken, matches, type AnnotationFilter, type Order, type Page, type Row, type SortKey } from './query.js';
 
@@ -22,6 +22,9 @@ export interface ThreadSummary {
 
 /** DB.meta marker: the threads stored before the index (schema 7 and older) have their index rows. */
 export const TIMES_BUILT = 'annotationTimesBuilt';
+
+/** DB.meta marker: the threads stored before the index by id (schema 9 and older) have their id rows. */
+export const IDS_BUILT = 'annotationIdsBuilt';
 
 /**
  * Index rows one page examines at most. A filter few threads match would otherwise walk the whole organization for
@@ -52,11 +55,31 @@ function summaryMatches(summary: ThreadSummary, filter: AnnotationFilter): boole
   return true;
 }
 
-/** Only inside the transaction that writes the thread's change: its index row follows it (moved, rewritten or removed). */
-export function writeThreadTime(times: Database<ThreadSummary, Key>, ref: DocumentKey, before: AnnotationRecord | undefined, after: AnnotationRecord | undefined): void {
+/** A thread's two index rows: by time (DB.annotationTimes) and by id (DB.annotationIds). */
+export interface ThreadIndexes {
+  readonly times: Database<ThreadSummary, Key>;
+  readonly ids: Database<number | string, Key>;
+}
+
+export function threadIndexes(store: Store): ThreadIndexes {
+  return { times: store.records<ThreadSummary>(DB.annotationTimes), ids: store.records<number | string>(DB.annotationIds) };
+}
+
+/**
+ * Only inside the transaction that writes the thread's change: its index rows follow it (moved, rewritten or removed).
+ * The id row names where the thread's row is, so it is written when the thread is new or its row moves (`rowMoved`: a
+ * schema-2 row going to its number), not at every change.
+ */
+export function writeThreadTime(indexes: ThreadIndexes, ref: DocumentKey, before: AnnotationRecord | undefined, after: AnnotationRecord | undefined, rowMoved = false): void {
   const { apiKey, organizationId, documentId } = ref;
+  const { times, ids } = indexes;
   if (before !== undefined && (after === undefined || after.lastUpdated !== before.lastUpdated)) times.removeSync(threadTimeKey(apiKey, organizationId, documentId, before));
   if (after !== undefined) times.putSync(threadTimeKey(apiKey, organizationId, documentId, after), summarize(after, after.annotationNumber));
+  const thread = after ?? before;
+  if (thread === undefined) return;
+  const idKey = threadIdKey(apiKey, organizationId, documentId, thread.annotationId);
+  if (after === undefined) ids.removeSync(idKey);
+  else if (before === undefined || rowMoved) ids.putSync(idKey, after.annotationNumber);
 }
 
 /**
@@ -74,6 +97,40 @@ export function buildThreadTimes(store: Store): Promise<number> {
     }
     return indexed;
   });
+}
+
+/**
+ * Writes the id row of every thread stored before the index by id existed (schema 9 and older), once per directory, in
+ * one transaction at start, before the server listens (`Store.backfillOnce`). Answers how many it wrote.
+ */
+export function buildThreadIds(store: Store): Promise<number> {
+  return store.backfillOnce(IDS_BUILT, () => {
+    const ids = store.records<number | string>(DB.annotationIds);
+    let indexed = 0;
+    for (const { key, value } of store.records<AnnotationRecord>(DB.annotations).getRange({})) {
+      const [apiKey, organizationId, documentId, row] = key as [string, string, string, number | string];
+      ids.putSync(threadIdKey(apiKey, organizationId, documentId, value.annotationId), row);
+      indexed++;
+    }
+    return indexed;
+  });
+}
+
+/**
+ * The organization's threads with these ids, read through the index by id: a row and a thread per id and document
+ * that has it, whatever the organization holds. `visit` gets each in index order (by id, then document).
+ */
+export function threadsById(store: Store, apiKey: string, organizationId: string, annotationIds: readonly string[], visit: (documentId: string, record: AnnotationRecord) => void): void {
+  const { ids } = threadIndexes(store);
+  const threads = store.records<AnnotationRecord>(DB.annotations);
+  for (const annotationId of new Set(annotationIds)) {
+    const prefix = [apiKey, organizationId, annotationId];
+    for (const { key, value } of ids.getRange({ start: prefix, end: [...prefix, KEY_END] })) {
+      const documentId = (key as [string, string, string, string])[3];
+      const record = threads.get([apiKey, organizationId, documentId, value]);
+      if (record !== undefined && record.annotationId === annotationId) visit(documentId, record);
+    }
+  }
 }
 
 export interface IndexedQuery extends AnnotationFilter {
