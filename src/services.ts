@@ -25,6 +25,7 @@ import { commentSource, presenceSource, UserData } from './doc/user-data.js';
 import { PermissionProvider } from './tenant/permission-provider.js';
 import { OutboundHttp } from './delivery/outbound/http.js';
 import { DOCUMENT_DATABASES } from './tenant/directory/data-owners.js';
+import { personalDataCursor, type PersonalDataCursor } from './tenant/directory/users.js';
 import { buildThreadIds, buildThreadTimes } from './doc/annotations/time-index.js';
 import { openAgents, type AgentServices } from './agents/services.js';
 import { Workspaces } from './tenant/workspaces.js';
@@ -158,22 +159,28 @@ export async function openServices(config: Config, log: Logger, publisher: Topic
   const userData = new UserData(jobs);
   userData.addSource({
     feature: 'directory',
-    // Cursors are [apiKey, organizationId]: every export cursor starts with the API key (src/doc/user-data.ts).
+    // Cursors are [apiKey, organizationId] or, inside an organization whose grants fill pages, [apiKey, organizationId,
+    // level, resourceId]: every export cursor starts with the API key (src/doc/user-data.ts).
     collect: async (apiKey, userId, after, limit) => {
-      const from = after?.[1];
-      const page = await directory.users.personalData(apiKey, userId, { limit, ...(typeof from === 'string' ? { after: from } : {}) });
-      return page.next === undefined ? { items: page.items } : { items: page.items, next: [apiKey, page.next] };
+      const page = await directory.users.personalData(apiKey, userId, { limit, ...(after === undefined ? {} : { after: personalDataCursor(after) }) });
+      if (page.next === undefined) return { items: page.items };
+      const { organizationId, grant } = page.next;
+      return { items: page.items, next: grant === undefined ? [apiKey, organizationId] : [apiKey, organizationId, grant.level, grant.resourceId] };
     },
     erase: async (apiKey, userId) => {
-      let erased = 0;
-      let after: string | undefined;
+      // Each organization once, though its grants may span pages.
+      const erased = new Set<string>();
+      let after: PersonalDataCursor | undefined;
       do {
         const page = await directory.users.personalData(apiKey, userId, { limit: 100, ...(after === undefined ? {} : { after }) });
-        for (const { organizationId } of page.items) await directory.users.delete(apiKey, { organizationId }, [userId]);
-        erased += page.items.length;
+        for (const { organizationId } of page.items) {
+          if (erased.has(organizationId)) continue;
+          await directory.users.delete(apiKey, { organizationId }, [userId]);
+          erased.add(organizationId);
+        }
         after = page.next;
       } while (after !== undefined);
-      return erased;
+      return erased.size;
     },
   });
   userData.addSource(commentSource(store, collab));

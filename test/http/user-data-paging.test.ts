@@ -3,6 +3,7 @@ import t from 'tap';
 import type { NotificationRecord } from '../../src/delivery/notification-store.js';
 import { CHUNK_ROWS, WRITE_BATCH } from '../../src/store/chunked-scan.js';
 import type { Credentials } from '../helpers/api.js';
+import { EXPORT_GRANTS_PER_PAGE } from '../../src/tenant/directory/users.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
 type Export = Record<string, unknown[]> & { userId: string };
@@ -122,4 +123,32 @@ t.test('an erase of a user in more notifications than one batch changes every on
   t.ok(left.every((n) => n.notifyUsersByUserId.dora === undefined), 'none left addressed to her');
   const pages = await exportAll(server, credentials, 'dora');
   t.same(pages[0]?.notifications, [], 'a second export finds none');
+});
+
+t.test("a user's grants in one organization fill pages of EXPORT_GRANTS_PER_PAGE, not one item of every grant", async (t) => {
+  const server = await startTestServer(t);
+  const credentials = await server.api.createWorkspace();
+  const { users } = server.server.services.directory;
+  const documents = Math.floor(EXPORT_GRANTS_PER_PAGE * 2.5);
+  await users.add(credentials.apiKey, { organizationId: 'org-a' }, [{ userId: 'gus', name: 'Gus' }]);
+  await users.add(credentials.apiKey, { organizationId: 'org-b' }, [{ userId: 'gus', name: 'Gus' }]);
+  for (let start = 0; start < documents; start += 100) {
+    await Promise.all(Array.from({ length: 100 }, (_, i) => users.add(credentials.apiKey, { organizationId: 'org-a', documentId: `d${String(start + i).padStart(5, '0')}` }, [{ userId: 'gus' }])));
+  }
+  type Item = { organizationId: string; profile?: unknown; grants: Array<{ level: string; resourceId: string }>; groups: string[] };
+  const pages = await exportAll(server, credentials, 'gus');
+  const items = pages.flatMap((page) => page.directory as Item[]);
+  const grantsPerPage = pages.map((page) => (page.directory as Item[]).reduce((sum, item) => sum + item.grants.length, 0));
+  t.ok(grantsPerPage.every((count) => count <= EXPORT_GRANTS_PER_PAGE), `at most ${EXPORT_GRANTS_PER_PAGE} grants a page: ${grantsPerPage.join(', ')}`);
+  const grants = items.flatMap((item) => item.grants.map((grant) => `${item.organizationId}/${grant.level}/${grant.resourceId}`));
+  t.equal(grants.length, documents + 2, 'every grant: the documents and one organization grant in each organization');
+  t.equal(new Set(grants).size, grants.length, 'each once');
+  t.same(items.filter((item) => item.profile !== undefined).map((item) => item.organizationId), ['org-a', 'org-b'], 'the profile once per organization, on its first item');
+
+  const started = await server.api.call<{ jobId: string }>(credentials, '/v2/users/data/delete', { userId: 'gus' });
+  const jobId = (started.body as unknown as { data: { jobId: string } }).data.jobId;
+  await server.server.services.jobs.idle();
+  const status = await server.api.call<{ erased: Record<string, number> }>(credentials, '/v2/users/data/delete/status', { jobId });
+  t.equal(status.body.result?.data.erased.directory, 2, 'the erase counts each organization once');
+  t.same((await exportAll(server, credentials, 'gus'))[0]?.directory, [], 'and leaves nothing');
 });

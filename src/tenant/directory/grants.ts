@@ -71,8 +71,11 @@ export class Grants {
     return this.db.scan<true>(keys.principalGrants(apiKey, organizationId, principal), { limit: 1 }).length > 0;
   }
 
-  ofPrincipal(apiKey: string, organizationId: string, principal: Principal): GrantRef[] {
-    return this.db.scan<true>(keys.principalGrants(apiKey, organizationId, principal)).flatMap(({ key }) => {
+  /** The principal's grants in the organization, in (level, resource) order; after `after` and at most `limit` when given. */
+  ofPrincipal(apiKey: string, organizationId: string, principal: Principal, options: { after?: GrantRef; limit?: number } = {}): GrantRef[] {
+    const prefix = keys.principalGrants(apiKey, organizationId, principal);
+    const scan = { ...(options.after === undefined ? {} : { after: [...prefix, options.after.level, options.after.resourceId] }), ...(options.limit === undefined ? {} : { limit: options.limit }) };
+    return this.db.scan<true>(prefix, scan).flatMap(({ key }) => {
       const level = key[5];
       const resourceId = key[6];
       return (level === 'organization' || level === 'folder' || level === 'document') && typeof resourceId === 'string'

@@ -44,6 +44,29 @@ const KNOWN = ['userId', 'accessRole'];
 const SCAN_CHUNK = 500;
 /** Organizations the GDPR export reads between two turns of the event loop (three short range reads each). */
 const ORG_CHUNK = 200;
+/**
+ * Grants one GDPR export page holds at most over its directory items: an organization where the user has more is
+ * split into items of its grants, the page ending inside it. One item per organization was unbounded: a user granted
+ * on 50,000 documents was a 4.6 MB item, built and sent in one turn of the event loop for every page.
+ */
+export const EXPORT_GRANTS_PER_PAGE = 1000;
+
+/** Where a directory export page resumes: after an organization, or after one of the user's grants inside it. */
+export interface PersonalDataCursor {
+  readonly organizationId: string;
+  readonly grant?: GrantRef;
+}
+
+const LEVELS: readonly unknown[] = ['organization', 'folder', 'document'];
+
+/** An export token's directory cursor, [apiKey, organizationId] or [apiKey, organizationId, level, resourceId]. */
+export function personalDataCursor(cursor: ReadonlyArray<string | number>): PersonalDataCursor {
+  const [, organizationId, level, resourceId] = cursor;
+  if (typeof organizationId !== 'string') throw invalidArgument('data.pageToken is not a page token of this export');
+  if (cursor.length === 2) return { organizationId };
+  if (cursor.length !== 4 || !LEVELS.includes(level) || typeof resourceId !== 'string') throw invalidArgument('data.pageToken is not a page token of this export');
+  return { organizationId, grant: { level: level as GrantRef['level'], resourceId } };
+}
 
 /** What the directory holds about one user in one organization (GDPR export). */
 export interface PersonalData {
@@ -237,21 +260,41 @@ export class Users {
 
   /**
    * Everything the directory holds about one user, organization by organization (GDPR export), in organization id
-   * order after `after`, at most `limit` organizations (those without any are left out), with the id of the last one
-   * when more follow. Reads ORG_CHUNK organizations between turns of the event loop: an API key may hold thousands.
+   * order after `after`, at most `limit` items (organizations without any are left out) and `maxGrants` grants over
+   * them, with the cursor of the last item when more follow. An organization with more grants than the page has room
+   * for is split: the page ends inside it, and the next page's first item holds its next grants (no profile, no
+   * groups: those came with its first item). Reads ORG_CHUNK organizations between turns of the event loop.
    */
-  async personalData(apiKey: string, userId: string, options: { after?: string; limit: number }): Promise<{ items: PersonalData[]; next?: string }> {
+  async personalData(apiKey: string, userId: string, options: { after?: PersonalDataCursor; limit: number; maxGrants?: number }): Promise<{ items: PersonalData[]; next?: PersonalDataCursor }> {
     const prefix = keys.orgs(apiKey);
     const items: PersonalData[] = [];
-    let after = options.after;
+    let room = options.maxGrants ?? EXPORT_GRANTS_PER_PAGE;
+    /** Adds an organization's part; answers the cursor inside it when its grants did not fit. */
+    const add = (organizationId: string, afterGrant: GrantRef | undefined): PersonalDataCursor | undefined => {
+      const part = this.personalDataIn(apiKey, organizationId, userId, afterGrant, room);
+      if (part.entry === undefined) return undefined;
+      items.push(part.entry);
+      room -= part.entry.grants.length;
+      const last = part.entry.grants.at(-1);
+      return part.more && last !== undefined ? { organizationId, grant: { level: last.level, resourceId: last.resourceId } } : undefined;
+    };
+    let after = options.after?.organizationId;
+    const resumed = options.after?.grant;
+    if (after !== undefined && resumed !== undefined) {
+      const inside = add(after, resumed);
+      if (inside !== undefined) return { items, next: inside };
+    }
     for (;;) {
       const ids = this.db.lastElements(prefix, { ...(after === undefined ? {} : { after: [...prefix, after] }), limit: ORG_CHUNK });
       for (const organizationId of ids) {
-        const entry = this.personalDataIn(apiKey, organizationId, userId);
-        if (entry === undefined) continue;
         const last = items.at(-1);
-        if (items.length === options.limit && last !== undefined) return { items, next: last.organizationId };
-        items.push(entry);
+        if ((items.length === options.limit || room <= 0) && last !== undefined) {
+          // The page is full: a cursor only if another item follows.
+          if (this.personalDataIn(apiKey, organizationId, userId, undefined, 0).entry === undefined) continue;
+          return { items, next: { organizationId: last.organizationId } };
+        }
+        const inside = add(organizationId, undefined);
+        if (inside !== undefined) return { items, next: inside };
       }
       if (ids.length < ORG_CHUNK) return { items };
       after = ids.at(-1);
@@ -259,16 +302,23 @@ export class Users {
     }
   }
 
-  private personalDataIn(apiKey: string, organizationId: string, userId: string): PersonalData | undefined {
+  /**
+   * One organization's part of the export: its grants after `afterGrant` (all of them when undefined, with the profile
+   * and groups), at most `maxGrants`, and whether more follow. `entry` undefined: nothing (more) there.
+   */
+  private personalDataIn(apiKey: string, organizationId: string, userId: string, afterGrant: GrantRef | undefined, maxGrants: number): { entry?: PersonalData; more: boolean } {
     const user = { kind: 'user', id: userId } as const;
-    const profile = this.profile(apiKey, organizationId, userId);
-    const grants = this.grants.ofPrincipal(apiKey, organizationId, user).flatMap((ref) => {
+    const refs = this.grants.ofPrincipal(apiKey, organizationId, user, { ...(afterGrant === undefined ? {} : { after: afterGrant }), limit: maxGrants + 1 });
+    const more = refs.length > maxGrants;
+    const grants = refs.slice(0, maxGrants).flatMap((ref) => {
       const grant = this.grants.get(apiKey, organizationId, ref, user);
       return grant === undefined ? [] : [{ ...ref, ...grant }];
     });
+    if (afterGrant !== undefined) return grants.length === 0 ? { more: false } : { entry: { organizationId, grants, groups: [] }, more };
+    const profile = this.profile(apiKey, organizationId, userId);
     const groups = this.groups.groupsOf(apiKey, organizationId, userId);
-    if (profile === undefined && grants.length === 0 && groups.length === 0) return undefined;
-    return { organizationId, ...(profile === undefined ? {} : { profile: { ...profile.profile, createdAt: profile.createdAt, lastUpdated: profile.lastUpdated } }), grants, groups };
+    if (profile === undefined && refs.length === 0 && groups.length === 0) return { more: false };
+    return { entry: { organizationId, ...(profile === undefined ? {} : { profile: { ...profile.profile, createdAt: profile.createdAt, lastUpdated: profile.lastUpdated } }), grants, groups }, more };
   }
 
   profile(apiKey: string, organizationId: string, userId: string): UserProfileRecord | undefined {
