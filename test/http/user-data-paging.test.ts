@@ -133,7 +133,7 @@ t.test("a user's grants in one organization fill pages of EXPORT_GRANTS_PER_PAGE
   await users.add(credentials.apiKey, { organizationId: 'org-a' }, [{ userId: 'gus', name: 'Gus' }]);
   await users.add(credentials.apiKey, { organizationId: 'org-b' }, [{ userId: 'gus', name: 'Gus' }]);
   for (let start = 0; start < documents; start += 100) {
-    await Promise.all(Array.from({ length: 100 }, (_, i) => users.add(credentials.apiKey, { organizationId: 'org-a', documentId: `d${String(start + i).padStart(5, '0')}` }, [{ userId: 'gus' }])));
+    await Promise.all(Array.from({ length: Math.min(100, documents - start) }, (_, i) => users.add(credentials.apiKey, { organizationId: 'org-a', documentId: `d${String(start + i).padStart(5, '0')}` }, [{ userId: 'gus' }])));
   }
   type Item = { organizationId: string; profile?: unknown; grants: Array<{ level: string; resourceId: string }>; groups: string[] };
   const pages = await exportAll(server, credentials, 'gus');
