@@ -114,6 +114,12 @@ export class CollabDocuments {
   private readonly committedListeners: Array<(ref: DocumentKey, changes: readonly LiveAnnotationChange[]) => void> = [];
 
   constructor(private readonly deps: CollabDeps) {
+    // Threads and presence are held as long as their document is loaded: the budget counts them with it, so a key that
+    // fills many documents with comments has them unloaded like documents large as stored.
+    deps.actors.measureBeside?.((host) => {
+      const doc = this.loaded.get(host);
+      return doc === undefined || doc instanceof Promise ? 0 : doc.annotations.heldBytes + doc.presence.heldBytes;
+    });
     // The timer's callback holds the host: left armed, it would keep an unloaded document in memory until it fired.
     deps.actors.onUnloaded?.((ref) => {
       const key = documentKeyString(ref);

@@ -85,6 +85,12 @@ export interface DocumentActorLoader {
   use<T>(key: DocumentKey, use: (actor: DocumentActorView) => Promise<T> | T): Promise<T>;
   /** Tells `listener` after an actor was unloaded (DocumentActors.onUnloaded), so nothing kept beside it stays reachable. */
   onUnloaded?(listener: (key: DocumentKey) => void): void;
+  /**
+   * Adds what a module holds in memory beside an actor (its document's comment threads and presence) to the bytes the
+   * loaded-documents budget counts for it (DocumentActors.measureBeside); `measure` answers 0 for an actor it holds
+   * nothing for, and must be cheap: it is asked at every lease.
+   */
+  measureBeside?(measure: (actor: DocumentActorView) => number): void;
 }
 
 /** lastUpdatedBy of changes made through the REST CRDT operations, which carry no user. */

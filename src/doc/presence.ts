@@ -7,6 +7,7 @@ import type { Store } from '../store/env.js';
 import { DB, KEY_END } from '../store/keys.js';
 import type { DocumentKey } from '../document-key.js';
 import { DocumentWrites, superseded, type DocumentChange } from './document-writes.js';
+import { MeasuredMap, memoizedSize } from './measured-map.js';
 
 const NO_CHANGE: LivePresenceChange = Object.freeze({ users: Object.freeze([]), removed: Object.freeze([]) });
 
@@ -55,6 +56,9 @@ export interface PresenceDeps {
   readonly published?: (live: LivePresenceChange) => void;
 }
 
+/** A presence record's bytes as JSON, measured once per record object (a change puts a new one). */
+const presenceBytes = memoizedSize((record: PresenceRecord): number => Buffer.byteLength(JSON.stringify(record), 'utf8'));
+
 /**
  * Every change alters memory before its first await and resolves once committed through the document's writes
  * (src/doc/document-writes.ts); a failed commit rejects and puts the records back. Which connections are open is not
@@ -70,9 +74,14 @@ export class PresenceState {
   /** Every user's view, sorted by userId; undefined once the list or a connection count changed (`list` builds it again). */
   private sorted: readonly PresenceView[] | undefined;
 
-  private constructor(readonly ref: DocumentKey, private readonly deps: PresenceDeps, private readonly users: Map<string, PresenceRecord>) {
+  private constructor(readonly ref: DocumentKey, private readonly deps: PresenceDeps, private readonly users: MeasuredMap<string, PresenceRecord>) {
     this.db = deps.store.records<PresenceRecord>(DB.presence);
     this.writes = deps.writes ?? new DocumentWrites(deps.store);
+  }
+
+  /** The users' records' bytes as JSON: what the loaded-documents budget counts of them. */
+  get heldBytes(): number {
+    return this.users.bytes;
   }
 
   /**
@@ -82,7 +91,7 @@ export class PresenceState {
   static async load(deps: PresenceDeps, ref: DocumentKey): Promise<PresenceState> {
     const db = deps.store.records<PresenceRecord>(DB.presence);
     const prefix = [ref.apiKey, ref.organizationId, ref.documentId];
-    const state = new PresenceState(ref, deps, new Map());
+    const state = new PresenceState(ref, deps, new MeasuredMap(presenceBytes));
     const now = deps.now();
     const put: PresenceRecord[] = [];
     for (const { value } of db.getRange({ start: prefix, end: [...prefix, KEY_END] })) {

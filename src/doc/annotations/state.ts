@@ -13,7 +13,8 @@ import type { DocumentKey } from '../../document-key.js';
 import { appendComments, applyUpdate, buildAnnotation, swapUsers, type AnnotationUpdate, type RaisedEvent, type UserSwap } from './mutations.js';
 import { matches } from './query.js';
 import { ThreadChanges, type Change, type LiveAnnotationChange } from './thread-changes.js';
-import { checkThreadGrowth } from './thread-size.js';
+import { checkThreadGrowth, threadBytes } from './thread-size.js';
+import { MeasuredMap } from '../measured-map.js';
 import { DEFAULT_MAX_COMMENT_THREAD_BYTES } from '../../limits.js';
 import { threadIndexes, type ThreadIndexes } from './time-index.js';
 
@@ -71,8 +72,8 @@ export class AnnotationState {
   private constructor(
     readonly ref: DocumentKey,
     private readonly deps: AnnotationDeps,
-    /** The threads by id; made by the first change when the document had none. */
-    private stored: Map<string, AnnotationRecord> | undefined,
+    /** The threads by id, their bytes as JSON summed; made by the first change when the document had none. */
+    private stored: MeasuredMap<string, AnnotationRecord> | undefined,
     private nextNumber: number,
     /** Threads whose row is still under the annotation id (see `load`); undefined: none. */
     private readonly legacy: Set<string> | undefined,
@@ -86,6 +87,11 @@ export class AnnotationState {
     return this.stored ?? NO_RECORDS;
   }
 
+  /** The threads' bytes as JSON (`threadBytes`): what the loaded-documents budget counts of them. */
+  get heldBytes(): number {
+    return this.stored?.bytes ?? 0;
+  }
+
   /**
    * Reads every thread of the document (one range scan). A thread's row is keyed by its annotation number, which
    * grows with each new thread, so new threads append to the end of the document's range: a random annotation id as
@@ -96,11 +102,11 @@ export class AnnotationState {
   static load(deps: AnnotationDeps, ref: DocumentKey): AnnotationState {
     const db = deps.store.records<AnnotationRecord>(DB.annotations);
     const prefix = [ref.apiKey, ref.organizationId, ref.documentId];
-    let records: Map<string, AnnotationRecord> | undefined;
+    let records: MeasuredMap<string, AnnotationRecord> | undefined;
     let legacy: Set<string> | undefined;
     let nextNumber = 1;
     for (const { key, value } of db.getRange({ start: prefix, end: [...prefix, KEY_END] })) {
-      (records ??= new Map()).set(value.annotationId, value);
+      (records ??= new MeasuredMap(threadBytes)).set(value.annotationId, value);
       if (typeof (key as Key[])[3] === 'string') (legacy ??= new Set()).add(value.annotationId);
       nextNumber = Math.max(nextNumber, value.annotationNumber + 1);
     }
@@ -292,7 +298,7 @@ export class AnnotationState {
     const owner = this.deps;
     // Called on `deps`, not detached from it: a deps object may implement `published` as a method.
     const published = (live: readonly LiveAnnotationChange[]): void => owner.published?.(live);
-    const deps = { ref: this.ref, db: this.db, indexes: this.indexes, outbox: owner.outbox, records: (this.stored ??= new Map()), published, legacy: this.legacy };
+    const deps = { ref: this.ref, db: this.db, indexes: this.indexes, outbox: owner.outbox, records: (this.stored ??= new MeasuredMap(threadBytes)), published, legacy: this.legacy };
     const committed = await this.writes.submit(new ThreadChanges(deps, changes, now, (record) => this.view(record), restore));
     return committed.live;
   }

@@ -2,7 +2,8 @@
 import { failedPrecondition } from '../../errors.js';
 import { MAX_COMMENTS_PER_THREAD } from '../../limits.js';
 import { limitRefusals } from '../../metrics/instruments.js';
-import type { CommentRecord } from './model.js';
+import { memoizedSize } from '../measured-map.js';
+import type { AnnotationRecord, CommentRecord } from './model.js';
 
 /**
  * Each comment's size as JSON, measured once per comment object: records are immutable and a thread's change keeps the
@@ -26,6 +27,12 @@ export function commentBytes(comment: CommentRecord): number {
   }
   return bytes;
 }
+
+/**
+ * A thread's bytes as JSON: its comments (each measured once) and the rest of its record, measured once per record
+ * object. What the loaded-documents budget counts of a document's threads (`MeasuredMap`).
+ */
+export const threadBytes = memoizedSize((record: AnnotationRecord): number => commentsBytes(record.comments) + Buffer.byteLength(JSON.stringify({ ...record, comments: [] }), 'utf8'));
 
 /** The comments' bytes as JSON, summed (once per array). */
 export function commentsBytes(comments: readonly CommentRecord[]): number {
