@@ -7,7 +7,7 @@ import type { Store } from '../store/env.js';
 import { DB, KEY_END } from '../store/keys.js';
 import type { DocumentKey } from '../document-key.js';
 import { DocumentWrites, superseded, type DocumentChange } from './document-writes.js';
-import { MeasuredMap, memoizedSize } from './measured-map.js';
+import { MeasuredMap } from './measured-map.js';
 
 const NO_CHANGE: LivePresenceChange = Object.freeze({ users: Object.freeze([]), removed: Object.freeze([]) });
 
@@ -56,8 +56,13 @@ export interface PresenceDeps {
   readonly published?: (live: LivePresenceChange) => void;
 }
 
-/** A presence record's bytes as JSON, measured once per record object (a change puts a new one). */
-const presenceBytes = memoizedSize((record: PresenceRecord): number => Buffer.byteLength(JSON.stringify(record), 'utf8'));
+/**
+ * A presence record's size as JSON, from its strings' lengths and the fixed rest (90 to 120 characters of names, numbers and
+ * punctuation): no encoding and nothing remembered per record (a WeakMap entry would add a sixth to each record).
+ */
+function presenceBytes(record: PresenceRecord): number {
+  return 100 + record.userId.length + record.status.length + (record.name?.length ?? 0) + (record.email?.length ?? 0);
+}
 
 /**
  * Every change alters memory before its first await and resolves once committed through the document's writes
