@@ -219,8 +219,14 @@ export class CollabDocuments {
   }
 
   private async removeData(prefix: readonly string[]): Promise<void> {
-    const within = (ref: DocumentKey): boolean => [ref.apiKey, ref.organizationId, ref.documentId].slice(0, prefix.length).every((part, i) => part === prefix[i]);
-    for (const [key, { ref }] of [...this.armed]) if (within(ref)) this.disarm(key);
+    if (prefix.length === 3) {
+      // One document: its timer by key, not a walk of every armed document (every tenant's) per deleted document.
+      const [apiKey, organizationId, documentId] = prefix as [string, string, string];
+      this.disarm(documentKeyString({ apiKey, organizationId, documentId }));
+    } else {
+      const within = (ref: DocumentKey): boolean => [ref.apiKey, ref.organizationId, ref.documentId].slice(0, prefix.length).every((part, i) => part === prefix[i]);
+      for (const [key, { ref }] of [...this.armed]) if (within(ref)) this.disarm(key);
+    }
     const { store } = this.deps;
     // Writes of the drained actors may still be in the group commit; removed before they land, they would come back.
     await store.group.barrier();
