@@ -1,9 +1,9 @@
-// Tests an update's shape (src/sync/update-check.ts) against Yjs's own decoding, and joining a client's updates by their bytes (src/sync/update-concat.ts).
+// Tests an update's shape (src/sync/update-check.ts) against Yjs's own decoding, and joining a client's updates (or a log tail's runs of them) by their bytes (src/sync/update-concat.ts).
 import t from 'tap';
 import fc from 'fast-check';
 import * as Y from 'yjs';
 import { updateShape } from '../../src/sync/update-check.js';
-import { concatUpdates } from '../../src/sync/update-concat.js';
+import { concatRuns, concatUpdates } from '../../src/sync/update-concat.js';
 import { updatesOf } from '../helpers/yjs.js';
 
 /** One local edit of a random kind, on every kind of content Yjs writes into an update. */
@@ -151,5 +151,59 @@ t.test('arbitrary bytes beside a valid update never throw, and whatever joins de
     { numRuns: 2000 },
   );
   t.pass('2000 random byte strings beside a valid update');
+  t.end();
+});
+
+t.test("a log tail's runs joined by their bytes bring a store where its entries one by one do", (t) => {
+  let shorter = 0;
+  fc.assert(
+    fc.property(fc.array(fc.tuple(fc.integer({ min: 0, max: 2 }), edit), { minLength: 1, maxLength: 30 }), fc.array(fc.integer({ min: 0, max: 30 }), { maxLength: 2 }), (steps, broken) => {
+      // Three editors of one document, each hearing the others at once: the log holds their updates as the server took
+      // them in, runs of one editor's consecutive transactions between the others'.
+      const writers = [new Y.Doc(), new Y.Doc(), new Y.Doc()];
+      const log: Uint8Array[] = [];
+      for (const [who, change] of steps) {
+        const writer = writers[who] as Y.Doc;
+        for (const update of updatesOf(writer, [change])) {
+          log.push(update);
+          for (const other of writers) if (other !== writer) Y.applyUpdate(other, update);
+        }
+      }
+      // An entry of two clients (a reconnecting client's SyncStep2 is logged so) and an empty one, in the middle.
+      for (const at of broken) log.splice(Math.min(at, log.length), 0, at % 2 === 0 ? Y.mergeUpdates(log.slice(0, at)) : new Uint8Array([0, 0]));
+      const runs = concatRuns(log);
+      if (runs.length < log.length) shorter++;
+      const [entries, joined] = [new Y.Doc(), new Y.Doc()];
+      entries.transact(() => {
+        for (const update of log) Y.applyUpdate(entries, update);
+      });
+      joined.transact(() => {
+        for (const update of runs) Y.applyUpdate(joined, update);
+      });
+      return runs.length <= log.length && state(joined) === state(entries);
+    }),
+    { numRuns: 300 },
+  );
+  t.ok(shorter > 100, `${shorter} of 300 tails came out in fewer updates, each bringing the same state as its entries`);
+  t.end();
+});
+
+t.test("a log tail's runs: each editor's consecutive updates become one, the rest stay in their place", (t) => {
+  const a = new Y.Doc();
+  const b = new Y.Doc();
+  const [a1, a2] = updatesOf(a, [(doc) => doc.getText('text').insert(0, 'ab'), (doc) => doc.getText('text').insert(2, 'c')]) as [Uint8Array, Uint8Array];
+  const [b1, b2] = updatesOf(b, [(doc) => doc.getText('text').insert(0, 'x'), (doc) => doc.getText('text').insert(1, 'y')]) as [Uint8Array, Uint8Array];
+  const [a3] = updatesOf(a, [(doc) => doc.getText('text').insert(0, 'd')]) as [Uint8Array];
+  const both = Y.mergeUpdates([a1, b1]);
+  t.same(concatRuns([]), [], 'no entries, no runs');
+  t.same(concatRuns([a1]), [a1], 'one entry as it is');
+  const runs = concatRuns([a1, a2, b1, b2, a3]);
+  t.equal(runs.length, 3, 'a, b, a again: three runs');
+  t.same(runs[0], concatUpdates([a1, a2]));
+  t.same(runs[1], concatUpdates([b1, b2]));
+  t.equal(runs[2], a3, 'a run of one is the entry itself');
+  const around = concatRuns([a1, both, a2, new Uint8Array([1, 2, 3]), a3]);
+  t.equal(around.length, 5, 'an entry of two clients and bytes that do not decode stay alone, and part the runs around them');
+  t.equal(around[1], both);
   t.end();
 });
