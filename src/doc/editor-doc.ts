@@ -5,7 +5,7 @@ import type { LogStream } from '../store/update-log.js';
 import { DEFAULT_CONTENT_KEY, readData } from './crdt.js';
 import { coversNothing, encodeSyncStep2, JOIN_FRAME_MIN_BYTES, keepsTail, NO_JOIN_FRAMES, type JoinFrameHolder, type JoinFrames } from './join-state.js';
 import { writeSyncStep2, writeUpdate } from '../sync/protocol.js';
-import { concatRuns } from '../sync/update-concat.js';
+import { appendRun, concatRuns } from '../sync/update-concat.js';
 import { topics, type UpdateStream } from './fanout.js';
 import type { StoreType } from '../store/snapshots.js';
 import type { ChangeOrigin, Peer } from './peer.js';
@@ -84,6 +84,11 @@ export class EditorDoc implements LogStream, JoinFrameHolder, UpdateStream {
   private joinBytes = 0;
   /** topic(), while the store has connections. */
   private topicName: string | undefined;
+  /**
+   * A small store's answer to its first new joiner after a load from disk: its snapshot and log tail joined by their
+   * bytes into one SyncStep2 frame (seedFirstAnswer). Used once; dropped at the first change.
+   */
+  private firstAnswer: Uint8Array | undefined;
 
   constructor(
     private readonly key: DocumentKey,
@@ -117,6 +122,7 @@ export class EditorDoc implements LogStream, JoinFrameHolder, UpdateStream {
         for (const update of updates) Y.applyUpdate(this.doc, update, LOADING);
       }, LOADING);
     }
+    if (snapshot !== undefined && snapshot.length < JOIN_FRAME_MIN_BYTES) this.seedFirstAnswer(snapshot, updates);
     const { meta } = loaded;
     this.exists = true;
     this.type = meta.type;
@@ -186,6 +192,11 @@ export class EditorDoc implements LogStream, JoinFrameHolder, UpdateStream {
    */
   syncAnswer(stateVector: Uint8Array): readonly Uint8Array[] {
     const fresh = coversNothing(this.doc, stateVector);
+    const first = this.firstAnswer;
+    if (first !== undefined && fresh) {
+      this.firstAnswer = undefined;
+      return [first];
+    }
     if (this.joinAnswer !== undefined && fresh) {
       this.joinFrames.touch(this);
       return this.joinAnswer;
@@ -214,8 +225,23 @@ export class EditorDoc implements LogStream, JoinFrameHolder, UpdateStream {
     this.joinFrames.add(this, this.joinBytes);
   }
 
+  /**
+   * A small store just read from disk: its state, snapshot and tail, is already in bytes, and a store is mostly opened
+   * for a joiner, so the first answer joins them (appendRun: a walk and a copy) instead of encoding the doc again. Only
+   * a tail of at most one run (src/sync/update-concat.ts) and within JOIN_FRAME_MIN_BYTES: a larger store's answer is
+   * kept (seedJoinAnswer), and with JOIN_STATE_CACHE_BYTES=0 every answer is encoded.
+   */
+  private seedFirstAnswer(snapshot: Uint8Array, runs: readonly Uint8Array[]): void {
+    if (this.joinFrames.budgetBytes === 0 || runs.length > 1) return;
+    const [run] = runs;
+    const state = run === undefined ? snapshot : appendRun(snapshot, run);
+    if (state === undefined || state.length >= JOIN_FRAME_MIN_BYTES) return;
+    this.firstAnswer = writeSyncStep2(state);
+  }
+
   /** A change: appended to the kept answer while the tail stays short, else the answer is dropped. */
   private extendJoinAnswer(update: Uint8Array): void {
+    this.firstAnswer = undefined;
     const answer = this.joinAnswer;
     if (answer === undefined) return;
     const frame = writeUpdate(update);
@@ -238,6 +264,7 @@ export class EditorDoc implements LogStream, JoinFrameHolder, UpdateStream {
 
   /** The doc is being destroyed or its tail grew too long: the kept answer goes, and its bytes leave the budget. */
   dropJoinFrame(): void {
+    this.firstAnswer = undefined;
     if (this.joinAnswer === undefined) return;
     this.evictJoinFrame();
     this.joinFrames.remove(this);

@@ -51,13 +51,31 @@ export interface UpdateShape {
   readonly deleting: number;
 }
 
+/** One client's part of an update (what updateSections gives): its structs are bytes `structsStart` to `end`. */
+export interface UpdateSection {
+  readonly client: number;
+  readonly clock: number;
+  /** Clock units the structs cover. */
+  readonly length: number;
+  readonly structs: number;
+  /** The section's first byte (its struct count). */
+  readonly start: number;
+  readonly structsStart: number;
+  readonly end: number;
+}
+
 /** A bounds-checked cursor: every read past the end refuses, as lib0's readers end up doing (a throw, then caught). */
 class Walk {
   pos = 0;
   /** Set by update() when the update holds exactly one client's structs. */
   shape: UpdateShape | undefined;
-  /** `measure`: count the clock units of what is read (content lengths), for the shape. */
-  constructor(private readonly bytes: Uint8Array, private readonly measure = false) {}
+  /** Set by update() when recording: every client's part, in the update's order. */
+  sections: UpdateSection[] | undefined;
+  /** Set by update(): the delete set's first byte, and how many clients it names. */
+  deletesStart = 0;
+  deleting = 0;
+  /** `measure`: count the clock units of what is read (content lengths), for the shape; `record`: and the sections. */
+  constructor(private readonly bytes: Uint8Array, private readonly measure = false, private readonly record = false) {}
 
   byte(): number {
     if (this.pos >= this.bytes.length) throw refused;
@@ -232,7 +250,10 @@ class Walk {
     let structs = 0;
     let structsStart = 0;
     let length = 0;
+    const sections: UpdateSection[] | undefined = this.record ? [] : undefined;
     for (let c = 0; c < clients; c++) {
+      const start = this.pos;
+      const before = length;
       structs = this.varUint();
       client = this.varUint();
       clock = this.varUint();
@@ -253,6 +274,7 @@ class Walk {
           length += this.content(info & CONTENT_REF);
         }
       }
+      sections?.push({ client, clock, length: length - before, structs, start, structsStart, end: this.pos });
     }
     const deletesStart = this.pos;
     const deleting = this.varUint();
@@ -264,6 +286,9 @@ class Walk {
         this.varUint(); // length
       }
     }
+    this.sections = sections;
+    this.deletesStart = deletesStart;
+    this.deleting = deleting;
     if (!this.measure || clients > 1) return;
     this.shape = clients === 1 ? { client, clock, length, structs, structsStart, deletesStart, end: this.pos, deleting } : { client: undefined, clock: 0, length: 0, structs: 0, structsStart: deletesStart, deletesStart, end: this.pos, deleting };
   }
@@ -297,6 +322,21 @@ export function updateShape(bytes: Uint8Array): UpdateShape | undefined {
     // bytes to Yjs's own merge, which judges them as it would have anyway.
     return undefined;
   }
+}
+
+/**
+ * The client parts of `bytes` when they are a Yjs V1 update of any number of clients (a snapshot), with where its delete
+ * set starts and ends and how many clients that names; undefined for anything that does not decode. Never throws.
+ */
+export function updateSections(bytes: Uint8Array): { sections: readonly UpdateSection[]; deletesStart: number; end: number; deleting: number } | undefined {
+  const walk = new Walk(bytes, true, true);
+  try {
+    walk.update();
+  } catch {
+    // As updateShape: the caller leaves such bytes to Yjs.
+    return undefined;
+  }
+  return walk.sections === undefined ? undefined : { sections: walk.sections, deletesStart: walk.deletesStart, end: walk.pos, deleting: walk.deleting };
 }
 
 /** Whether `bytes` decode as a Yjs V1 update, answered without building what they describe. Never throws. */

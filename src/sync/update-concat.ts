@@ -1,7 +1,7 @@
 // Owns joining one client's consecutive updates into one Yjs update by their bytes, without decoding their contents.
 import * as decoding from 'lib0/decoding';
 import * as encoding from 'lib0/encoding';
-import { updateShape, type UpdateShape } from './update-check.js';
+import { updateSections, updateShape, type UpdateShape } from './update-check.js';
 
 /**
  * One Yjs V1 update holding everything in `updates`, or undefined when their bytes cannot simply be joined. They can
@@ -64,6 +64,48 @@ export function concatRuns(updates: readonly Uint8Array[]): Uint8Array[] {
   }
   close(updates.length);
   return runs;
+}
+
+/**
+ * One Yjs V1 update holding `state` (any update: a snapshot of several clients) and then `run` (one client's structs or
+ * none, as concatRuns makes), by their bytes; undefined when they cannot simply be joined (bytes that do not decode,
+ * structs that do not start where the state's of their client end). The run's structs go at the end of their client's
+ * part of the state, or in a part of their own ahead of the others (Yjs reads the parts in any order), and the delete
+ * sets are merged. A store loaded from a snapshot and a tail of one run answers its first joiner with this, where
+ * encoding the loaded doc again cost as much as a tenth of the cold open's server time (bench/README.md, "Twenty-first
+ * session: cold open of small documents").
+ */
+export function appendRun(state: Uint8Array, run: Uint8Array): Uint8Array | undefined {
+  const parts = updateSections(state);
+  const shape = updateShape(run);
+  if (parts === undefined || shape === undefined) return undefined;
+  const own = shape.client === undefined ? -1 : parts.sections.findIndex((section) => section.client === shape.client);
+  const section = parts.sections[own];
+  if (section !== undefined && section.clock + section.length !== shape.clock) return undefined;
+  const encoder = encoding.createEncoder();
+  const runStructs = run.subarray(shape.structsStart, shape.deletesStart);
+  encoding.writeVarUint(encoder, parts.sections.length + (shape.client !== undefined && section === undefined ? 1 : 0));
+  if (shape.client !== undefined && section === undefined) {
+    encoding.writeVarUint(encoder, shape.structs);
+    encoding.writeVarUint(encoder, shape.client);
+    encoding.writeVarUint(encoder, shape.clock);
+    encoding.writeUint8Array(encoder, runStructs);
+  }
+  for (const part of parts.sections) {
+    if (part !== section) {
+      encoding.writeUint8Array(encoder, state.subarray(part.start, part.end));
+      continue;
+    }
+    encoding.writeVarUint(encoder, part.structs + shape.structs);
+    encoding.writeVarUint(encoder, part.client);
+    encoding.writeVarUint(encoder, part.clock);
+    encoding.writeUint8Array(encoder, state.subarray(part.structsStart, part.end));
+    encoding.writeUint8Array(encoder, runStructs);
+  }
+  // The state's delete set read as writeDeletes reads an update's: where it starts and ends, how many clients it names.
+  const stateDeletes: UpdateShape = { client: undefined, clock: 0, length: 0, structs: 0, structsStart: parts.deletesStart, deletesStart: parts.deletesStart, end: parts.end, deleting: parts.deleting };
+  writeDeletes(encoder, [state, run], [stateDeletes, shape]);
+  return encoding.toUint8Array(encoder);
 }
 
 /** Whether an update of `shape` can follow a run whose last update with structs is `last` (none yet: undefined). */

@@ -8,6 +8,8 @@ import { coversNothing, JOIN_FRAME_MIN_BYTES, JOIN_TAIL_MAX_UPDATES, JoinFrames,
 import { DocumentActors } from '../../src/doc/registry.js';
 import { createLogger } from '../../src/log.js';
 import { Store } from '../../src/store/env.js';
+import { writeSyncStep2 } from '../../src/sync/protocol.js';
+import { appendRun, concatRuns } from '../../src/sync/update-concat.js';
 import { FakeHub, FakePeer } from '../helpers/fake-peer.js';
 
 const KEY = { apiKey: 'key', organizationId: 'org', documentId: 'doc' };
@@ -224,4 +226,54 @@ t.test('a store opened from disk answers its first joiner from the snapshot and 
   const bare = new EditorDoc(KEY, 'main', { ...loaded, updates: [] }, frames);
   t.equal(bare.syncAnswer(EMPTY_SV).length, 1, 'no tail: the snapshot alone');
   t.equal(textOf(bare.syncAnswer(EMPTY_SV)).length, JOIN_FRAME_MIN_BYTES);
+});
+
+t.test('a small store opened from disk answers its first new joiner with its snapshot and tail joined by their bytes, once', async (t) => {
+  // A 1 KB document written by one client, then a tail of 200 inserts and a delete by another (a later session).
+  const first = new Y.Doc();
+  first.getText('content').insert(0, 'f'.repeat(1024));
+  const snapshot = Y.encodeStateAsUpdate(first);
+  const editor = new Y.Doc();
+  Y.applyUpdate(editor, snapshot);
+  const text = editor.getText('content');
+  const updates: Uint8Array[] = [];
+  editor.on('update', (update: Uint8Array) => updates.push(update));
+  for (let i = 0; i < 200; i++) text.insert((i * 7919) % text.length, `${i % 10}`);
+  text.delete(5, 20);
+  const meta = { type: 'text' as const, contentKey: 'content', lastUpdate: 1, lastUpdatedBy: 'u1', sessionId: null, foldedSeq: 0 };
+  const loaded = { editorId: 'main', meta, snapshot, updates, nextSeq: updates.length, logBytes: 0 };
+  const [run] = concatRuns(updates) as [Uint8Array];
+  const frames = new JoinFrames(8 * JOIN_FRAME_MIN_BYTES);
+
+  const store = new EditorDoc(KEY, 'main', loaded, frames);
+  const answer = store.syncAnswer(EMPTY_SV);
+  t.same(answer, [writeSyncStep2(appendRun(snapshot, run) as Uint8Array)], 'the first answer is the snapshot and the tail joined, not a new encoding');
+  t.equal(textOf(answer), text.toString(), 'a joiner ends with the whole state');
+  t.equal(frames.count, 0, 'a small store keeps nothing in the budget');
+  const second = store.syncAnswer(EMPTY_SV);
+  t.same(second, [writeSyncStep2(Y.encodeStateAsUpdate(store.doc))], 'used once: the next joiner gets an encoding');
+  t.equal(textOf(second), text.toString());
+
+  const changed = new EditorDoc(KEY, 'main', loaded, frames);
+  changed.doc.getText('content').insert(0, 'new ');
+  t.equal(textOf(changed.syncAnswer(EMPTY_SV)), `new ${text.toString()}`, 'a change before the first joiner drops it: the answer has the change');
+
+  const client = new EditorDoc(KEY, 'main', loaded, frames);
+  const joiner = new Y.Doc();
+  joiner.getText('content').insert(0, 'mine');
+  const peerUpdate = Y.encodeStateAsUpdate(joiner);
+  t.ok(client.applyClientUpdate(peerUpdate, new FakePeer('p1')));
+  t.equal(textOf(client.syncAnswer(EMPTY_SV)).length, text.length + 4, "a client's update drops it too");
+
+  const continued = new Y.Doc();
+  Y.applyUpdate(continued, snapshot);
+  continued.clientID = first.clientID;
+  const own: Uint8Array[] = [];
+  continued.on('update', (update: Uint8Array) => own.push(update));
+  continued.getText('content').insert(3, 'own part');
+  const same = new EditorDoc(KEY, 'main', { ...loaded, updates: own }, frames);
+  t.equal(textOf(same.syncAnswer(EMPTY_SV)), continued.getText('content').toString(), "a tail of the snapshot's own client goes into its part");
+
+  const off = new EditorDoc(KEY, 'main', loaded, new JoinFrames(0));
+  t.same(off.syncAnswer(EMPTY_SV), [writeSyncStep2(Y.encodeStateAsUpdate(off.doc))], 'JOIN_STATE_CACHE_BYTES=0: every answer encoded');
 });

@@ -3,7 +3,7 @@ import t from 'tap';
 import fc from 'fast-check';
 import * as Y from 'yjs';
 import { updateShape } from '../../src/sync/update-check.js';
-import { concatRuns, concatUpdates } from '../../src/sync/update-concat.js';
+import { appendRun, concatRuns, concatUpdates } from '../../src/sync/update-concat.js';
 import { updatesOf } from '../helpers/yjs.js';
 
 /** One local edit of a random kind, on every kind of content Yjs writes into an update. */
@@ -48,7 +48,8 @@ function state(doc: Y.Doc): string {
     deletes,
     text: doc.getText('text').toDelta(),
     list: doc.getArray('list').toJSON(),
-    map: doc.getMap('map').toJSON(),
+    // By key: a map's entries come in the order its doc integrated them, which follows the order of the clients in an update.
+    map: Object.entries(doc.getMap('map').toJSON()).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)),
     xml: doc.getXmlFragment('xml').toString(),
     pending: doc.store.pendingStructs !== null || doc.store.pendingDs !== null,
   });
@@ -205,5 +206,51 @@ t.test("a log tail's runs: each editor's consecutive updates become one, the res
   const around = concatRuns([a1, both, a2, new Uint8Array([1, 2, 3]), a3]);
   t.equal(around.length, 5, 'an entry of two clients and bytes that do not decode stay alone, and part the runs around them');
   t.equal(around[1], both);
+  t.end();
+});
+
+t.test('a state and a run joined by their bytes bring a receiver where the state, then the run, do', (t) => {
+  let joined = 0;
+  let ownPart = 0;
+  fc.assert(
+    fc.property(fc.array(fc.tuple(fc.integer({ min: 0, max: 2 }), edit), { maxLength: 12 }), fc.integer({ min: 0, max: 2 }), fc.array(edit, { minLength: 1, maxLength: 8 }), (before, who, after) => {
+      // A snapshot of three editors' work, then one editor's run of updates (the tail a store is loaded with).
+      const writers = [new Y.Doc(), new Y.Doc(), new Y.Doc()];
+      for (const [index, change] of before) {
+        for (const update of updatesOf(writers[index] as Y.Doc, [change])) for (const other of writers) Y.applyUpdate(other, update);
+      }
+      const writer = writers[who] as Y.Doc;
+      const snapshot = Y.encodeStateAsUpdate(writer);
+      const runs = concatRuns(updatesOf(writer, after));
+      // An edit that changes nothing (formatting no text) makes no update: no tail.
+      if (runs.length === 0) return true;
+      if (runs.length !== 1) return false;
+      const [run] = runs as [Uint8Array];
+      const both = appendRun(snapshot, run);
+      if (both === undefined) return false;
+      joined++;
+      if (Y.decodeStateVector(Y.encodeStateVectorFromUpdate(snapshot)).has(writer.clientID)) ownPart++;
+      const [receiver, reference] = [new Y.Doc(), new Y.Doc()];
+      Y.applyUpdate(receiver, both);
+      Y.applyUpdate(reference, snapshot);
+      Y.applyUpdate(reference, run);
+      return state(receiver) === state(reference);
+    }),
+    { numRuns: 300 },
+  );
+  t.ok(joined > 250 && ownPart > 50, `${joined} of 300 joined, all that had a tail (${ownPart} into the editor's own part of the state), each as the two applied in turn`);
+  t.end();
+});
+
+t.test('a state and a run that do not follow each other are left to Yjs', (t) => {
+  const a = new Y.Doc();
+  const [a1, a2, a3] = updatesOf(a, [(doc) => doc.getText('text').insert(0, 'abc'), (doc) => doc.getText('text').insert(3, 'd'), (doc) => doc.getText('text').insert(4, 'e')]) as [Uint8Array, Uint8Array, Uint8Array];
+  t.equal(appendRun(a1, a3), undefined, "a gap after the state's part of that client");
+  t.equal(appendRun(new Uint8Array([1, 2, 3]), a2), undefined, 'a state that does not decode');
+  t.equal(appendRun(a1, Y.mergeUpdates([a2, a3, Y.encodeStateAsUpdate(new Y.Doc())]).subarray(0, 3)), undefined, 'a run that does not decode');
+  const joined = appendRun(a1, a2);
+  const receiver = new Y.Doc();
+  Y.applyUpdate(receiver, joined as Uint8Array);
+  t.equal(receiver.getText('text').toString(), 'abcd');
   t.end();
 });
