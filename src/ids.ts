@@ -40,3 +40,23 @@ export function timeOrderedHex(now: number): string {
   const at = take(10);
   return Math.max(0, Math.floor(now)).toString(16).padStart(12, '0').slice(-12) + pool.toString('hex', at, at + 10);
 }
+
+/** Base62 digits in byte order, so that strings of them sort as the numbers they spell. */
+const SORTED_BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
+
+/**
+ * `length` (more than 8) characters of [0-9A-Za-z], time first: 8 spell the millisecond `now` in base 62 (62^8 ms
+ * reach past the year 8000), the rest are random (randomBase62; 12 of them hold ~71 bits). Ids minted later sort after,
+ * as timeOrderedHex's do: an annotation id keys the index by id (`annotation-ids`), where random ids put every new
+ * thread's row on a random B-tree page, which LMDB copies at every commit (bench/README.md, "Twenty-first session:
+ * annotation ids").
+ */
+export function timeOrderedBase62(now: number, length: number): string {
+  let time = Math.max(0, Math.floor(now));
+  let prefix = '';
+  for (let i = 0; i < 8; i++) {
+    prefix = (SORTED_BASE62[time % 62] as string) + prefix;
+    time = Math.floor(time / 62);
+  }
+  return prefix + randomBase62(length - 8);
+}

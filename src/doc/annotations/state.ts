@@ -1,7 +1,7 @@
 // Owns one document's comment annotations in memory: load from LMDB, and every change committed with its events.
 import type { Database, Key } from 'lmdb';
 import { dict } from '../../dict.js';
-import { randomBase62 } from '../../ids.js';
+import { timeOrderedBase62 } from '../../ids.js';
 import { invalidArgument, notFound } from '../../errors.js';
 import type { Outbox } from '../../events/outbox.js';
 import type { Store } from '../../store/env.js';
@@ -283,7 +283,7 @@ export class AnnotationState {
 
   private generateId(taken: ReadonlySet<string>): string {
     for (;;) {
-      const id = randomAnnotationId();
+      const id = newAnnotationId();
       if (!this.records.has(id) && !taken.has(id)) return id;
     }
   }
@@ -311,4 +311,5 @@ const first = (record: AnnotationRecord): { targetComment?: CommentRecord } => {
 };
 
 /** 20 characters of [A-Za-z0-9] (about 119 bits), like the ids upstream generates. */
-const randomAnnotationId = (): string => randomBase62(20);
+/** A new thread's id when its input names none: upstream's shape (20 of [A-Za-z0-9]), time first (timeOrderedBase62). */
+const newAnnotationId = (): string => timeOrderedBase62(Date.now(), 20);
