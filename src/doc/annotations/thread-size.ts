@@ -2,7 +2,7 @@
 import { failedPrecondition } from '../../errors.js';
 import { MAX_COMMENTS_PER_THREAD } from '../../limits.js';
 import { limitRefusals } from '../../metrics/instruments.js';
-import { memoizedSize } from '../measured-map.js';
+import { jsonLength } from '../measured-map.js';
 import type { AnnotationRecord, CommentRecord } from './model.js';
 
 /**
@@ -29,10 +29,20 @@ export function commentBytes(comment: CommentRecord): number {
 }
 
 /**
- * A thread's bytes as JSON: its comments (each measured once) and the rest of its record, measured once per record
- * object. What the loaded-documents budget counts of a document's threads (`MeasuredMap`).
+ * About a thread's size as JSON (jsonLength): what the loaded-documents budget counts of a document's threads
+ * (`MeasuredMap`). A long thread's comments are summed once per comments array (commentsBytes, as the thread bound
+ * does), so a change to it does not walk them all; a short one's are walked, which costs less than remembering them.
  */
-export const threadBytes = memoizedSize((record: AnnotationRecord): number => commentsBytes(record.comments) + Buffer.byteLength(JSON.stringify({ ...record, comments: [] }), 'utf8'));
+export function threadBytes(record: AnnotationRecord): number {
+  const { comments } = record;
+  let bytes = jsonLength(record, 'comments') + 14;
+  if (comments.length > LONG_THREAD) return bytes + commentsBytes(comments);
+  for (const comment of comments) bytes += jsonLength(comment) + 1;
+  return bytes;
+}
+
+/** Comments past which a thread's are summed once per array rather than walked at each measure. */
+const LONG_THREAD = 8;
 
 /** The comments' bytes as JSON, summed (once per array). */
 export function commentsBytes(comments: readonly CommentRecord[]): number {
