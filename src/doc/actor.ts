@@ -349,6 +349,13 @@ export class DocumentActor implements DocumentActorView, TaskFailures, EditorDoc
     return bytes;
   }
 
+  /** What its stores hold beyond that for the budget: a small store's one-time first answer after a load from disk. */
+  get answerBytes(): number {
+    let bytes = 0;
+    for (const store of this.stores.values()) bytes += store.firstAnswerBytes;
+    return bytes;
+  }
+
   /**
    * Whether `added` more bytes keep the document within MAX_DOCUMENT_BYTES, counted as stored (snapshot plus the log
    * since): a loop over the document's stores (most have one), then a comparison, per edit.

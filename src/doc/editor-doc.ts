@@ -90,6 +90,11 @@ export class EditorDoc implements LogStream, JoinFrameHolder, UpdateStream {
    */
   private firstAnswer: Uint8Array | undefined;
 
+  /** Bytes of the one-time first answer still held (the loaded-documents budget counts them with the store). */
+  get firstAnswerBytes(): number {
+    return this.firstAnswer?.length ?? 0;
+  }
+
   constructor(
     private readonly key: DocumentKey,
     readonly editorId: string,

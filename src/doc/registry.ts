@@ -116,9 +116,12 @@ export class DocumentActors {
     this.besideMeasures.push(measure);
   }
 
-  /** A document's bytes for the budget: its stores as stored, and what is held beside it (threads, presence, as JSON). */
+  /**
+   * A document's bytes for the budget: its stores as stored, a small store's first answer while it holds one, and what
+   * is held beside it (threads, presence, as JSON).
+   */
   private heldBytes(actor: DocumentActor): number {
-    let bytes = actor.storedBytes;
+    let bytes = actor.storedBytes + actor.answerBytes;
     for (const measure of this.besideMeasures) bytes += measure(actor);
     return bytes;
   }

@@ -246,7 +246,10 @@ t.test('a small store opened from disk answers its first new joiner with its sna
   const frames = new JoinFrames(8 * JOIN_FRAME_MIN_BYTES);
 
   const store = new EditorDoc(KEY, 'main', loaded, frames);
+  const held = writeSyncStep2(appendRun(snapshot, run) as Uint8Array).length;
+  t.equal(store.firstAnswerBytes, held, 'its bytes are held until a joiner takes it (the loaded-documents budget counts them)');
   const answer = store.syncAnswer(EMPTY_SV);
+  t.equal(store.firstAnswerBytes, 0, 'and none after');
   t.same(answer, [writeSyncStep2(appendRun(snapshot, run) as Uint8Array)], 'the first answer is the snapshot and the tail joined, not a new encoding');
   t.equal(textOf(answer), text.toString(), 'a joiner ends with the whole state');
   t.equal(frames.count, 0, 'a small store keeps nothing in the budget');
@@ -256,6 +259,7 @@ t.test('a small store opened from disk answers its first new joiner with its sna
 
   const changed = new EditorDoc(KEY, 'main', loaded, frames);
   changed.doc.getText('content').insert(0, 'new ');
+  t.equal(changed.firstAnswerBytes, 0, 'a change drops its bytes');
   t.equal(textOf(changed.syncAnswer(EMPTY_SV)), `new ${text.toString()}`, 'a change before the first joiner drops it: the answer has the change');
 
   const client = new EditorDoc(KEY, 'main', loaded, frames);

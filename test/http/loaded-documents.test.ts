@@ -60,3 +60,19 @@ t.test('documents unloaded for the budget come back with their comments and CRDT
   const comments = await api.call<Array<{ annotationId: string; comments: Array<{ commentText: string }> }>>(credentials, '/v2/commentannotations/get', { organizationId: 'org', documentId: 'first' });
   t.same(comments.body.result?.data.map((annotation) => [annotation.annotationId, annotation.comments[0]?.commentText]), [['c1', 'kept comment']]);
 });
+
+t.test("a small document read from disk by REST counts its held first answer in the budget until a joiner takes it", async (t) => {
+  const first = await startTestServer(t);
+  const credentials = await first.api.createWorkspace();
+  t.equal((await first.api.call(credentials, '/v2/crdt/add', { ...room('small'), type: 'text', data: 'x'.repeat(4000) })).status, 200);
+  // The stop snapshots the document: the next start loads it from disk, with no tail.
+  const { api, server } = await first.restart();
+  t.equal((await api.call(credentials, '/v2/crdt/get', { organizationId: 'org', documentId: 'small' })).status, 200);
+  const actors = server.services.documentActors;
+  const key: DocumentKey = { apiKey: credentials.apiKey, organizationId: 'org', documentId: 'small' };
+  const lease = await actors.acquire(key);
+  const { storedBytes, answerBytes } = lease.actor;
+  lease.release();
+  t.ok(answerBytes > 4000, `the first answer is held: ${answerBytes} bytes`);
+  t.equal(actors.stats().loadedBytes, storedBytes + answerBytes, 'and counted with the stored bytes');
+});
