@@ -344,16 +344,12 @@ export class DocumentActor implements DocumentActorView, TaskFailures, EditorDoc
 
   /** Bytes of its stores as stored (last snapshot plus the log since): the loaded-documents budget's estimate (src/doc/loaded-budget.ts). */
   get storedBytes(): number {
-    let bytes = 0;
-    for (const store of this.stores.values()) bytes += store.snapshotBytes + store.logBytes;
-    return bytes;
+    return this.stores.storedBytes();
   }
 
   /** What its stores hold beyond that for the budget: a small store's one-time first answer after a load from disk. */
   get answerBytes(): number {
-    let bytes = 0;
-    for (const store of this.stores.values()) bytes += store.firstAnswerBytes;
-    return bytes;
+    return this.stores.answerBytes();
   }
 
   /**

@@ -39,6 +39,20 @@ export class EditorDocs {
     if (this.others !== undefined) yield* this.others.values();
   }
 
+  /** Bytes of the stores as stored (each one's last snapshot plus the log since). */
+  storedBytes(): number {
+    let bytes = 0;
+    for (const store of this.values()) bytes += store.snapshotBytes + store.logBytes;
+    return bytes;
+  }
+
+  /** Bytes of the one-time first answers the stores still hold (EditorDoc.firstAnswerBytes). */
+  answerBytes(): number {
+    let bytes = 0;
+    for (const store of this.values()) bytes += store.firstAnswerBytes;
+    return bytes;
+  }
+
   clear(): void {
     this.first = undefined;
     this.others = undefined;

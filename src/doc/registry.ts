@@ -7,6 +7,7 @@ import { UpdateLog } from '../store/update-log.js';
 import { DocumentActor } from './actor.js';
 import { makeActorDeps, type ActorConfig, type ActorDeps } from './actor-deps.js';
 import { JoinFrames } from './join-state.js';
+import { HeldBytes } from './held-bytes.js';
 import { LoadedBudget, type LoadedLimits } from './loaded-budget.js';
 import { ActorLease, type Lease } from './lease.js';
 import { type ConnectionListener, type TopicPublisher } from './peer.js';
@@ -33,8 +34,8 @@ export class DocumentActors {
   private readonly entries = new Map<string, Entry>();
   private readonly listeners: ConnectionListener[] = [];
   private readonly unloadListeners: Array<(key: DocumentKey) => void> = [];
-  /** What other modules hold beside each actor (its threads and presence), counted with it by the budget. */
-  private readonly besideMeasures: Array<(actor: DocumentActor) => number> = [];
+  /** What the budget counts of each loaded document. */
+  private readonly held = new HeldBytes();
   private closing = false;
   /** Documents being re-keyed (exclusively): acquirers wait until the work is done. */
   private readonly holds = new Map<string, Promise<void>>();
@@ -93,7 +94,7 @@ export class DocumentActors {
       const actor = entry.actor;
       if (actor === undefined) continue;
       // Connected documents grow through sync between the budget's looks (leases, going idle): the gauge reads them now.
-      this.budget.resize(entry, this.heldBytes(actor));
+      this.budget.resize(entry, this.held.of(actor));
       connections += actor.connectionCount;
       mailboxDepth += actor.queued;
       mailboxMax = Math.max(mailboxMax, actor.queued);
@@ -113,17 +114,7 @@ export class DocumentActors {
 
   /** Adds what a module holds beside each actor to the bytes the loaded-documents budget counts for it. */
   measureBeside(measure: (actor: DocumentActor) => number): void {
-    this.besideMeasures.push(measure);
-  }
-
-  /**
-   * A document's bytes for the budget: its stores as stored, a small store's first answer while it holds one, and what
-   * is held beside it (threads, presence, as JSON).
-   */
-  private heldBytes(actor: DocumentActor): number {
-    let bytes = actor.storedBytes + actor.answerBytes;
-    for (const measure of this.besideMeasures) bytes += measure(actor);
-    return bytes;
+    this.held.add(measure);
   }
 
   /** A loaded actor without loading or leasing it (undefined when not loaded); do not keep it across awaits. */
@@ -201,7 +192,7 @@ export class DocumentActors {
     if (entry.timer !== undefined) clearTimeout(entry.timer);
     entry.timer = undefined;
     // What its last use added is counted here (an idle document's at once, in scheduleUnload).
-    this.budget.resize(entry, this.heldBytes(actor));
+    this.budget.resize(entry, this.held.of(actor));
     this.budget.touch(entry);
     const lease = new ActorLease(actor);
     // Leased, this document is not one the budget may unload; a new one may have put the budget over.
@@ -243,7 +234,7 @@ export class DocumentActors {
     const entry = this.entries.get(id);
     if (entry === undefined || this.closing || entry.unloading !== undefined) return;
     // Idle now: what a connection added is counted, and the budget may take this or another document at once.
-    if (entry.actor !== undefined) this.budget.resize(entry, this.heldBytes(entry.actor));
+    if (entry.actor !== undefined) this.budget.resize(entry, this.held.of(entry.actor));
     this.budget.enforce(entry.key.apiKey);
     if (entry.unloading !== undefined) return;
     if (entry.timer !== undefined) clearTimeout(entry.timer);
