@@ -36,6 +36,31 @@ export const DEFAULT_MAX_PRESENCE_USERS_PER_DOCUMENT = 1000;
  */
 export const DEFAULT_MAX_PENDING_JOBS_PER_KEY = 100;
 
+/** The longest key lmdb-js writes (LMDB's own limit with its default page size); a longer one throws at the put. */
+export const LMDB_MAX_KEY_BYTES = 1978;
+
+/** What one number of an array key takes at most (ordered-binary writes a number inside an array in 9 bytes). */
+const KEY_NUMBER_BYTES = 9;
+
+/**
+ * Whether an array key of these strings and `numbers` numbers, in any order, stays within LMDB_MAX_KEY_BYTES as
+ * ordered-binary encodes it: a string takes at most its UTF-8 bytes plus one for each character below 5 (escaped),
+ * one leading escape byte and one separator. A change whose every key passes needs no child transaction to undo a
+ * refused put (GroupedChange.bounded, src/store/group-commit.ts). Walks the strings once and allocates nothing.
+ */
+export function keyFits(strings: readonly string[], numbers: number): boolean {
+  let bytes = numbers * (KEY_NUMBER_BYTES + 1);
+  for (const part of strings) {
+    bytes += 2;
+    for (let i = 0; i < part.length; i++) {
+      const c = part.charCodeAt(i);
+      // A lone surrogate takes 3 bytes, as any character from 0x800 up; a pair is two of them here (6 >= 4).
+      bytes += c < 5 ? 2 : c < 0x80 ? 1 : c < 0x800 ? 2 : 3;
+    }
+  }
+  return bytes <= LMDB_MAX_KEY_BYTES;
+}
+
 /** UTF-8 length of a string, without allocating. */
 export function utf8Bytes(value: string): number {
   return Buffer.byteLength(value, 'utf8');

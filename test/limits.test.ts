@@ -1,5 +1,7 @@
 import t from 'tap';
-import { tooDeep } from '../src/limits.js';
+import { keyFits, tooDeep } from '../src/limits.js';
+import { DB } from '../src/store/keys.js';
+import { openStore } from './helpers/store.js';
 
 t.test('tooDeep: undefined up to the limit, the first too-deep place past it', (t) => {
   // depth counts containers: {a: {b: 1}} holds two levels.
@@ -27,4 +29,41 @@ t.test('tooDeep: a "__proto__" key parsed from JSON is walked like any other', (
   const parsed = JSON.parse('{"__proto__": {"x": {"y": {}}}}') as unknown;
   t.equal(tooDeep(parsed, 3), 'data.__proto__.x.y');
   t.end();
+});
+
+const NOW_KEY = 1_763_900_000_000;
+
+t.test('keyFits: the longest key it passes is one LMDB takes, whatever the characters; ASCII ids pass up to near the limit', async (t) => {
+  const store = openStore(t.testdir());
+  t.teardown(() => store.close());
+  const db = store.records<number>(DB.meta);
+  // Plain, below 5 (escaped as two bytes), below 28 (a leading escape byte), two and three bytes, a pair, a lone surrogate.
+  const alphabet = ['a', '\u0001', '\u0010', 'é', '中', '😀', '\ud800'];
+  let seed = 7;
+  const random = (n: number): number => ((seed = (seed * 48271) % 2147483647), seed % n);
+  const text = (n: number): string => Array.from({ length: n }, () => alphabet[random(alphabet.length)]).join('');
+  let written = 0;
+  for (let trial = 0; trial < 60; trial++) {
+    // Grown by random characters, in chunks and then one by one, until keyFits refuses: the last key it passed is the
+    // longest of this mix, the one where a bound too loose would show.
+    const parts = ['', '', '', ''];
+    for (const step of [50, 1]) {
+      for (;;) {
+        const at = random(4);
+        const before = parts[at] as string;
+        parts[at] = before + text(step);
+        if (keyFits(parts, 1)) continue;
+        parts[at] = before;
+        break;
+      }
+    }
+    const [a = '', b = '', c = '', d = ''] = parts;
+    await store.transaction(() => void db.putSync([a, b, NOW_KEY, c, d], trial));
+    written++;
+  }
+  t.equal(written, 60, 'the longest key of every trial was written');
+  const ascii = (bytes: number): string => 'x'.repeat(bytes);
+  t.ok(keyFits([ascii(1900), 'k', 'o', 'd'], 1), 'ASCII ids of 1,903 bytes and a number');
+  t.notOk(keyFits([ascii(1970), 'k', 'o', 'd'], 1), 'past the limit');
+  await t.rejects(store.transaction(() => void db.putSync([ascii(1970), 'k', NOW_KEY, 'o', 'd'], 0)), 'which LMDB refuses');
 });

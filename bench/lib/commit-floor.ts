@@ -24,9 +24,10 @@ export interface CommitFloorOptions {
  * What a committed comment costs below HTTP, in the bench process, on the real Store, group commit and Outbox:
  * - one put: one record per change through `Store.transactionGrouped` (`single`), as a presence status change;
  * - thread alone: the change Add Comment Annotations commits in a workspace with no delivery channel configured (its
- *   event is not written, docs/delivery.md "Which events are written"), in the change's own child transaction;
- * - thread + event: the change Add Comment Annotations commits: the thread (built and viewed as the server does) and
- *   its outbox event, in the change's own child transaction;
+ *   event is not written, docs/delivery.md "Which events are written"): the thread's row and its two index rows, with
+ *   no child transaction of its own (GroupedChange.bounded);
+ * - thread + event: the change Add Comment Annotations commits: the thread (built and viewed as the server does), its
+ *   index rows and its outbox event, in the change's own child transaction;
  * - + dispatch: the same, and the events claimed and acked 100 at a time in one transaction, as the delivery
  *   dispatcher does under load with no channel configured (src/delivery/dispatcher.ts).
  * Server CPU is process.cpuUsage (user + system, every thread: lmdb-js commits on its own thread), per change.
@@ -38,17 +39,19 @@ export async function commitFloor(options: CommitFloorOptions): Promise<Figure[]
   const { buildAnnotation } = (await import(dist('doc/annotations/mutations.js'))) as typeof import('../../src/doc/annotations/mutations.js');
   const { annotationView } = (await import(dist('doc/annotations/model.js'))) as typeof import('../../src/doc/annotations/model.js');
   const { eventDraft } = (await import(dist('doc/annotations/events.js'))) as typeof import('../../src/doc/annotations/events.js');
+  const { threadIndexes, writeThreadTime } = (await import(dist('doc/annotations/time-index.js'))) as typeof import('../../src/doc/annotations/time-index.js');
   type WriteTx = import('../../src/store/env.js').WriteTx;
 
   const dir = mkdtempSync(join(tmpdir(), 'plait-commit-floor-'));
   const store = Store.open(dir);
   const outbox = new Outbox(store);
   const threads = store.records<unknown>(DB.annotations);
+  const indexes = threadIndexes(store);
   const ref = { apiKey: 'key_commit_floor', organizationId: 'org', documentId: 'doc' };
   const input = { commentData: [{ commentText: 'x', from: { userId: 'u1' } }] };
   let n = 0;
 
-  const thread = (withEvent: boolean): { key: Array<string | number>; write: (tx: WriteTx) => void } => {
+  const thread = (withEvent: boolean): { key: Array<string | number>; bounded: boolean; write: (tx: WriteTx) => void } => {
     const id = `t${++n}`;
     const built = buildAnnotation(input, id, n, Date.now());
     if (!built.ok) throw new Error(built.message);
@@ -58,8 +61,11 @@ export async function commitFloor(options: CommitFloorOptions): Promise<Figure[]
     const key = [ref.apiKey, ref.organizationId, ref.documentId, record.annotationNumber];
     return {
       key,
+      // As ThreadChanges.bounded: no event a channel wants, short ids.
+      bounded: !withEvent,
       write: (tx) => {
         threads.putSync(key, record);
+        writeThreadTime(indexes, ref, undefined, record);
         if (withEvent) outbox.append(tx, eventDraft(ref, view, { type: 'comment_annotation.add', actionUser: record.from, ...(record.comments[0] === undefined ? {} : { targetComment: record.comments[0] }) }), Date.now());
       },
     };
@@ -78,7 +84,7 @@ export async function commitFloor(options: CommitFloorOptions): Promise<Figure[]
             store.transactionGrouped({ single: true, write: () => void threads.putSync(key, record), settle });
           } else {
             const change = thread(variant !== 'alone');
-            store.transactionGrouped({ write: change.write, settle });
+            store.transactionGrouped({ write: change.write, bounded: change.bounded, settle });
           }
         }),
       );

@@ -8,6 +8,8 @@ export interface DocumentChange {
   write(tx: WriteTx): void;
   /** Exactly one put or remove (atomic by itself, so no child transaction is needed). */
   readonly single?: boolean;
+  /** lmdb-js cannot refuse its writes: no child transaction of its own (GroupedChange.bounded; read right before `write`). */
+  readonly bounded?: boolean;
   /**
    * Nobody waits for it (a sync connection's presence): the group commit may hold it for GROUP_COMMIT_MS to share a
    * transaction with others. A reader waiting in `afterPending` hurries it.
@@ -98,6 +100,14 @@ class InFlight implements GroupedWrite {
       this.resolve = resolve;
       this.reject = reject;
     });
+  }
+
+  /**
+   * Not once an earlier change of this document failed: then `write` throws (below), and that throw must stay this
+   * change's, not abort the whole batch.
+   */
+  get bounded(): boolean {
+    return this.epoch === this.owner.epoch && this.change.bounded === true;
   }
 
   write(tx: WriteTx): void {

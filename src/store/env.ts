@@ -33,6 +33,8 @@ export interface GroupedWrite {
   /** Synchronous writes, committed all together or not at all; `single`: exactly one put or remove. */
   write(tx: WriteTx): void;
   readonly single?: boolean;
+  /** lmdb-js cannot refuse its writes: no child transaction of its own (GroupedChange.bounded; read right before `write`). */
+  readonly bounded?: boolean;
   /** Nobody waits for it: it may wait `StoreOptions.deferMs` for other changes (GroupedChange.deferrable). */
   readonly deferrable?: boolean;
   /** Told once: undefined when committed, else the error (at once, inside the batch, when `write` throws). */
@@ -374,6 +376,10 @@ class Grouped implements GroupedChange {
   constructor(private readonly change: GroupedWrite, private readonly replicating: Replicating | undefined) {
     this.single = change.single === true;
     this.deferrable = change.deferrable === true;
+  }
+
+  get bounded(): boolean {
+    return this.change.bounded === true;
   }
 
   write(): void {

@@ -1,4 +1,4 @@
-// Owns the group commit of REST writes: every change of a turn in one LMDB transaction, each in its own child transaction.
+// Owns the group commit of REST writes: every change of a turn in one LMDB transaction, each that may be refused in its own child transaction.
 import { groupCommitInstrument } from '../metrics/instruments.js';
 
 const instrument = groupCommitInstrument('rest');
@@ -23,6 +23,14 @@ export interface GroupedChange {
    * fails the whole transaction, and then every change of the batch is told so — wider, still all-or-nothing.
    */
   readonly single?: boolean;
+  /**
+   * lmdb-js cannot refuse these writes (the change checked that every key it writes fits, `keyFits` in src/limits.ts)
+   * and nothing else in them throws: they run without a child transaction of their own, which saves a nested begin
+   * and commit and the copies of every page they touch. The batch's writes then run in one child transaction, so
+   * should such a write throw after all, nothing of the batch lands and every change of it is told so, as when a
+   * commit fails. Read right before `write` runs, so a getter may answer from the state `write` will see.
+   */
+  readonly bounded?: boolean;
   /**
    * Nobody waits for this change (a sync connection's presence row): alone, it may wait up to the group commit's
    * `deferMs` for other changes to share its transaction. Any other change, `hurry()` or a barrier commits it at the
@@ -132,17 +140,12 @@ export class GroupCommit {
     /** Changes whose write threw: told already, so left out when the batch settles. */
     const refused = new Set<GroupedChange>();
     // The batch is taken when lmdb-js runs the callback, not now: what arrives until the transaction starts joins it.
+    // A bounded change's throw leaves `writeAll` and aborts the batch's child transaction; lmdb-js then rejects
+    // `committing` with it, and every change not told yet is told that error (below).
     const run = (): void => {
-      batch = this.take();
-      for (const change of batch) {
-        try {
-          if (change.single === true) change.write();
-          else this.root.childTransaction(() => change.write());
-        } catch (error) {
-          refused.add(change);
-          this.tell(change, error);
-        }
-      }
+      const taken = (batch = this.take());
+      if (taken.some(isBounded)) this.root.childTransaction(() => this.writeAll(taken, refused));
+      else this.writeAll(taken, refused);
     };
     let committing: Promise<unknown>;
     const started = performance.now();
@@ -165,6 +168,24 @@ export class GroupCommit {
         this.finish(batch ?? this.take(), refused, error ?? new Error('commit failed'));
       },
     );
+  }
+
+  /** Runs the batch's writes: a change that may be refused in its own child transaction, told at once when it is. */
+  private writeAll(batch: readonly GroupedChange[], refused: Set<GroupedChange>): void {
+    for (const change of batch) {
+      // Read now, right before its write, as `bounded` promises.
+      if (change.bounded === true) {
+        change.write();
+        continue;
+      }
+      try {
+        if (change.single === true) change.write();
+        else this.root.childTransaction(() => change.write());
+      } catch (error) {
+        refused.add(change);
+        this.tell(change, error);
+      }
+    }
   }
 
   private take(): GroupedChange[] {
@@ -199,6 +220,10 @@ export class GroupCommit {
     this.idleWaiters = [];
     for (const wake of waiters) wake();
   }
+}
+
+function isBounded(change: GroupedChange): boolean {
+  return change.bounded === true;
 }
 
 function nothing(): void {

@@ -12,12 +12,13 @@ class Doc {
   readonly log: string[] = [];
   constructor(readonly store: Store, readonly writes = new DocumentWrites(store)) {}
 
-  set(key: string, value: string, options: { throws?: boolean } = {}): Promise<DocumentChange> {
+  set(key: string, value: string, options: { throws?: boolean; bounded?: boolean } = {}): Promise<DocumentChange> {
     const before = this.memory.get(key);
     this.memory.set(key, value);
     const { memory, log } = this;
     const db = this.store.records<string>(DB.meta);
     return this.writes.submit({
+      bounded: options.bounded === true,
       write: () => {
         db.putSync(key, value);
         if (options.throws === true) throw new Error(`${key}=${value} refused`);
@@ -74,6 +75,23 @@ t.test('a change that fails takes every later change of the document with it; me
   t.same([meta.get('a'), meta.get('b'), meta.get('c')], ['kept', undefined, 'fine'], 'neither failed change landed; the other document did');
   await doc.set('b', 'later');
   t.equal(meta.get('b'), 'later', 'changes made after the failure commit normally');
+});
+
+t.test('a bounded change made on top of a failed one fails alone: its refusal does not take the batch with it', async (t) => {
+  const store = openStore(t.testdir());
+  t.teardown(() => store.close());
+  const doc = new Doc(store);
+  const other = new Doc(store);
+  const failed = doc.set('b', 'bad', { throws: true });
+  // Bounded, but made on top of the failed change: its write refuses to run, and that refusal must stay its own.
+  const after = doc.set('a', 'built on bad', { bounded: true });
+  const unrelated = other.set('c', 'fine', { bounded: true });
+  const [f, a, u] = await Promise.allSettled([failed, after, unrelated]);
+  t.match(f, { status: 'rejected', reason: { message: 'b=bad refused' } });
+  t.match(a, { status: 'rejected', reason: { status: 'ABORTED' } });
+  t.equal(u.status, 'fulfilled', "another document's bounded change in the same batch commits");
+  const meta = store.records<string>(DB.meta);
+  t.same([meta.get('a'), meta.get('b'), meta.get('c')], [undefined, undefined, 'fine']);
 });
 
 t.test('a commit that fails after later changes were submitted fails them too, even in the next batch', async (t) => {

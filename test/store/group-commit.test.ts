@@ -10,13 +10,14 @@ function change(
   store: Store,
   key: string,
   log: string[],
-  options: { throws?: boolean; single?: boolean; deferrable?: boolean; onWrite?: () => void } = {},
+  options: { throws?: boolean; single?: boolean; bounded?: boolean; deferrable?: boolean; onWrite?: () => void } = {},
 ): GroupedChange & { settled: Promise<unknown> } {
   const db = store.records<string>(DB.meta);
   let told!: (error: unknown) => void;
   const settled = new Promise<unknown>((resolve) => (told = resolve));
   return {
     single: options.single ?? false,
+    bounded: options.bounded ?? false,
     deferrable: options.deferrable ?? false,
     settled,
     write: () => {
@@ -58,6 +59,65 @@ t.test('a change marked single runs without a child transaction and still commit
   store.group.submit(one);
   t.equal(await one.settled, undefined);
   t.equal(store.records<string>(DB.meta).get('one'), 'one');
+});
+
+/** A group commit on `store` that counts the child transactions it opens. */
+function counting(t: Test, store: Store): { group: GroupCommit; children: () => number } {
+  let children = 0;
+  const root: TransactionRoot = {
+    transaction: (body) => rootOf(store).transaction(body),
+    childTransaction: (body) => {
+      children++;
+      return rootOf(store).childTransaction(body);
+    },
+  };
+  return { group: new GroupCommit(root, (error) => t.fail(String(error))), children: () => children };
+}
+
+t.test('bounded changes share one child transaction, the batch\'s; a change that may be refused keeps its own', async (t) => {
+  const store = openStore(t.testdir());
+  t.teardown(() => store.close());
+  const { group, children } = counting(t, store);
+  const log: string[] = [];
+  const changes = [change(store, 'b1', log, { bounded: true }), change(store, 'b2', log, { bounded: true }), change(store, 'own', log), change(store, 'b3', log, { bounded: true })];
+  for (const each of changes) group.submit(each);
+  for (const each of changes) t.equal(await each.settled, undefined);
+  t.equal(children(), 2, 'one for the batch, one for the change that may be refused');
+  const meta = store.records<string>(DB.meta);
+  t.same(['b1', 'b2', 'own', 'b3'].map((key) => meta.get(key)), ['b1', 'b2', 'own', 'b3']);
+  const plain = [change(store, 'p1', log), change(store, 'p2', log, { single: true })];
+  for (const each of plain) group.submit(each);
+  for (const each of plain) t.equal(await each.settled, undefined);
+  t.equal(children(), 3, 'a batch with no bounded change opens no child of its own');
+});
+
+t.test('a bounded change that throws after all: nothing of its batch lands, each change is told, the next batch commits', async (t) => {
+  const store = openStore(t.testdir());
+  t.teardown(() => store.close());
+  const { group } = counting(t, store);
+  const log: string[] = [];
+  const batch = [
+    change(store, 'before', log),
+    change(store, 'single', log, { single: true }),
+    change(store, 'refused', log, { throws: true }),
+    change(store, 'bad', log, { bounded: true, throws: true }),
+    change(store, 'after', log, { bounded: true }),
+  ];
+  for (const each of batch) group.submit(each);
+  t.match(await batch[2]?.settled, { message: 'refused refused' }, 'a change refused in its own child keeps its own error');
+  for (const i of [0, 1, 3, 4]) t.match(await batch[i]?.settled, { message: 'bad refused' }, 'the others are told the bounded change\'s error');
+  t.notOk(log.some((line) => line.startsWith('write after')), 'the change after it never ran');
+  t.same(
+    log.filter((line) => line.startsWith('settle')),
+    ['settle refused failed', 'settle before failed', 'settle single failed', 'settle bad failed', 'settle after failed'],
+    'the refused one at once, the rest in submission order',
+  );
+  const meta = store.records<string>(DB.meta);
+  t.same(['before', 'single', 'refused', 'bad', 'after'].map((key) => meta.get(key)), [undefined, undefined, undefined, undefined, undefined], 'nothing landed');
+  const next = change(store, 'next', log, { bounded: true });
+  group.submit(next);
+  t.equal(await next.settled, undefined);
+  t.equal(meta.get('next'), 'next');
 });
 
 t.test('a failed commit fails every change of the batch; the next batch runs only after it settled', async (t) => {

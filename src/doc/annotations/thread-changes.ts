@@ -8,6 +8,7 @@ import type { AnnotationRecord, AnnotationView } from './model.js';
 import type { DocumentKey } from '../../document-key.js';
 import type { RaisedEvent } from './mutations.js';
 import { writeThreadTime, type ThreadIndexes } from './time-index.js';
+import { keyFits } from '../../limits.js';
 
 /** One thread's change, with the events it raises. */
 export interface Change {
@@ -61,6 +62,21 @@ export class ThreadChanges implements DocumentChange {
       deps.records.set(view.annotationId, change.after);
       return { op: 'upsert', annotation: view };
     });
+  }
+
+  /**
+   * Whether the change needs no child transaction (GroupedChange.bounded, asked right before `write`): it raises no
+   * event a channel wants (an event's recorders key rows by other ids: the activity log, notifications), so it writes
+   * only its threads' rows and their index rows, and every such key fits (`keyFits`; the longest holds the API key,
+   * the organization, document and annotation ids and a number).
+   */
+  get bounded(): boolean {
+    const { ref, outbox } = this.deps;
+    for (let i = 0; i < this.changes.length; i++) {
+      for (const raised of (this.changes[i] as Change).events) if (outbox.wants(ref.apiKey, raised.type)) return false;
+      if (!keyFits([ref.apiKey, ref.organizationId, ref.documentId, (this.views[i] as AnnotationView).annotationId], 1)) return false;
+    }
+    return true;
   }
 
   write(tx: WriteTx): void {

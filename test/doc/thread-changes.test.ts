@@ -1,0 +1,75 @@
+// Tests src/doc/annotations/thread-changes.ts: when a thread change needs no child transaction of its own (`bounded`).
+import t from 'tap';
+import type { DocumentKey } from '../../src/document-key.js';
+import { DocumentWrites } from '../../src/doc/document-writes.js';
+import { annotationView, type AnnotationRecord } from '../../src/doc/annotations/model.js';
+import { buildAnnotation } from '../../src/doc/annotations/mutations.js';
+import { ThreadChanges } from '../../src/doc/annotations/thread-changes.js';
+import { threadIndexes } from '../../src/doc/annotations/time-index.js';
+import { Outbox } from '../../src/events/outbox.js';
+import type { EventAudience } from '../../src/events/types.js';
+import { Store } from '../../src/store/env.js';
+import { DB } from '../../src/store/keys.js';
+
+const NOW = 1_763_900_000_000;
+
+/** A store whose root counts the child transactions the group commit opens. */
+function countingStore(path: string): { store: Store; children: () => number } {
+  let children = 0;
+  const store = Store.open(path, {
+    transactions: (root) => ({
+      transaction: (body) => root.transaction(body),
+      childTransaction: (body) => {
+        children++;
+        return root.childTransaction(body);
+      },
+    }),
+  });
+  return { store, children: () => children };
+}
+
+/** A new thread's change on `ref`, as Add Comment Annotations makes it (its event included). */
+function newThread(store: Store, outbox: Outbox, ref: DocumentKey, number: number): ThreadChanges {
+  const built = buildAnnotation({ commentData: [{ commentText: 'x', from: { userId: 'u1' } }] }, `thread${number}`, number, NOW);
+  if (!built.ok) throw new Error(built.message);
+  const record = built.value;
+  const deps = { ref, db: store.records<AnnotationRecord>(DB.annotations), indexes: threadIndexes(store), outbox, records: new Map<string, AnnotationRecord>(), published: undefined, legacy: undefined };
+  const events = [{ type: 'comment_annotation.add' as const, actionUser: record.from, ...(record.comments[0] === undefined ? {} : { targetComment: record.comments[0] }) }];
+  return new ThreadChanges(deps, [{ before: undefined, after: record, events }], NOW, (each) => annotationView(ref, each), undefined);
+}
+
+const nobody: EventAudience = { wants: () => false };
+const everyone: EventAudience = { wants: () => true };
+
+t.test('a thread change no channel wants an event of writes its rows without a child transaction of its own', async (t) => {
+  const { store, children } = countingStore(t.testdir());
+  t.teardown(() => store.close());
+  const outbox = new Outbox(store);
+  outbox.setAudience(nobody);
+  const ref = { apiKey: 'key_bounded', organizationId: 'org', documentId: 'doc' };
+  const writes = new DocumentWrites(store);
+  const changes = [1, 2, 3].map((n) => newThread(store, outbox, ref, n));
+  t.ok(changes.every((change) => change.bounded));
+  await Promise.all(changes.map((change) => writes.submit(change)));
+  t.equal(children(), 1, "the batch's child transaction only");
+  t.equal(store.records<AnnotationRecord>(DB.annotations).get([ref.apiKey, ref.organizationId, ref.documentId, 2])?.annotationId, 'thread2');
+  t.equal(store.records<number>(DB.annotationIds).get([ref.apiKey, ref.organizationId, 'thread3', ref.documentId]), 3, 'its index rows too');
+  t.equal([...store.records<unknown>(DB.annotationTimes).getKeys({})].length, 3);
+});
+
+t.test('a thread change whose event a channel wants, or whose key might not fit, keeps its own child transaction', async (t) => {
+  const { store, children } = countingStore(t.testdir());
+  t.teardown(() => store.close());
+  const outbox = new Outbox(store);
+  outbox.setAudience(everyone);
+  const ref = { apiKey: 'key_bounded', organizationId: 'org', documentId: 'doc' };
+  const wanted = newThread(store, outbox, ref, 1);
+  t.notOk(wanted.bounded, 'its event is written, with whatever rows its recorders key by other ids');
+  await new DocumentWrites(store).submit(wanted);
+  t.equal(children(), 1, 'its own child, no batch child');
+  outbox.setAudience(nobody);
+  // Ids past MAX_ID_BYTES, as a directory's data from before that limit could hold.
+  const long = { ...ref, documentId: '中'.repeat(500), organizationId: '中'.repeat(200) };
+  t.notOk(newThread(store, outbox, long, 2).bounded, '2,100 bytes of ids: the key might not fit');
+  t.ok(newThread(store, outbox, ref, 3).bounded, 'the same change on short ids is bounded');
+});
