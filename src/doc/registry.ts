@@ -8,6 +8,7 @@ import { DocumentActor } from './actor.js';
 import { makeActorDeps, type ActorConfig, type ActorDeps } from './actor-deps.js';
 import { JoinFrames } from './join-state.js';
 import { HeldBytes } from './held-bytes.js';
+import { IdleTimers, type IdleTimed } from './idle-timers.js';
 import { LoadedBudget, type LoadedLimits } from './loaded-budget.js';
 import { ActorLease, type Lease } from './lease.js';
 import { type ConnectionListener, type TopicPublisher } from './peer.js';
@@ -19,13 +20,12 @@ export type RegistryConfig = Pick<Config, 'persistence' | 'groupCommitMs' | 'com
   LoadedLimits &
   Partial<Pick<Config, 'joinStateCacheBytes'>>;
 
-interface Entry {
+interface Entry extends IdleTimed {
   readonly key: DocumentKey;
   /** The first load; dropped once it has settled (`actor` holds the result), so a loaded document keeps no promise. */
   loading?: Promise<DocumentActor> | undefined;
   actor?: DocumentActor | undefined;
   unloading?: Promise<void> | undefined;
-  timer?: NodeJS.Timeout | undefined;
   /** The actor's stored bytes when last looked at (at each lease, when it went idle, at a scrape): the budget's estimate. */
   bytes: number;
 }
@@ -46,10 +46,11 @@ export class DocumentActors {
   private readonly actorDeps: ActorDeps;
   /** Loaded documents against MAX_LOADED_DOCUMENTS[_PER_KEY] and their bytes: who is unloaded early, and the 429. */
   private readonly budget: LoadedBudget<Entry>;
+  private readonly idleTimers: IdleTimers<Entry>;
 
   /** `publisher` reaches a topic's subscribers (uWS app.publish in src/server.ts). */
   constructor(
-    private readonly config: RegistryConfig,
+    config: RegistryConfig,
     store: Store,
     private readonly log: Logger,
     publisher: TopicPublisher,
@@ -66,6 +67,7 @@ export class DocumentActors {
       publisher,
       joinFrames: this.joinFrames,
     });
+    this.idleTimers = new IdleTimers<Entry>(config.docIdleUnloadMs, (id, entry) => this.unload(id, entry), (entry) => entry.actor?.idle === true);
     this.budget = new LoadedBudget<Entry>(config, {
       // No connection, no lease, nothing queued, loaded and staying.
       unloadable: ({ key, actor, loading, unloading }) =>
@@ -187,10 +189,8 @@ export class DocumentActors {
     return this.leaseOf(entry, entry.actor);
   }
 
-  /** Leases a loaded entry's actor: a leased document is not unloaded, so its idle timer stops. */
+  /** Leases a loaded entry's actor: a leased document is not unloaded (its idle timer, if armed, finds it busy). */
   private leaseOf(entry: Entry, actor: DocumentActor): Lease {
-    if (entry.timer !== undefined) clearTimeout(entry.timer);
-    entry.timer = undefined;
     // What its last use added is counted here (an idle document's at once, in scheduleUnload).
     this.budget.resize(entry, this.held.of(actor));
     this.budget.touch(entry);
@@ -217,7 +217,7 @@ export class DocumentActors {
       entry.loading = undefined;
       return actor;
     });
-    const entry: Entry = { key, loading, bytes: 0 };
+    const entry: Entry = { key, loading, bytes: 0, idleAt: 0 };
     this.entries.set(id, entry);
     // Counted from the start of its load, so concurrent loads of one key cannot all pass its share.
     this.budget.add(entry);
@@ -237,15 +237,11 @@ export class DocumentActors {
     if (entry.actor !== undefined) this.budget.resize(entry, this.held.of(entry.actor));
     this.budget.enforce(entry.key.apiKey);
     if (entry.unloading !== undefined) return;
-    if (entry.timer !== undefined) clearTimeout(entry.timer);
-    entry.timer = setTimeout(() => this.unload(id, entry), this.config.docIdleUnloadMs);
-    // An idle document must not keep the process alive; stop() snapshots whatever is still loaded.
-    entry.timer.unref();
+    this.idleTimers.wentIdle(id, entry);
   }
 
   private unload(id: string, entry: Entry): void {
-    if (entry.timer !== undefined) clearTimeout(entry.timer);
-    entry.timer = undefined;
+    this.idleTimers.stop(entry);
     const actor = entry.actor;
     if (actor === undefined || !actor.idle || entry.unloading !== undefined || this.closing) return;
     this.budget.remove(entry);
@@ -285,8 +281,7 @@ export class DocumentActors {
    * it did for the callers waiting on it (the entry is already gone then).
    */
   private takeDown(id: string, entry: Entry, code: number, reason: string, keep: (actor: DocumentActor) => Promise<void>): Promise<void> {
-    if (entry.timer !== undefined) clearTimeout(entry.timer);
-    entry.timer = undefined;
+    this.idleTimers.stop(entry);
     this.budget.remove(entry);
     entry.unloading = (async () => {
       const actor = entry.actor ?? (await entry.loading);
@@ -386,7 +381,7 @@ export class DocumentActors {
   async shutdown(): Promise<void> {
     this.closing = true;
     const entries = [...this.entries.values()];
-    for (const entry of entries) if (entry.timer !== undefined) clearTimeout(entry.timer);
+    for (const entry of entries) this.idleTimers.stop(entry);
     await Promise.all(entries.map((entry) => entry.unloading));
     // Loads still in flight finish first, so their actors are closed and snapshotted too.
     await Promise.allSettled(entries.map((entry) => entry.loading));
