@@ -310,6 +310,5 @@ const first = (record: AnnotationRecord): { targetComment?: CommentRecord } => {
   return comment === undefined ? {} : { targetComment: comment };
 };
 
-/** 20 characters of [A-Za-z0-9] (about 119 bits), like the ids upstream generates. */
 /** A new thread's id when its input names none: upstream's shape (20 of [A-Za-z0-9]), time first (timeOrderedBase62). */
 const newAnnotationId = (): string => timeOrderedBase62(Date.now(), 20);
