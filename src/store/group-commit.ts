@@ -144,8 +144,8 @@ export class GroupCommit {
     // `committing` with it, and every change not told yet is told that error (below).
     const run = (): void => {
       const taken = (batch = this.take());
-      if (taken.some(isBounded)) this.root.childTransaction(() => this.writeAll(taken, refused));
-      else this.writeAll(taken, refused);
+      if (taken.some(isBounded)) this.root.childTransaction(() => this.writeAll(taken, refused, true));
+      else this.writeAll(taken, refused, false);
     };
     let committing: Promise<unknown>;
     const started = performance.now();
@@ -170,11 +170,15 @@ export class GroupCommit {
     );
   }
 
-  /** Runs the batch's writes: a change that may be refused in its own child transaction, told at once when it is. */
-  private writeAll(batch: readonly GroupedChange[], refused: Set<GroupedChange>): void {
+  /**
+   * Runs the batch's writes: a change that may be refused in its own child transaction, told at once when it is. A
+   * bounded one runs bare only inside the batch's child (`inBatchChild`): one that became bounded after the batch
+   * was looked at (a delivery config written earlier in the batch) takes a child of its own like any other.
+   */
+  private writeAll(batch: readonly GroupedChange[], refused: Set<GroupedChange>, inBatchChild: boolean): void {
     for (const change of batch) {
       // Read now, right before its write, as `bounded` promises.
-      if (change.bounded === true) {
+      if (inBatchChild && change.bounded === true) {
         change.write();
         continue;
       }

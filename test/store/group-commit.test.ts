@@ -91,6 +91,23 @@ t.test('bounded changes share one child transaction, the batch\'s; a change that
   t.equal(children(), 3, 'a batch with no bounded change opens no child of its own');
 });
 
+t.test('a change that becomes bounded during a batch without a bounded change keeps its own child transaction', async (t) => {
+  const store = openStore(t.testdir());
+  t.teardown(() => store.close());
+  const { group, children } = counting(t, store);
+  const log: string[] = [];
+  let boundedNow = false;
+  // As a delivery config written earlier in the batch can turn a later comment change bounded.
+  const first = change(store, 'first', log, { onWrite: () => (boundedNow = true) });
+  const later = change(store, 'later', log);
+  Object.defineProperty(later, 'bounded', { get: () => boundedNow });
+  group.submit(first);
+  group.submit(later);
+  t.equal(await first.settled, undefined);
+  t.equal(await later.settled, undefined);
+  t.equal(children(), 2, 'each its own: no batch child was opened to hold a bare write');
+});
+
 t.test('a bounded change that throws after all: nothing of its batch lands, each change is told, the next batch commits', async (t) => {
   const store = openStore(t.testdir());
   t.teardown(() => store.close());
