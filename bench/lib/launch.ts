@@ -64,6 +64,7 @@ function hostEnv(kind: ServerKind, dataDir: string, extra: Readonly<Record<strin
   delete env['PORT'];
   delete env['NODE_OPTIONS'];
   if (protocolOf(kind) === 'plait') {
+    Object.assign(env, startScriptEnv(startWords().join(' '), process.env['BENCH_PLAIT_ENV']));
     Object.assign(env, { DATA_DIR: dataDir, LOG_LEVEL: 'warn', DEV_BOOTSTRAP: 'false', PERSISTENCE: kind === 'plait-nopersist' ? 'false' : 'true' });
     if (kind === 'plait-base') {
       const base = process.env['BENCH_BASE_DIST'];
@@ -175,15 +176,36 @@ function buildPlait(): void {
   built = true;
 }
 
+/** The words of `npm start`'s command (package.json's start script). */
+function startWords(): string[] {
+  const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts?: Record<string, string> };
+  return (pkg.scripts?.['start'] ?? '').split(/\s+/).filter((word) => word !== '');
+}
+
 /** The node flags `npm start` runs Plait with (package.json's start script), so the bench runs it the same way. */
 function plaitNodeFlags(): string[] {
   // An experiment knob (bench/README, "Fan-out CPU per delivery"): other flags than the start script's, space-separated.
   const override = process.env['BENCH_PLAIT_NODE_FLAGS'];
   if (override !== undefined) return override.split(/\s+/).filter((word) => word !== '');
-  const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts?: Record<string, string> };
-  const start = pkg.scripts?.['start'] ?? '';
-  const words = start.split(/\s+/);
+  const words = startWords();
   return words.slice(words.indexOf('node') + 1).filter((word) => word.startsWith('--'));
+}
+
+/**
+ * The environment `npm start` sets for node: the `NAME=value` words before `node` in the start script (none today;
+ * glibc's MALLOC_* settings would go there, bench/README.md "Twenty-second session: idle memory"), so the bench runs
+ * Plait with it too. `override` (`BENCH_PLAIT_ENV`: space-separated `NAME=value` words, empty for none) replaces it,
+ * for a before/after of such a setting.
+ */
+export function startScriptEnv(start: string, override?: string): Record<string, string> {
+  const words = (override ?? start).split(/\s+/).filter((word) => word !== '');
+  const env: Record<string, string> = {};
+  for (const word of override === undefined ? words.slice(0, Math.max(0, words.indexOf('node'))) : words) {
+    const match = /^([A-Za-z_][A-Za-z0-9_]*)=(.*)$/.exec(word);
+    if (match === null) throw new Error(`not a NAME=value word ${override === undefined ? 'before node in the start script' : 'in BENCH_PLAIT_ENV'}: ${word}`);
+    env[match[1] as string] = match[2] as string;
+  }
+  return env;
 }
 
 /**
