@@ -43,6 +43,8 @@ export class ThreadChanges implements DocumentChange {
   private readonly views: AnnotationView[];
   /** The outbox seqs `write` appended, for `undo` to tell the outbox they did not land. */
   private readonly appended: number[] = [];
+  /** Every key the threads' rows and index rows take fits (`keyFits`): the part of `bounded` that cannot change. */
+  private readonly keysFit: boolean;
 
   constructor(
     private readonly deps: ThreadChangeDeps,
@@ -53,6 +55,9 @@ export class ThreadChanges implements DocumentChange {
     private readonly restore: (() => void) | undefined,
   ) {
     this.views = changes.map((change) => views((change.after ?? change.before) as AnnotationRecord));
+    const { apiKey, organizationId, documentId } = deps.ref;
+    // The longest key holds the API key, the organization, document and annotation ids and a number.
+    this.keysFit = this.views.every((view) => keyFits([apiKey, organizationId, documentId, view.annotationId], 1));
     this.live = changes.map((change, i): LiveAnnotationChange => {
       const view = this.views[i] as AnnotationView;
       if (change.after === undefined) {
@@ -65,17 +70,14 @@ export class ThreadChanges implements DocumentChange {
   }
 
   /**
-   * Whether the change needs no child transaction (GroupedChange.bounded, asked right before `write`): it raises no
-   * event a channel wants (an event's recorders key rows by other ids: the activity log, notifications), so it writes
-   * only its threads' rows and their index rows, and every such key fits (`keyFits`; the longest holds the API key,
-   * the organization, document and annotation ids and a number).
+   * Whether the change needs no child transaction (GroupedChange.bounded, asked right before `write`): every key of
+   * its threads' rows and index rows fits, and it raises no event a channel wants (an event's recorders key rows by
+   * other ids: the activity log, notifications), so those rows are all it writes.
    */
   get bounded(): boolean {
+    if (!this.keysFit) return false;
     const { ref, outbox } = this.deps;
-    for (let i = 0; i < this.changes.length; i++) {
-      for (const raised of (this.changes[i] as Change).events) if (outbox.wants(ref.apiKey, raised.type)) return false;
-      if (!keyFits([ref.apiKey, ref.organizationId, ref.documentId, (this.views[i] as AnnotationView).annotationId], 1)) return false;
-    }
+    for (const change of this.changes) for (const raised of change.events) if (outbox.wants(ref.apiKey, raised.type)) return false;
     return true;
   }
 
