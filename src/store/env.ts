@@ -37,6 +37,8 @@ export interface GroupedWrite {
   readonly bounded?: boolean;
   /** Nobody waits for it: it may wait `StoreOptions.deferMs` for other changes (GroupedChange.deferrable). */
   readonly deferrable?: boolean;
+  /** `write` only writes to LMDB, so it may run again after a rollback: it may share a child transaction (GroupedChange.repeatable). */
+  readonly repeatable?: boolean;
   /** Told once: undefined when committed, else the error (at once, inside the batch, when `write` throws). */
   settle(error: unknown): void;
 }
@@ -372,10 +374,13 @@ function encodingOf(name: DbName): 'msgpack' | 'binary' {
 class Grouped implements GroupedChange {
   readonly single: boolean;
   readonly deferrable: boolean;
+  readonly repeatable: boolean;
 
   constructor(private readonly change: GroupedWrite, private readonly replicating: Replicating | undefined) {
     this.single = change.single === true;
     this.deferrable = change.deferrable === true;
+    // In cluster mode a write also records its ops for the stream, which a rollback would not take back.
+    this.repeatable = change.repeatable === true && replicating === undefined;
   }
 
   get bounded(): boolean {

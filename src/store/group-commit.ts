@@ -38,6 +38,15 @@ export interface GroupedChange {
    */
   readonly deferrable?: boolean;
   /**
+   * `write` only writes to LMDB (no other effect), so running it again after its writes were rolled back writes the
+   * same. Consecutive repeatable changes share one child transaction; when one of them throws, that child is rolled
+   * back and they run again one child transaction each, so the one that throws still loses only its own writes. Why:
+   * LMDB mallocs ~3 MB for every child transaction (a nested dirty list and free list), and one per document of a
+   * commit ratcheted glibc's main heap up by ~20 MB in a 20-document burst (bench/README.md, "Twenty-second session:
+   * memory after a burst").
+   */
+  readonly repeatable?: boolean;
+  /**
    * Told exactly once, in submission order: `undefined` once the transaction holding the writes has committed, else
    * why they did not land. A `write` that throws is told at once, inside the batch, before any later change's
    * `write` runs, so a change that depends on it can refuse to run.
@@ -171,24 +180,45 @@ export class GroupCommit {
   }
 
   /**
-   * Runs the batch's writes: a change that may be refused in its own child transaction, told at once when it is. A
-   * bounded one runs bare only inside the batch's child (`inBatchChild`): one that became bounded after the batch
-   * was looked at (a delivery config written earlier in the batch) takes a child of its own like any other.
+   * Runs the batch's writes: a change that may be refused in its own child transaction, told at once when it is;
+   * consecutive repeatable changes in one (`together`). A bounded one runs bare only inside the batch's child
+   * (`inBatchChild`): one that became bounded after the batch was looked at (a delivery config written earlier in the
+   * batch) is written like any other.
    */
   private writeAll(batch: readonly GroupedChange[], refused: Set<GroupedChange>, inBatchChild: boolean): void {
-    for (const change of batch) {
+    for (let at = 0; at < batch.length; ) {
       // Read now, right before its write, as `bounded` promises.
-      if (inBatchChild && change.bounded === true) {
-        change.write();
+      if (inBatchChild && (batch[at] as GroupedChange).bounded === true) {
+        (batch[at] as GroupedChange).write();
+        at++;
         continue;
       }
-      try {
-        if (change.single === true) change.write();
-        else this.root.childTransaction(() => change.write());
-      } catch (error) {
-        refused.add(change);
-        this.tell(change, error);
-      }
+      const end = repeatableRun(batch, at);
+      if (end - at < 2 || !this.together(batch, at, end)) for (let i = at; i < end; i++) this.writeOne(batch[i] as GroupedChange, refused);
+      at = end;
+    }
+  }
+
+  /** Writes `batch[at..end)` in one child transaction; false when one of them threw (then none of them landed). */
+  private together(batch: readonly GroupedChange[], at: number, end: number): boolean {
+    try {
+      this.root.childTransaction(() => {
+        for (let i = at; i < end; i++) (batch[i] as GroupedChange).write();
+      });
+      return true;
+    } catch {
+      // Rolled back whole: the caller writes each again in a child transaction of its own and tells the one that throws.
+      return false;
+    }
+  }
+
+  private writeOne(change: GroupedChange, refused: Set<GroupedChange>): void {
+    try {
+      if (change.single === true) change.write();
+      else this.root.childTransaction(() => change.write());
+    } catch (error) {
+      refused.add(change);
+      this.tell(change, error);
     }
   }
 
@@ -228,6 +258,13 @@ export class GroupCommit {
 
 function isBounded(change: GroupedChange): boolean {
   return change.bounded === true;
+}
+
+/** The end of the run of repeatable, not single changes that starts at `at`; `at + 1` when there is none there. */
+function repeatableRun(batch: readonly GroupedChange[], at: number): number {
+  let end = at;
+  while (end < batch.length && batch[end]?.repeatable === true && batch[end]?.single !== true) end++;
+  return Math.max(end, at + 1);
 }
 
 function nothing(): void {
