@@ -2,10 +2,13 @@
 import type { Logger } from '../log.js';
 import { groupCommitInstrument } from '../metrics/instruments.js';
 import type { Store } from './env.js';
-import { encodeLogRow } from './log-rows.js';
+import { LogRowBuilder } from './log-rows.js';
 import { Snapshots, type StoreId, type StoreMeta } from './snapshots.js';
 
 const instrument = groupCommitInstrument('updates');
+
+/** Row builders kept for reuse: about one per document written in a commit. */
+const SPARE_ROWS = 256;
 
 /** One store's position in the log. The actor owns it; the log advances the counters. */
 export interface LogStream {
@@ -36,14 +39,12 @@ export interface DurabilityOptions {
   readonly compactAfterBytes: number;
 }
 
-interface Entry {
-  readonly seq: number;
-  readonly update: Uint8Array;
-}
-
 /** What one stream has waiting for the next commit, and the promise its appends return. */
 interface Pending {
-  readonly entries: Entry[];
+  /** The appends' row in the making (one row per commit: see `UpdateLog.prepare`). */
+  readonly row: LogRowBuilder;
+  /** The sequence number of the last append: the row's key, so a load's next sequence follows it. */
+  lastSeq: number;
   readonly promise: Promise<void>;
   readonly resolve: () => void;
   readonly reject: (error: unknown) => void;
@@ -51,7 +52,7 @@ interface Pending {
 
 const committed = Promise.resolve();
 
-function newPending(log: Logger): Pending {
+function newPending(log: Logger, row: LogRowBuilder): Pending {
   let resolve!: () => void;
   let reject!: (error: unknown) => void;
   const promise = new Promise<void>((yes, no) => {
@@ -60,7 +61,7 @@ function newPending(log: Logger): Pending {
   });
   // Logged here so a commit failure is reported once even when no caller awaits (WebSocket edits).
   promise.catch((error: unknown) => log.error('document update commit failed', { error }));
-  return { entries: [], promise, resolve, reject };
+  return { row, lastSeq: -1, promise, resolve, reject };
 }
 
 export class UpdateLog {
@@ -68,6 +69,8 @@ export class UpdateLog {
   private pending = new Map<LogStream, Pending>();
   private timer: NodeJS.Timeout | NodeJS.Immediate | undefined;
   private lastCommit: Promise<void> = committed;
+  /** Row builders of past commits, for the next ones (a few per commit, so no churn of buffers). */
+  private readonly spareRows: LogRowBuilder[] = [];
   readonly snapshots: Snapshots;
 
   /** `store` null = persistence off (bench comparison): appends are counted, never written. */
@@ -86,7 +89,8 @@ export class UpdateLog {
     const seq = stream.nextSeq++;
     if (this.store === null) return committed;
     const pending = this.enlist(stream);
-    pending.entries.push({ seq, update });
+    pending.row.add(update);
+    pending.lastSeq = seq;
     return pending.promise;
   }
 
@@ -115,7 +119,7 @@ export class UpdateLog {
   private enlist(stream: LogStream, schedule = true): Pending {
     let pending = this.pending.get(stream);
     if (pending === undefined) {
-      pending = newPending(this.log);
+      pending = newPending(this.log, this.spareRows.pop() ?? new LogRowBuilder());
       this.pending.set(stream, pending);
     }
     if (schedule) this.timer ??= this.options.groupCommitMs === 0 ? setImmediate(() => this.commit()) : setTimeout(() => this.commit(), this.options.groupCommitMs);
@@ -123,7 +127,7 @@ export class UpdateLog {
   }
 
   /**
-   * Writes every pending stream in one LMDB transaction, each stream in its own child transaction: a stream that
+   * Writes every pending stream in one LMDB transaction, all-or-nothing per stream (child transactions): a stream that
    * cannot be written (a key LMDB refuses, a snapshot that throws) fails alone, is told through `writeFailed` and is
    * not retried, while the others commit. Only a failure of the whole transaction fails them all (and then each
    * writes a full snapshot at its next commit). Runs from a timer: it never throws.
@@ -143,20 +147,26 @@ export class UpdateLog {
     const commits: Array<Promise<void>> = [];
     for (const [stream, pending] of batch) {
       let write: () => void;
-      written += pending.entries.length;
+      written += pending.row.count;
       try {
-        write = this.prepare(stream, pending.entries);
+        write = this.prepare(stream, pending);
       } catch (error) {
         this.refuse(stream, pending, error);
         continue;
+      } finally {
+        this.spare(pending.row);
       }
-      // Through the group commit: one LMDB transaction for the whole batch, each stream in its own child transaction,
-      // so a stream whose write throws aborts alone. `own` tells its failure from a failure of the whole commit.
+      // Through the group commit: one LMDB transaction for the whole batch, the streams in one child transaction
+      // (repeatable: the writes are prepared, so run again after a rollback they write the same); when a stream's write
+      // throws, that child is rolled back and each stream runs in a child of its own, so it aborts alone. `own` tells
+      // its failure from a failure of the whole commit.
       let own: { error: unknown } | undefined;
       commits.push(
         new Promise<void>((settled) => {
           store.transactionGrouped({
+            repeatable: true,
             write: () => {
+              own = undefined;
               try {
                 write();
               } catch (error) {
@@ -188,7 +198,7 @@ export class UpdateLog {
    * The writes of one stream, as a function run inside the transaction. The snapshot (when one is due) is taken now,
    * synchronously, so it folds exactly the entries appended before its boundary.
    */
-  private prepare(stream: LogStream, entries: readonly Entry[]): () => void {
+  private prepare(stream: LogStream, pending: Pending): () => void {
     const snapshots = this.snapshots;
     const id = stream.id;
     if (stream.needsSnapshot || compactionDue(stream, this.options)) {
@@ -202,11 +212,19 @@ export class UpdateLog {
       return () => snapshots.fold(id, snapshot, meta, boundary);
     }
     const meta = stream.meta();
-    const rows = logRows(entries);
+    // One row per commit, not per update: every row costs an LMDB put here and, in cluster mode, a replicated op that
+    // every other node applies (bench/cluster.ts). Under the last append's sequence number.
+    const seq = pending.lastSeq;
+    const row = pending.row.count > 0 ? pending.row.take() : undefined;
     return () => {
-      for (const row of rows) snapshots.putEntry(id, row.seq, row.update);
+      if (row !== undefined) snapshots.putEntry(id, seq, row);
       snapshots.putMeta(id, meta);
     };
+  }
+
+  /** Keeps an emptied row builder for a later commit (a few, and none grown past its size for reuse). */
+  private spare(row: LogRowBuilder): void {
+    if (row.clear() && this.spareRows.length < SPARE_ROWS) this.spareRows.push(row);
   }
 
   /** A stream that could not be written: its appends fail, and its owner puts memory back to what is committed. */
@@ -239,16 +257,4 @@ export function compactionDue(stream: Pick<LogStream, 'logCount' | 'logBytes' | 
   if (stream.logCount > options.compactAfterUpdates * COMPACT_COUNT_CAP) return true;
   if (stream.logBytes * COMPACT_SIZE_SHARE < stream.snapshotBytes) return false;
   return stream.logBytes > options.compactAfterBytes || stream.logCount > options.compactAfterUpdates;
-}
-
-/**
- * The log rows of one stream's appends in a commit: one row (`encodeLogRow`: the update, or a batch of them) under the
- * last one's sequence number, so a load's next sequence follows it. One row per commit, not per update: every row costs
- * an LMDB put here and, in cluster mode, a replicated op that every other node applies (bench/cluster.ts).
- */
-function logRows(entries: readonly Entry[]): readonly Entry[] {
-  const last = entries.at(-1);
-  // A lone append goes through encodeLogRow too: it is the update itself unless those bytes would read as a batch.
-  if (last === undefined) return entries;
-  return [{ seq: last.seq, update: encodeLogRow(entries.map((entry) => entry.update)) }];
 }

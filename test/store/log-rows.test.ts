@@ -1,7 +1,7 @@
 // Tests the update-log row format: one update as it is, several as a batch that reads back in order, and a batch Yjs would take for the empty update.
 import t from 'tap';
 import * as Y from 'yjs';
-import { decodeLogRow, encodeLogRow } from '../../src/store/log-rows.js';
+import { decodeLogRow, encodeLogRow, LogRowBuilder } from '../../src/store/log-rows.js';
 
 function someUpdates(count: number): Uint8Array[] {
   const doc = new Y.Doc();
@@ -42,4 +42,23 @@ t.test('a lone update that would read as a batch is stored as a batch of one, an
   const row = encodeLogRow([odd]);
   t.not(row, odd, 'wrapped, not stored as it is');
   t.same(decodeLogRow(row), [odd]);
+});
+
+t.test('a row builder makes encodeLogRow\'s bytes as the updates come, commit after commit', async (t) => {
+  const builder = new LogRowBuilder();
+  const lone = new Uint8Array([0, 0, 1, 1, 7]);
+  const big = new Uint8Array(3000).fill(5);
+  for (const updates of [someUpdates(1), someUpdates(200), [lone], [lone, ...someUpdates(2)], [big, big, ...someUpdates(1)], someUpdates(3)]) {
+    for (const update of updates) builder.add(update);
+    t.equal(builder.count, updates.length);
+    const row = builder.take();
+    t.same([...row], [...encodeLogRow(updates)], `${updates.length} update(s)`);
+    t.equal(builder.count, 0, 'emptied');
+    t.same(decodeLogRow(row).map((update) => [...update]), updates.map((update) => [...update]));
+  }
+  const one = someUpdates(1)[0] as Uint8Array;
+  builder.add(one);
+  const row = builder.take();
+  builder.add(new Uint8Array(one.length).fill(9));
+  t.same([...row], [...one], 'a row is a buffer of its own: the next appends do not change it');
 });
