@@ -10,7 +10,7 @@ function change(
   store: Store,
   key: string,
   log: string[],
-  options: { throws?: boolean; single?: boolean; bounded?: boolean; deferrable?: boolean; onWrite?: () => void } = {},
+  options: { throws?: boolean; single?: boolean; bounded?: boolean; repeatable?: boolean; deferrable?: boolean; onWrite?: () => void } = {},
 ): GroupedChange & { settled: Promise<unknown> } {
   const db = store.records<string>(DB.meta);
   let told!: (error: unknown) => void;
@@ -18,6 +18,7 @@ function change(
   return {
     single: options.single ?? false,
     bounded: options.bounded ?? false,
+    repeatable: options.repeatable ?? false,
     deferrable: options.deferrable ?? false,
     settled,
     write: () => {
@@ -135,6 +136,36 @@ t.test('a bounded change that throws after all: nothing of its batch lands, each
   group.submit(next);
   t.equal(await next.settled, undefined);
   t.equal(meta.get('next'), 'next');
+});
+
+t.test('repeatable changes share one child transaction; one that throws still loses only its own writes', async (t) => {
+  const store = openStore(t.testdir());
+  t.teardown(() => store.close());
+  const { group, children } = counting(t, store);
+  const log: string[] = [];
+  const together = ['a', 'b', 'c'].map((key) => change(store, key, log, { repeatable: true }));
+  for (const each of together) group.submit(each);
+  for (const each of together) t.equal(await each.settled, undefined);
+  t.equal(children(), 1, 'three repeatable changes, one child transaction');
+
+  log.length = 0;
+  const d = change(store, 'd', log, { repeatable: true });
+  const e = change(store, 'e', log, { repeatable: true, throws: true });
+  const f = change(store, 'f', log, { repeatable: true });
+  const plain = change(store, 'plain', log);
+  for (const each of [d, e, f, plain]) group.submit(each);
+  t.equal(await d.settled, undefined);
+  t.match(await e.settled, { message: 'e refused' });
+  t.equal(await f.settled, undefined);
+  t.equal(await plain.settled, undefined);
+  const meta = store.records<string>(DB.meta);
+  t.same([meta.get('d'), meta.get('e'), meta.get('f'), meta.get('plain')], ['d', undefined, 'f', 'plain']);
+  t.same(
+    log.map((line) => line.replace(/ txn \d+/, '')),
+    ['write d', 'write e', 'write d', 'write e', 'settle e failed', 'write f', 'write plain', 'settle d ok', 'settle f ok', 'settle plain ok'],
+    'rolled back together, then each alone: the one that throws is told before later changes run',
+  );
+  t.equal(children(), 1 + 1 + 3 + 1, 'the shared child, then one each, then the plain change');
 });
 
 t.test('a failed commit fails every change of the batch; the next batch runs only after it settled', async (t) => {
