@@ -54,19 +54,20 @@ export function decodeLogRow(row: Uint8Array): Uint8Array[] {
 const BUILDER_KEPT_BYTES = 64 * 1024;
 
 /**
- * A store's row for the next commit in the making (encodeLogRow's bytes, built as the updates come): each update is
- * copied in when it is appended, so the log holds no update's own buffer until the commit. Held ~100 ms (the group
- * commit's window), every update's buffer outlived V8's young generation and was freed only at the next full
- * collection: ~40k small malloc'd buffers alive at once in a 20-document burst, which left glibc's heap ~20 MB larger
- * after it (bench/README.md, "Twenty-second session: memory after a burst"). Reused from commit to commit.
+ * A store's row for the next commit in the making (encodeLogRow's bytes, built as the updates come): from the second
+ * update on, each is copied in when it is appended, so the log holds no update's own buffer until the commit but the
+ * first (a lone update is its own row, as encodeLogRow makes it, without a copy). Held ~100 ms (the group commit's
+ * window), every update's buffer outlived V8's young generation and was freed only at the next full collection: ~40k
+ * small malloc'd buffers alive at once in a 20-document burst, which left glibc's heap ~20 MB larger after it
+ * (bench/README.md, "Twenty-second session: memory after a burst"). Reused from commit to commit.
  */
 export class LogRowBuilder {
   /** The batch's body: each update as lib0's writeVarUint8Array writes it (its length as a varuint, then its bytes). */
   private body = new Uint8Array(1024);
   private length = 0;
   private added = 0;
-  /** Where the first update's own bytes begin (after its length). */
-  private firstStart = 0;
+  /** The first update while it is the only one (then not copied yet). */
+  private first: Uint8Array | undefined;
 
   /** Updates added since the last take(). */
   get count(): number {
@@ -74,33 +75,29 @@ export class LogRowBuilder {
   }
 
   add(update: Uint8Array): void {
-    const needed = this.length + 5 + update.length;
-    if (needed > this.body.length) {
-      const grown = new Uint8Array(Math.max(needed, this.body.length * 2));
-      grown.set(this.body.subarray(0, this.length));
-      this.body = grown;
+    if (this.added === 0) this.first = update;
+    else {
+      if (this.first !== undefined) this.copyIn(this.first);
+      this.first = undefined;
+      this.copyIn(update);
     }
-    this.length = writeVarUint(this.body, this.length, update.length);
-    if (this.added === 0) this.firstStart = this.length;
-    this.body.set(update, this.length);
-    this.length += update.length;
     this.added++;
   }
 
-  /** The row of the updates added (what encodeLogRow makes of them), in a buffer of its own; empties the builder. */
+  /** The row of the updates added (what encodeLogRow makes of them); empties the builder. Only when count > 0. */
   take(): Uint8Array {
-    const body = this.body.subarray(0, this.length);
-    let row: Uint8Array;
-    const only = body.subarray(this.firstStart);
-    if (this.added === 1 && !looksLikeBatch(only)) row = only.slice();
-    else {
-      const header = new Uint8Array(8);
-      header[2] = BATCH_VERSION;
-      const headerLength = writeVarUint(header, 3, this.added);
-      row = new Uint8Array(headerLength + body.length);
-      row.set(header.subarray(0, headerLength));
-      row.set(body, headerLength);
+    const first = this.first;
+    if (first !== undefined && !looksLikeBatch(first)) {
+      this.clear();
+      return first;
     }
+    if (first !== undefined) this.copyIn(first);
+    const header = new Uint8Array(8);
+    header[2] = BATCH_VERSION;
+    const headerLength = writeVarUint(header, 3, this.added);
+    const row = new Uint8Array(headerLength + this.length);
+    row.set(header.subarray(0, headerLength));
+    row.set(this.body.subarray(0, this.length), headerLength);
     this.clear();
     return row;
   }
@@ -109,7 +106,20 @@ export class LogRowBuilder {
   clear(): boolean {
     this.length = 0;
     this.added = 0;
+    this.first = undefined;
     return this.body.length <= BUILDER_KEPT_BYTES;
+  }
+
+  private copyIn(update: Uint8Array): void {
+    const needed = this.length + 5 + update.length;
+    if (needed > this.body.length) {
+      const grown = new Uint8Array(Math.max(needed, this.body.length * 2));
+      grown.set(this.body.subarray(0, this.length));
+      this.body = grown;
+    }
+    this.length = writeVarUint(this.body, this.length, update.length);
+    this.body.set(update, this.length);
+    this.length += update.length;
   }
 }
 

@@ -58,7 +58,12 @@ t.test('a row builder makes encodeLogRow\'s bytes as the updates come, commit af
   }
   const one = someUpdates(1)[0] as Uint8Array;
   builder.add(one);
+  t.equal(builder.take(), one, 'a lone update is its own row, not a copy (as encodeLogRow)');
+  const two = someUpdates(2);
+  for (const update of two) builder.add(update);
   const row = builder.take();
-  builder.add(new Uint8Array(one.length).fill(9));
-  t.same([...row], [...one], 'a row is a buffer of its own: the next appends do not change it');
+  const copy = [...row];
+  for (const update of someUpdates(5)) builder.add(update);
+  builder.take();
+  t.same([...row], copy, 'a batch row is a buffer of its own: later appends do not change it');
 });
