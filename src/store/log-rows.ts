@@ -50,20 +50,18 @@ export function decodeLogRow(row: Uint8Array): Uint8Array[] {
   return updates;
 }
 
-/** A builder keeps its buffer for the next commit up to this size; a larger one (a rare large frame) is let go. */
-const BUILDER_KEPT_BYTES = 64 * 1024;
-
 /**
  * A store's row for the next commit in the making (encodeLogRow's bytes, built as the updates come): from the second
  * update on, each is copied in when it is appended, so the log holds no update's own buffer until the commit but the
  * first (a lone update is its own row, as encodeLogRow makes it, without a copy). Held ~100 ms (the group commit's
  * window), every update's buffer outlived V8's young generation and was freed only at the next full collection: ~40k
  * small malloc'd buffers alive at once in a 20-document burst, which left glibc's heap ~20 MB larger after it
- * (bench/README.md, "Twenty-second session: memory after a burst"). Reused from commit to commit.
+ * (bench/README.md, "Twenty-second session: memory after a burst"). One per store and commit, not kept for the next:
+ * a pool of them kept memory of a busy moment for good (~1 MB a 1 MB document in bench/memory.ts).
  */
 export class LogRowBuilder {
   /** The batch's body: each update as lib0's writeVarUint8Array writes it (its length as a varuint, then its bytes). */
-  private body = new Uint8Array(1024);
+  private body = EMPTY;
   private length = 0;
   private added = 0;
   /** The first update while it is the only one (then not copied yet). */
@@ -102,18 +100,17 @@ export class LogRowBuilder {
     return row;
   }
 
-  /** Forgets what was added; false when the buffer is too large to keep for reuse. */
-  clear(): boolean {
+  private clear(): void {
+    this.body = EMPTY;
     this.length = 0;
     this.added = 0;
     this.first = undefined;
-    return this.body.length <= BUILDER_KEPT_BYTES;
   }
 
   private copyIn(update: Uint8Array): void {
     const needed = this.length + 5 + update.length;
     if (needed > this.body.length) {
-      const grown = new Uint8Array(Math.max(needed, this.body.length * 2));
+      const grown = new Uint8Array(Math.max(needed, this.body.length * 2, 1024));
       grown.set(this.body.subarray(0, this.length));
       this.body = grown;
     }
@@ -122,6 +119,8 @@ export class LogRowBuilder {
     this.length += update.length;
   }
 }
+
+const EMPTY = new Uint8Array(0);
 
 /** lib0's varuint (7 bits a byte, low first) at `at`; answers where it ends. */
 function writeVarUint(into: Uint8Array, at: number, value: number): number {

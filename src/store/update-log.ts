@@ -7,9 +7,6 @@ import { Snapshots, type StoreId, type StoreMeta } from './snapshots.js';
 
 const instrument = groupCommitInstrument('updates');
 
-/** Row builders kept for reuse: about one per document written in a commit. */
-const SPARE_ROWS = 256;
-
 /** One store's position in the log. The actor owns it; the log advances the counters. */
 export interface LogStream {
   readonly id: StoreId;
@@ -69,8 +66,6 @@ export class UpdateLog {
   private pending = new Map<LogStream, Pending>();
   private timer: NodeJS.Timeout | NodeJS.Immediate | undefined;
   private lastCommit: Promise<void> = committed;
-  /** Row builders of past commits, for the next ones (a few per commit, so no churn of buffers). */
-  private readonly spareRows: LogRowBuilder[] = [];
   readonly snapshots: Snapshots;
 
   /** `store` null = persistence off (bench comparison): appends are counted, never written. */
@@ -119,7 +114,7 @@ export class UpdateLog {
   private enlist(stream: LogStream, schedule = true): Pending {
     let pending = this.pending.get(stream);
     if (pending === undefined) {
-      pending = newPending(this.log, this.spareRows.pop() ?? new LogRowBuilder());
+      pending = newPending(this.log, new LogRowBuilder());
       this.pending.set(stream, pending);
     }
     if (schedule) this.timer ??= this.options.groupCommitMs === 0 ? setImmediate(() => this.commit()) : setTimeout(() => this.commit(), this.options.groupCommitMs);
@@ -153,8 +148,6 @@ export class UpdateLog {
       } catch (error) {
         this.refuse(stream, pending, error);
         continue;
-      } finally {
-        this.spare(pending.row);
       }
       // Through the group commit: one LMDB transaction for the whole batch, the streams in one child transaction
       // (repeatable: the writes are prepared, so run again after a rollback they write the same); when a stream's write
@@ -220,11 +213,6 @@ export class UpdateLog {
       if (row !== undefined) snapshots.putEntry(id, seq, row);
       snapshots.putMeta(id, meta);
     };
-  }
-
-  /** Keeps an emptied row builder for a later commit (a few, and none grown past its size for reuse). */
-  private spare(row: LogRowBuilder): void {
-    if (row.clear() && this.spareRows.length < SPARE_ROWS) this.spareRows.push(row);
   }
 
   /** A stream that could not be written: its appends fail, and its owner puts memory back to what is committed. */
