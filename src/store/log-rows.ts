@@ -56,8 +56,8 @@ export function decodeLogRow(row: Uint8Array): Uint8Array[] {
  * first (a lone update is its own row, as encodeLogRow makes it, without a copy). Held ~100 ms (the group commit's
  * window), every update's buffer outlived V8's young generation and was freed only at the next full collection: ~40k
  * small malloc'd buffers alive at once in a 20-document burst, which left glibc's heap ~20 MB larger after it
- * (bench/README.md, "Twenty-second session: memory after a burst"). One per store and commit, not kept for the next:
- * a pool of them kept memory of a busy moment for good (~1 MB a 1 MB document in bench/memory.ts).
+ * (bench/README.md, "Twenty-second session: memory after a burst"). The update log reuses a few (`clear`), so their
+ * buffers do not churn either.
  */
 export class LogRowBuilder {
   /** The batch's body: each update as lib0's writeVarUint8Array writes it (its length as a varuint, then its bytes). */
@@ -100,8 +100,9 @@ export class LogRowBuilder {
     return row;
   }
 
-  private clear(): void {
-    this.body = EMPTY;
+  /** Forgets what was added, keeping its buffer for reuse up to KEPT_BODY_BYTES. */
+  clear(): void {
+    if (this.body.length > KEPT_BODY_BYTES) this.body = EMPTY;
     this.length = 0;
     this.added = 0;
     this.first = undefined;
@@ -121,6 +122,9 @@ export class LogRowBuilder {
 }
 
 const EMPTY = new Uint8Array(0);
+
+/** A builder kept for reuse keeps a buffer up to this size (a burst's commit: ~6 KB a store); a larger one is let go. */
+const KEPT_BODY_BYTES = 16 * 1024;
 
 /** lib0's varuint (7 bits a byte, low first) at `at`; answers where it ends. */
 function writeVarUint(into: Uint8Array, at: number, value: number): number {

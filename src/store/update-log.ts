@@ -7,6 +7,9 @@ import { Snapshots, type StoreId, type StoreMeta } from './snapshots.js';
 
 const instrument = groupCommitInstrument('updates');
 
+/** Row builders kept for reuse (LogRowBuilder), at most this many: about one per document of a busy commit. */
+const SPARE_ROWS = 64;
+
 /** One store's position in the log. The actor owns it; the log advances the counters. */
 export interface LogStream {
   readonly id: StoreId;
@@ -66,6 +69,8 @@ export class UpdateLog {
   private pending = new Map<LogStream, Pending>();
   private timer: NodeJS.Timeout | NodeJS.Immediate | undefined;
   private lastCommit: Promise<void> = committed;
+  /** Row builders of past commits, for the next ones: their buffers do not churn (bench/README.md, twenty-second session). */
+  private readonly spareRows: LogRowBuilder[] = [];
   readonly snapshots: Snapshots;
 
   /** `store` null = persistence off (bench comparison): appends are counted, never written. */
@@ -114,7 +119,7 @@ export class UpdateLog {
   private enlist(stream: LogStream, schedule = true): Pending {
     let pending = this.pending.get(stream);
     if (pending === undefined) {
-      pending = newPending(this.log, new LogRowBuilder());
+      pending = newPending(this.log, this.spareRows.pop() ?? new LogRowBuilder());
       this.pending.set(stream, pending);
     }
     if (schedule) this.timer ??= this.options.groupCommitMs === 0 ? setImmediate(() => this.commit()) : setTimeout(() => this.commit(), this.options.groupCommitMs);
@@ -148,6 +153,9 @@ export class UpdateLog {
       } catch (error) {
         this.refuse(stream, pending, error);
         continue;
+      } finally {
+        pending.row.clear();
+        if (this.spareRows.length < SPARE_ROWS) this.spareRows.push(pending.row);
       }
       // Through the group commit: one LMDB transaction for the whole batch, the streams in one child transaction
       // (repeatable: the writes are prepared, so run again after a rollback they write the same); when a stream's write
