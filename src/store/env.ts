@@ -37,7 +37,7 @@ export interface GroupedWrite {
   readonly bounded?: boolean;
   /** Nobody waits for it: it may wait `StoreOptions.deferMs` for other changes (GroupedChange.deferrable). */
   readonly deferrable?: boolean;
-  /** `write` only writes to LMDB, so it may run again after a rollback: it may share a child transaction (GroupedChange.repeatable). */
+  /** `write` only writes to LMDB: it may share a child transaction (GroupedChange.repeatable). Not in cluster mode, which records ops. */
   readonly repeatable?: boolean;
   /** Told once: undefined when committed, else the error (at once, inside the batch, when `write` throws). */
   settle(error: unknown): void;
@@ -379,7 +379,6 @@ class Grouped implements GroupedChange {
   constructor(private readonly change: GroupedWrite, private readonly replicating: Replicating | undefined) {
     this.single = change.single === true;
     this.deferrable = change.deferrable === true;
-    // In cluster mode a write also records its ops for the stream, which a rollback would not take back.
     this.repeatable = change.repeatable === true && replicating === undefined;
   }
 
