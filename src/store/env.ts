@@ -19,25 +19,19 @@ export interface WriteTx {
 
 const TX: WriteTx = Object.freeze({ brand: 'WriteTx' });
 
-/** msgpackr options lmdb-js passes on to its encoder (its typings leave them out). */
-interface MsgpackOptions {
-  readonly useRecords?: boolean;
-  readonly mapsAsObjects?: boolean;
-}
+/** Plain msgpack maps, decoded as plain objects (see `Store.records`): msgpackr options lmdb-js's typings leave out. */
+const MSGPACK_OPTIONS: { readonly useRecords?: boolean; readonly mapsAsObjects?: boolean } = { useRecords: false, mapsAsObjects: true };
 
-/** Plain msgpack maps, decoded as plain objects (see `Store.records`). */
-const MSGPACK_OPTIONS: MsgpackOptions = { useRecords: false, mapsAsObjects: true };
-
-/** A change for `Store.transactionGrouped`. */
+/** A change for `Store.transactionGrouped`: `single`, `bounded`, `deferrable` and `repeatable` as GroupedChange has them. */
 export interface GroupedWrite {
-  /** Synchronous writes, committed all together or not at all; `single`: exactly one put or remove. */
+  /** Synchronous writes, committed all together or not at all. */
   write(tx: WriteTx): void;
   readonly single?: boolean;
-  /** lmdb-js cannot refuse its writes: no child transaction of its own (GroupedChange.bounded; read right before `write`). */
+  /** Read right before `write`. */
   readonly bounded?: boolean;
-  /** Nobody waits for it: it may wait `StoreOptions.deferMs` for other changes (GroupedChange.deferrable). */
+  /** It may wait `StoreOptions.deferMs` for other changes. */
   readonly deferrable?: boolean;
-  /** `write` only writes to LMDB: it may share a child transaction (GroupedChange.repeatable). Not in cluster mode, which records ops. */
+  /** Not in cluster mode, which records each write's ops (a rollback would not take them back). */
   readonly repeatable?: boolean;
   /** Told once: undefined when committed, else the error (at once, inside the batch, when `write` throws). */
   settle(error: unknown): void;
@@ -165,7 +159,7 @@ export class Store {
   private raw(name: DbName, encoding: 'msgpack' | 'binary' = encodingOf(name)): Database<unknown, Key> {
     let db = this.rawOpened.get(name);
     if (db === undefined) {
-      const options: DatabaseOptions & MsgpackOptions & { name: string } = { name, encoding, ...(encoding === 'msgpack' ? MSGPACK_OPTIONS : {}) };
+      const options: DatabaseOptions & typeof MSGPACK_OPTIONS & { name: string } = { name, encoding, ...(encoding === 'msgpack' ? MSGPACK_OPTIONS : {}) };
       db = this.root.openDB<unknown, Key>(options);
       this.rawOpened.set(name, db);
     }
