@@ -54,7 +54,7 @@ export function keyFits(strings: readonly string[], numbers: number): boolean {
     bytes += 2;
     for (let i = 0; i < part.length; i++) {
       const c = part.charCodeAt(i);
-      // A lone surrogate takes 3 bytes, as any character from 0x800 up; a pair is two of them here (6 >= 4).
+      // A lone surrogate takes 3 bytes, as every character from 0x800 up does; a pair is two of them here (6 >= 4).
       bytes += c < 5 ? 2 : c < 0x80 ? 1 : c < 0x800 ? 2 : 3;
     }
   }
