@@ -192,9 +192,9 @@ function plaitNodeFlags(): string[] {
 }
 
 /**
- * The environment `npm start` sets for node: the `NAME=value` words before `node` in the start script (none today;
- * glibc's MALLOC_* settings would go there, bench/README.md "Twenty-second session: idle memory"), so the bench runs
- * Plait with it too. `override` (`BENCH_PLAIT_ENV`: space-separated `NAME=value` words, empty for none) replaces it,
+ * The environment `npm start` sets for node: the `NAME=value` words before `node` in the start script (glibc's
+ * `MALLOC_ARENA_MAX=2`, bench/README.md "Twenty-third session: two malloc arenas"), so the bench runs Plait with it
+ * too. `override` (`BENCH_PLAIT_ENV`: space-separated `NAME=value` words, empty for none) replaces it,
  * for a before/after of such a setting.
  */
 export function startScriptEnv(start: string, override?: string): Record<string, string> {
