@@ -249,8 +249,8 @@ export class Store {
   }
 
   /**
-   * The one way to write: runs `body` in one LMDB write transaction and resolves once committed (visible, and
-   * fsynced: lmdb-js resolves after the transaction's sync, docs/durability.md). Everything `body` writes commits together or not at all: if it throws, its writes are
+   * The one way to write: runs `body` in one LMDB write transaction and resolves once committed and fsynced
+   * (docs/durability.md). Everything `body` writes commits together or not at all: if it throws, its writes are
    * rolled back and the promise rejects with that error. Reads inside see the transaction's own writes, and write
    * transactions run one at a time, so check-then-write inside `body` is atomic.
    * Why `childTransaction`: lmdb-js's plain async `transaction()` shares a batch with other callbacks and keeps the
