@@ -1,5 +1,6 @@
 // Owns folders: the tree (parent, ancestors, children index), add/get/rename/re-parent/delete and folder access types.
 import { notFound } from '../../errors.js';
+import { WRITE_BATCH } from '../../store/chunked-scan.js';
 import type { AccessType } from '../api-key-config.js';
 import { BulkResults, ItemFailure, type BulkMap } from './bulk.js';
 import { deleteDocumentData, type DocumentDataOwner } from './data-owners.js';
@@ -7,7 +8,13 @@ import type { DirectoryDb } from './db.js';
 import { documentsInFolder, removeDocument } from './document-entries.js';
 import type { Grants } from './grants.js';
 import type { Organizations } from './organizations.js';
-import { ROOT_FOLDER, keys, type FolderRecord } from './records.js';
+import { ROOT_FOLDER, keys, type DocumentRecord, type FolderRecord } from './records.js';
+
+/**
+ * Documents whose entries one write of a folder delete removes: each is 3 rows and 2 a grant, so about WRITE_BATCH
+ * rows (src/store/chunked-scan.ts) with a grant or two each.
+ */
+export const DOCUMENTS_PER_WRITE = Math.floor(WRITE_BATCH / 5);
 
 export interface FolderInput {
   folderId: string;
@@ -148,10 +155,10 @@ export class Folders {
     const subtree = [root, ...this.descendants(apiKey, organizationId, folderId)];
     const documents = subtree.flatMap((folder) => documentsInFolder(this.db, apiKey, organizationId, folder.folderId));
     await deleteDocumentData(this.owners, documents.map((doc) => ({ apiKey, organizationId, documentId: doc.documentId })));
+    let removedDocuments = await this.removeDocumentEntries(apiKey, organizationId, new Set(subtree.map((folder) => folder.folderId)), documents);
     return this.db.write(() => {
       // Re-read inside the transaction: documents may have been added or moved in since the scan above.
       const folders = [root, ...this.descendants(apiKey, organizationId, folderId)];
-      let removedDocuments = 0;
       for (const folder of folders) {
         for (const doc of documentsInFolder(this.db, apiKey, organizationId, folder.folderId)) {
           removeDocument(this.db, this.grants, apiKey, organizationId, doc);
@@ -164,6 +171,30 @@ export class Folders {
       }
       return { folders: folders.length, documents: removedDocuments };
     });
+  }
+
+  /**
+   * Removes the scanned documents' directory entries (and grants) DOCUMENTS_PER_WRITE to a committed write, before the
+   * folders' own last transaction: one transaction for all of them held every tenant's writes for 20–45 ms at 1,000
+   * documents (bench/README.md, "Twenty-third session: a folder's documents in bounded writes"). A document moved out
+   * of the subtree (or deleted) since the scan is left alone. Answers how many were removed.
+   */
+  private async removeDocumentEntries(apiKey: string, organizationId: string, subtree: ReadonlySet<string>, documents: readonly DocumentRecord[]): Promise<number> {
+    let removed = 0;
+    for (let at = 0; at < documents.length; at += DOCUMENTS_PER_WRITE) {
+      const batch = documents.slice(at, at + DOCUMENTS_PER_WRITE);
+      removed += await this.db.write(() => {
+        let count = 0;
+        for (const scanned of batch) {
+          const current = this.db.get<DocumentRecord>(keys.doc(apiKey, organizationId, scanned.documentId));
+          if (current?.folderId === undefined || !subtree.has(current.folderId)) continue;
+          removeDocument(this.db, this.grants, apiKey, organizationId, current);
+          count += 1;
+        }
+        return count;
+      });
+    }
+    return removed;
   }
 
   /** Sets an explicit access type, or with `inherit` goes back to inheriting from the parent. */
