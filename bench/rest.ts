@@ -140,6 +140,23 @@ async function hammer(server: ServerHandle, bench: string, path: string, headers
   ];
 }
 
+/**
+ * The plain comment row on the REST commit floor (bench/servers/rest-floor.ts): the least a committed comment write
+ * does on this stack, the row's "floor" column.
+ */
+async function restFloor(op: Operation, load: Load): Promise<Figure[]> {
+  const floor = await launchServer('rest-floor');
+  try {
+    const body = bodies(op, 'bench-org');
+    // one checked request first, as for Plait: a benchmark of error replies would be worthless
+    const res = await fetch(`http://127.0.0.1:${floor.port}${op.path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: body[0] ?? '' });
+    if (res.status !== 200) throw new Error(`rest-floor answered ${res.status}: ${await res.text()}`);
+    return await hammer(floor, op.bench, op.path, {}, body, load);
+  } finally {
+    await floor.stop();
+  }
+}
+
 /** The commit floor's size (bench/lib/commit-floor.ts); batches 0 skips it. */
 export interface FloorLoad {
   readonly batches: number;
@@ -166,6 +183,8 @@ export async function runRest(
   } finally {
     await hello.stop();
   }
+  const plainComment = ops.find((op) => op.bench === 'REST Add Comment Annotations');
+  if (plainComment !== undefined) figures.push(...(await restFloor(plainComment, load)));
   for (const kind of plaitKinds) {
     const plait = await launchServer(kind, cpuProfileDir === undefined ? {} : { cpuProfileDir });
     try {

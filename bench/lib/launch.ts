@@ -9,7 +9,7 @@ import type { HostMessage, HostRequest, ProcessStats } from './host.js';
 
 export const SYNC_SERVERS = ['plait', 'hocuspocus', 'y-websocket', 'floor'] as const;
 /** plait-base: Plait from the build in the bench's env BENCH_BASE_DIST (a copy of dist/ from before a change), for before/after in one run. */
-export const SERVER_KINDS = ['plait', 'plait-base', 'plait-nopersist', 'hocuspocus', 'y-websocket', 'y-websocket-leveldb', 'uws-hello', 'floor', 'floor-2topics', 'floor-deferred', 'floor-2topics-deferred', 'floor-checked', 'floor-logged', 'floor-checked-logged'] as const;
+export const SERVER_KINDS = ['plait', 'plait-base', 'plait-nopersist', 'hocuspocus', 'y-websocket', 'y-websocket-leveldb', 'uws-hello', 'rest-floor', 'floor', 'floor-2topics', 'floor-deferred', 'floor-2topics-deferred', 'floor-checked', 'floor-logged', 'floor-checked-logged'] as const;
 export type ServerKind = (typeof SERVER_KINDS)[number];
 
 export function isServerKind(value: string): value is ServerKind {
@@ -74,6 +74,7 @@ function hostEnv(kind: ServerKind, dataDir: string, extra: Readonly<Record<strin
     }
   }
   if (kind === 'y-websocket-leveldb') env['YPERSISTENCE'] = dataDir;
+  if (kind === 'rest-floor') env['DATA_DIR'] = dataDir;
   // The floor's variants (bench/servers/floor.ts) isolate costs of Plait's fan-out path.
   if (kind.startsWith('floor-')) {
     Object.assign(env, { FLOOR_TOPICS: kind.includes('2topics') ? '2' : '1', FLOOR_DEFER: kind.includes('deferred') ? '1' : '0' });
@@ -84,6 +85,7 @@ function hostEnv(kind: ServerKind, dataDir: string, extra: Readonly<Record<strin
 
 function hostScript(kind: ServerKind): string {
   if (kind.startsWith('floor')) return join(HOST_DIR, 'floor.ts');
+  if (kind === 'rest-floor') return join(HOST_DIR, 'rest-floor.ts');
   const protocol = protocolOf(kind);
   return join(HOST_DIR, `${protocol === 'http' ? 'uws-hello' : protocol}.ts`);
 }
