@@ -138,6 +138,16 @@ export class Outbox {
     return this.dispatched(apiKey, type) || this.recorders.some((recorder) => recorder.wants(apiKey, type));
   }
 
+  /**
+   * Whether raising an event of `type` writes only bounded rows (`EventRecorder.bounded`): no outbox row (no channel
+   * the dispatcher plans for acts on it) and only recorders that say so. True when nothing wants it (nothing is written).
+   */
+  raisesBounded(apiKey: string, organizationId: string, type: EventType): boolean {
+    if (this.dispatched(apiKey, type)) return false;
+    for (const recorder of this.recorders) if (recorder.wants(apiKey, type) && recorder.bounded?.(apiKey, organizationId) !== true) return false;
+    return true;
+  }
+
   /** Whether a channel the dispatcher plans for acts on the event: then it needs an outbox row. */
   private dispatched(apiKey: string, type: EventType): boolean {
     return this.audience === undefined || this.audience.wants(apiKey, type);

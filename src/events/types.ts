@@ -89,6 +89,13 @@ export interface EventRecorder {
   wants(apiKey: string, type: EventType): boolean;
   /** Writes its record of `event` with the raising change (synchronous; it may decide per event to keep none). */
   record(tx: WriteTx, event: StampedEvent): void;
+  /**
+   * Whether `record` for an event of this organization is bounded: every key it writes is made of the API key, the
+   * organization and ids the recorder makes, and passes `keyFits` (src/limits.ts), and nothing else in it can throw.
+   * Then the raising change may go without a child transaction of its own (GroupedChange.bounded,
+   * src/store/group-commit.ts). Absent: never.
+   */
+  bounded?(apiKey: string, organizationId: string): boolean;
 }
 
 /** One row of DB.outbox. */

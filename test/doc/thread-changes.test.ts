@@ -1,4 +1,4 @@
-// Tests src/doc/annotations/thread-changes.ts: when a thread change needs no child transaction of its own (`bounded`).
+// Tests src/doc/annotations/thread-changes.ts: when a thread change needs no child transaction of its own (`bounded`), activity records included.
 import t from 'tap';
 import type { DocumentKey } from '../../src/document-key.js';
 import { DocumentWrites } from '../../src/doc/document-writes.js';
@@ -6,10 +6,14 @@ import { annotationView, type AnnotationRecord } from '../../src/doc/annotations
 import { buildAnnotation } from '../../src/doc/annotations/mutations.js';
 import { ThreadChanges } from '../../src/doc/annotations/thread-changes.js';
 import { threadIndexes } from '../../src/doc/annotations/time-index.js';
+import { ActivityChannel } from '../../src/delivery/channels/activity.js';
+import { ActivityStore } from '../../src/delivery/activity-store.js';
 import { Outbox } from '../../src/events/outbox.js';
 import type { EventAudience } from '../../src/events/types.js';
 import { Store } from '../../src/store/env.js';
 import { DB } from '../../src/store/keys.js';
+import { DeliveryConfigStore } from '../../src/tenant/delivery-config-store.js';
+import { updateActivityConfig } from '../../src/tenant/delivery-configs.js';
 
 const NOW = 1_763_900_000_000;
 
@@ -72,4 +76,34 @@ t.test('a thread change whose event a channel wants, or whose key might not fit,
   const long = { ...ref, documentId: '中'.repeat(500), organizationId: '中'.repeat(200) };
   t.notOk(newThread(store, outbox, long, 2).bounded, '2,100 bytes of ids: the key might not fit');
   t.ok(newThread(store, outbox, ref, 3).bounded, 'the same change on short ids is bounded');
+});
+
+t.test('a thread change whose event only the activity log records writes it without a child transaction of its own', async (t) => {
+  const { store, children } = countingStore(t.testdir());
+  t.teardown(() => store.close());
+  const configs = new DeliveryConfigStore(store);
+  const activities = new ActivityStore(store);
+  const activity = new ActivityChannel({ configs, activities });
+  const outbox = new Outbox(store);
+  outbox.setAudience(nobody);
+  outbox.setRecorders([activity]);
+  const ref = { apiKey: 'key_bounded', organizationId: 'org', documentId: 'doc' };
+  // As activityconfig/update enables it: every comment trigger on.
+  await configs.update(ref.apiKey, 'activity', (stored) => updateActivityConfig(stored, { isEnabled: true, enabledTime: NOW - 1 }, NOW - 1));
+  const before = children();
+  const changes = [1, 2, 3].map((n) => newThread(store, outbox, ref, n));
+  t.ok(changes.every((change) => change.bounded), 'its record is keyed by the organization and an id Plait makes');
+  const writes = new DocumentWrites(store);
+  await Promise.all(changes.map((change) => writes.submit(change)));
+  t.equal(children() - before, 1, "the batch's child transaction only");
+  t.equal(Array.from(activities.all(ref.apiKey, ref.organizationId)).length, 3, 'each thread its activity record, in the same transaction');
+
+  // An organization id that leaves no room for the activity's id, and a recorder that does not say it is bounded.
+  t.notOk(activity.bounded(ref.apiKey, 'o'.repeat(1940)), 'the time-index key would not fit');
+  t.ok(activity.bounded(ref.apiKey, 'o'.repeat(1900)));
+  outbox.setRecorders([activity, { name: 'other', wants: () => true, record: () => undefined }]);
+  t.notOk(newThread(store, outbox, ref, 4).bounded, 'a recorder that does not say it is bounded');
+  outbox.setRecorders([activity]);
+  outbox.setAudience(everyone);
+  t.notOk(newThread(store, outbox, ref, 5).bounded, 'an outbox row for the dispatcher');
 });

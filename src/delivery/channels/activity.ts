@@ -1,5 +1,6 @@
 // Owns the activity-log channel: events recorded as activity logs when the activity config enables their trigger.
 import { commentData } from '../comment-event.js';
+import { keyFits } from '../../limits.js';
 import type { WriteTx } from '../../store/env.js';
 import type { EventRecorder, EventType, OutboxEvent, StampedEvent } from '../../events/types.js';
 import type { ActivityConfig } from '../../tenant/delivery-configs.js';
@@ -15,6 +16,9 @@ import { activityTemplate, templateValues } from '../templates.js';
  * before that (`recordedBy` without it), which it records as the dispatcher plans them. The config is read through
  * the copy the config store keeps (`DeliveryConfigStore.current`), since every comment asks.
  */
+/** As long as every activity id recorded from an event: `act_` and a time-ordered hex id (src/ids.ts, timeOrderedHex). */
+const ACTIVITY_ID_SHAPE = `act_${'0'.repeat(32)}`;
+
 export class ActivityChannel implements Planner, EventRecorder {
   readonly name = 'activity';
 
@@ -36,6 +40,15 @@ export class ActivityChannel implements Planner, EventRecorder {
     // Events raised before logging was (re-)enabled are not logged.
     if (config.enabledTime !== undefined && event.createdAt < config.enabledTime) return;
     this.deps.activities.put(tx, activityFromEvent(event, config.immutable !== false));
+  }
+
+  /**
+   * Bounded (EventRecorder.bounded) when its keys fit: the record's [apiKey, organizationId, id] and its time-index row's
+   * [apiKey, organizationId, time, id], the id `act_` and the event id's hex (activityFromEvent). Nothing else in
+   * `record` throws: the config is read from memory and the record is built from the event Plait made.
+   */
+  bounded(apiKey: string, organizationId: string): boolean {
+    return keyFits([apiKey, organizationId, ACTIVITY_ID_SHAPE], 1);
   }
 
   /** An outbox row it did not record when raised (raised before it recorded events): recorded while planning. */

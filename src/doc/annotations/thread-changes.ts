@@ -71,13 +71,14 @@ export class ThreadChanges implements DocumentChange {
 
   /**
    * Whether the change needs no child transaction (GroupedChange.bounded, asked right before `write`): every key of
-   * its threads' rows and index rows fits, and it raises no event a channel wants (an event's recorders key rows by
-   * other ids: the activity log, notifications), so those rows are all it writes.
+   * its threads' rows and index rows fits, and each event it raises writes only bounded rows (`Outbox.raisesBounded`:
+   * none, or an activity record, whose keys are the organization's and ids Plait makes; not an outbox row or a
+   * notification, whose keys hold other ids).
    */
   get bounded(): boolean {
     if (!this.keysFit) return false;
     const { ref, outbox } = this.deps;
-    for (const change of this.changes) for (const raised of change.events) if (outbox.wants(ref.apiKey, raised.type)) return false;
+    for (const change of this.changes) for (const raised of change.events) if (!outbox.raisesBounded(ref.apiKey, ref.organizationId, raised.type)) return false;
     return true;
   }
 
