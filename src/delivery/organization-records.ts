@@ -1,5 +1,6 @@
 // Owns what the organization-scoped record stores share (activity logs, notifications): reads and writes through their time index.
 import type { Key } from 'lmdb';
+import { keyFits } from '../limits.js';
 import type { MatchPage } from '../store/chunked-scan.js';
 import type { Store, WriteTx } from '../store/env.js';
 import type { DbName } from '../store/keys.js';
@@ -17,6 +18,17 @@ export interface OrganizationRecord {
 export interface FilterReading<F, S> {
   readonly matcher: (filter: F) => (summary: S) => boolean;
   readonly ids: (filter: F) => readonly string[] | undefined;
+}
+
+/** As long as every id recorded from an event: a 4-character prefix (`act_`, `ntf_`) and the event id's 32 hex digits. */
+const EVENT_RECORD_ID_SHAPE = `xxx_${'0'.repeat(32)}`;
+
+/**
+ * Whether every key a record made from an event takes fits (`keyFits`): its row [apiKey, organizationId, id] and its
+ * time-index row [apiKey, organizationId, time, id], the longer. What the recorders answer as `EventRecorder.bounded`.
+ */
+export function eventRecordKeysFit(apiKey: string, organizationId: string): boolean {
+  return keyFits([apiKey, organizationId, EVENT_RECORD_ID_SHAPE], 1);
 }
 
 function scopeOf(record: OrganizationRecord): Scope {

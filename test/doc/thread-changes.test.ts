@@ -1,4 +1,4 @@
-// Tests src/doc/annotations/thread-changes.ts: when a thread change needs no child transaction of its own (`bounded`), activity records included.
+// Tests src/doc/annotations/thread-changes.ts: when a thread change needs no child transaction of its own (`bounded`), activity and notification records included.
 import t from 'tap';
 import type { DocumentKey } from '../../src/document-key.js';
 import { DocumentWrites } from '../../src/doc/document-writes.js';
@@ -8,12 +8,15 @@ import { ThreadChanges } from '../../src/doc/annotations/thread-changes.js';
 import { threadIndexes } from '../../src/doc/annotations/time-index.js';
 import { ActivityChannel } from '../../src/delivery/channels/activity.js';
 import { ActivityStore } from '../../src/delivery/activity-store.js';
+import { NotificationChannel } from '../../src/delivery/channels/notification.js';
+import { NotificationStore } from '../../src/delivery/notification-store.js';
+import { DeliveryQueue } from '../../src/delivery/queue.js';
 import { Outbox } from '../../src/events/outbox.js';
 import type { EventAudience } from '../../src/events/types.js';
 import { Store } from '../../src/store/env.js';
 import { DB } from '../../src/store/keys.js';
 import { DeliveryConfigStore } from '../../src/tenant/delivery-config-store.js';
-import { updateActivityConfig } from '../../src/tenant/delivery-configs.js';
+import { DEFAULT_NOTIFICATION_CONFIG, updateActivityConfig, updateNotificationConfig } from '../../src/tenant/delivery-configs.js';
 
 const NOW = 1_763_900_000_000;
 
@@ -33,8 +36,8 @@ function countingStore(path: string): { store: Store; children: () => number } {
 }
 
 /** A new thread's change on `ref`, as Add Comment Annotations makes it (its event included). */
-function newThread(store: Store, outbox: Outbox, ref: DocumentKey, number: number): ThreadChanges {
-  const built = buildAnnotation({ commentData: [{ commentText: 'x', from: { userId: 'u1' } }] }, `thread${number}`, number, NOW);
+function newThread(store: Store, outbox: Outbox, ref: DocumentKey, number: number, comment: Record<string, unknown> = {}): ThreadChanges {
+  const built = buildAnnotation({ commentData: [{ commentText: 'x', from: { userId: 'u1' }, ...comment }] }, `thread${number}`, number, NOW);
   if (!built.ok) throw new Error(built.message);
   const record = built.value;
   const deps = { ref, db: store.records<AnnotationRecord>(DB.annotations), indexes: threadIndexes(store), outbox, records: new Map<string, AnnotationRecord>(), published: undefined, legacy: undefined };
@@ -78,25 +81,31 @@ t.test('a thread change whose event a channel wants, or whose key might not fit,
   t.ok(newThread(store, outbox, ref, 3).bounded, 'the same change on short ids is bounded');
 });
 
-t.test('a thread change whose event only the activity log records writes it without a child transaction of its own', async (t) => {
+t.test('a thread change whose event only the activity log and notifications record writes them without a child transaction of its own', async (t) => {
   const { store, children } = countingStore(t.testdir());
   t.teardown(() => store.close());
   const configs = new DeliveryConfigStore(store);
   const activities = new ActivityStore(store);
+  const notifications = new NotificationStore(store);
   const activity = new ActivityChannel({ configs, activities });
+  const notification = new NotificationChannel({ configs, queue: new DeliveryQueue(store), notifications });
   const outbox = new Outbox(store);
   outbox.setAudience(nobody);
-  outbox.setRecorders([activity]);
+  outbox.setRecorders([activity, notification.recorder]);
   const ref = { apiKey: 'key_bounded', organizationId: 'org', documentId: 'doc' };
-  // As activityconfig/update enables it: every comment trigger on.
+  // As activityconfig/update and notificationconfig/update enable them: every comment trigger on, sent at once.
   await configs.update(ref.apiKey, 'activity', (stored) => updateActivityConfig(stored, { isEnabled: true, enabledTime: NOW - 1 }, NOW - 1));
+  await configs.update(ref.apiKey, 'notification', (stored) => updateNotificationConfig(stored ?? DEFAULT_NOTIFICATION_CONFIG, { useNotificationService: true }));
   const before = children();
-  const changes = [1, 2, 3].map((n) => newThread(store, outbox, ref, n));
-  t.ok(changes.every((change) => change.bounded), 'its record is keyed by the organization and an id Plait makes');
+  const mention = { commentText: '@u2 x', taggedUserContacts: [{ text: '@u2', userId: 'u2', contact: { userId: 'u2', name: 'U2', email: 'u2@example.com' } }] };
+  const changes = [1, 2, 3].map((n) => newThread(store, outbox, ref, n, mention));
+  t.ok(changes.every((change) => change.bounded), 'its records are keyed by the organization and ids Plait makes');
   const writes = new DocumentWrites(store);
   await Promise.all(changes.map((change) => writes.submit(change)));
   t.equal(children() - before, 1, "the batch's child transaction only");
   t.equal(Array.from(activities.all(ref.apiKey, ref.organizationId)).length, 3, 'each thread its activity record, in the same transaction');
+  t.same(Array.from(notifications.all(ref.apiKey, ref.organizationId), (n) => Object.keys(n.notifyUsersByUserId)), [['u2'], ['u2'], ['u2']], 'and its notification to the mentioned user');
+  t.ok(notification.recorder.bounded?.(ref.apiKey, ref.organizationId), 'the notification recorder says so');
 
   // An organization id that leaves no room for the activity's id, and a recorder that does not say it is bounded.
   t.notOk(activity.bounded(ref.apiKey, 'o'.repeat(1940)), 'the time-index key would not fit');

@@ -1,12 +1,12 @@
 // Owns the activity-log channel: events recorded as activity logs when the activity config enables their trigger.
 import { commentData } from '../comment-event.js';
-import { keyFits } from '../../limits.js';
 import type { WriteTx } from '../../store/env.js';
 import type { EventRecorder, EventType, OutboxEvent, StampedEvent } from '../../events/types.js';
 import type { ActivityConfig } from '../../tenant/delivery-configs.js';
 import type { DeliveryConfigStore } from '../../tenant/delivery-config-store.js';
 import { triggerOn } from '../../tenant/triggers.js';
 import type { ActivityRecord, ActivityStore } from '../activity-store.js';
+import { eventRecordKeysFit } from '../organization-records.js';
 import type { Planner } from '../channel.js';
 import { activityTemplate, templateValues } from '../templates.js';
 
@@ -16,9 +16,6 @@ import { activityTemplate, templateValues } from '../templates.js';
  * before that (`recordedBy` without it), which it records as the dispatcher plans them. The config is read through
  * the copy the config store keeps (`DeliveryConfigStore.current`), since every comment asks.
  */
-/** As long as every activity id recorded from an event: `act_` and a time-ordered hex id (src/ids.ts, timeOrderedHex). */
-const ACTIVITY_ID_SHAPE = `act_${'0'.repeat(32)}`;
-
 export class ActivityChannel implements Planner, EventRecorder {
   readonly name = 'activity';
 
@@ -43,12 +40,12 @@ export class ActivityChannel implements Planner, EventRecorder {
   }
 
   /**
-   * Bounded (EventRecorder.bounded) when its keys fit: the record's [apiKey, organizationId, id] and its time-index row's
-   * [apiKey, organizationId, time, id], the id `act_` and the event id's hex (activityFromEvent). Nothing else in
-   * `record` throws: the config is read from memory and the record is built from the event Plait made.
+   * Bounded (EventRecorder.bounded) when its keys fit: the record's and its time-index row's, the id `act_` and the
+   * event id's hex (activityFromEvent). Nothing else in `record` throws: the config is read from memory and the record
+   * is built from the event Plait made.
    */
   bounded(apiKey: string, organizationId: string): boolean {
-    return keyFits([apiKey, organizationId, ACTIVITY_ID_SHAPE], 1);
+    return eventRecordKeysFit(apiKey, organizationId);
   }
 
   /** An outbox row it did not record when raised (raised before it recorded events): recorded while planning. */

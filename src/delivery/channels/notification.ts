@@ -8,6 +8,7 @@ import { DEFAULT_NOTIFICATION_CONFIG, type NotificationConfig } from '../../tena
 import { triggerOn } from '../../tenant/triggers.js';
 import type { Planner } from '../channel.js';
 import { prefAllows, type NotificationRecord, type NotificationStore } from '../notification-store.js';
+import { eventRecordKeysFit } from '../organization-records.js';
 import type { DeliveryJob, DeliveryQueue } from '../queue.js';
 import { recipientsOf, type Recipient } from '../recipients.js';
 import type { AttemptResult, ChannelRunner } from '../runner.js';
@@ -65,6 +66,9 @@ export class NotificationChannel implements Planner, ChannelRunner {
       const recipients = this.recipients(event);
       if (recipients.length > 0) this.deps.notifications.put(tx, singleRecord(event, recipients));
     },
+    // Its rows are keyed by the organization and `ntf_` with the event id's hex (singleRecord); the preference reads
+    // keyed by a recipient's id cannot throw (lmdb-js answers undefined for a key too long to exist).
+    bounded: (apiKey, organizationId) => eventRecordKeysFit(apiKey, organizationId),
   };
 
   constructor(private readonly deps: { readonly configs: DeliveryConfigStore; readonly queue: DeliveryQueue; readonly notifications: NotificationStore }) {}

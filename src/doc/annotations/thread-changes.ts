@@ -72,8 +72,7 @@ export class ThreadChanges implements DocumentChange {
   /**
    * Whether the change needs no child transaction (GroupedChange.bounded, asked right before `write`): every key of
    * its threads' rows and index rows fits, and each event it raises writes only bounded rows (`Outbox.raisesBounded`:
-   * none, or an activity record, whose keys are the organization's and ids Plait makes; not an outbox row, nor a
-   * notification, whose recorder reads keys that hold its recipients' ids).
+   * none, or activity and notification records, keyed by the organization and ids Plait makes; not an outbox row).
    */
   get bounded(): boolean {
     if (!this.keysFit) return false;
