@@ -26,8 +26,9 @@ export interface CommitFloorOptions {
  * - thread alone: the change Add Comment Annotations commits in a workspace with no delivery channel configured (its
  *   event is not written, docs/delivery.md "Which events are written"): the thread's row and its two index rows, with
  *   no child transaction of its own (GroupedChange.bounded);
- * - thread + event: the change Add Comment Annotations commits: the thread (built and viewed as the server does), its
- *   index rows and its outbox event, in the change's own child transaction;
+ * - thread + event: the change Add Comment Annotations commits in a workspace with a channel the dispatcher plans for
+ *   (a webhook): the thread (built and viewed as the server does), its index rows and its outbox event, bounded too
+ *   (an outbox row is keyed by its seq: Outbox.raisesBounded);
  * - + dispatch: the same, and the events claimed and acked 100 at a time in one transaction, as the delivery
  *   dispatcher does under load with no channel configured (src/delivery/dispatcher.ts).
  * Server CPU is process.cpuUsage (user + system, every thread: lmdb-js commits on its own thread), per change.
@@ -61,8 +62,8 @@ export async function commitFloor(options: CommitFloorOptions): Promise<Figure[]
     const key = [ref.apiKey, ref.organizationId, ref.documentId, record.annotationNumber];
     return {
       key,
-      // As ThreadChanges.bounded: no event a channel wants, short ids.
-      bounded: !withEvent,
+      // As ThreadChanges.bounded: short ids, and an event whose only row is its outbox row.
+      bounded: true,
       write: (tx) => {
         threads.putSync(key, record);
         writeThreadTime(indexes, ref, undefined, record);

@@ -1,6 +1,7 @@
 // Owns DB.outbox and raising domain events: records and rows written inside the caller's transaction, and the read/claim/ack API a dispatcher uses.
 import type { Database, Key } from 'lmdb';
 import { timeOrderedHex } from '../ids.js';
+import { keyFits } from '../limits.js';
 import type { Store, WriteTx } from '../store/env.js';
 import { DB } from '../store/keys.js';
 import { rowCount } from '../store/row-count.js';
@@ -98,6 +99,9 @@ export class Outbox {
   /** In a cluster, this node's id: it goes into every key this process appends (see `OutboxKey`). */
   private readonly node: string | undefined;
 
+  /** Whether every key this process appends fits (`raisesBounded`): a seq, with the node's id in a cluster. */
+  private readonly appendFits: boolean;
+
   /** The API keys' lanes: events the dispatcher parked when planning them outran their key's share of a round. */
   readonly lanes: OutboxLanes;
 
@@ -109,6 +113,7 @@ export class Outbox {
 
   constructor(private readonly store: Store, options: { readonly node?: string } = {}) {
     this.node = options.node;
+    this.appendFits = options.node === undefined || keyFits([options.node], 1);
     this.db = store.records<StoredEvent>(DB.outbox);
     this.lanes = new OutboxLanes(store);
     let shared = sharedByDb.get(this.db);
@@ -139,11 +144,13 @@ export class Outbox {
   }
 
   /**
-   * Whether raising an event of `type` writes only bounded rows (`EventRecorder.bounded`): no outbox row (no channel
-   * the dispatcher plans for acts on it) and only recorders that say so. True when nothing wants it (nothing is written).
+   * Whether raising an event of `type` writes only bounded rows (GroupedChange.bounded): its outbox row, keyed by a
+   * number (and this node's id in a cluster, checked once with `keyFits`), whose put lmdb-js cannot refuse (a refused
+   * append falls back to a plain put, `append`), and the records of recorders that say they are bounded
+   * (`EventRecorder.bounded`). True when nothing wants it (nothing is written).
    */
   raisesBounded(apiKey: string, organizationId: string, type: EventType): boolean {
-    if (this.dispatched(apiKey, type)) return false;
+    if (!this.appendFits && this.dispatched(apiKey, type)) return false;
     for (const recorder of this.recorders) if (recorder.wants(apiKey, type) && recorder.bounded?.(apiKey, organizationId) !== true) return false;
     return true;
   }

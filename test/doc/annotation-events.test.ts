@@ -149,6 +149,10 @@ t.test('when the commit fails, neither the change nor its event lands, in LMDB o
 /** An outbox whose second append fails after the first thread's row and event are written. */
 class SecondAppendFails extends Outbox {
   private appends = 0;
+  // Its rows can be refused, so a change that raises an event is not bounded (src/store/group-commit.ts).
+  override raisesBounded(): boolean {
+    return false;
+  }
   override append(tx: WriteTx, draft: EventDraft, now: number) {
     const seq = super.append(tx, draft, now);
     if (++this.appends === 2) throw new Error('second append refused');
@@ -169,6 +173,10 @@ const annotationIdOf = (data: EventPayload): string | undefined => (isCommentPay
 /** Fails the append of events about one thread only. */
 class SelectiveOutbox extends Outbox {
   failFor: string | undefined;
+  // Its rows can be refused, so a change that raises an event is not bounded: the refusal stays that change's own.
+  override raisesBounded(): boolean {
+    return false;
+  }
   override append(tx: WriteTx, draft: EventDraft, now: number) {
     const event = super.append(tx, draft, now);
     if (annotationIdOf(draft.data) === this.failFor) throw new Error('disk said no');

@@ -64,17 +64,20 @@ t.test('a thread change no channel wants an event of writes its rows without a c
   t.equal([...store.records<unknown>(DB.annotationTimes).getKeys({})].length, 3);
 });
 
-t.test('a thread change whose event a channel wants, or whose key might not fit, keeps its own child transaction', async (t) => {
+t.test('a thread change whose event a recorder that does not say it is bounded wants, or whose key might not fit, keeps its own child transaction', async (t) => {
   const { store, children } = countingStore(t.testdir());
   t.teardown(() => store.close());
   const outbox = new Outbox(store);
-  outbox.setAudience(everyone);
+  outbox.setAudience(nobody);
+  const recorded: string[] = [];
+  outbox.setRecorders([{ name: 'other', wants: () => true, record: (_tx, event) => void recorded.push(event.type) }]);
   const ref = { apiKey: 'key_bounded', organizationId: 'org', documentId: 'doc' };
   const wanted = newThread(store, outbox, ref, 1);
-  t.notOk(wanted.bounded, 'its event is written, with whatever rows its recorders key by other ids');
+  t.notOk(wanted.bounded, 'what that recorder writes might be refused');
   await new DocumentWrites(store).submit(wanted);
   t.equal(children(), 1, 'its own child, no batch child');
-  outbox.setAudience(nobody);
+  t.same(recorded, ['comment_annotation.add']);
+  outbox.setRecorders([]);
   // Ids past MAX_ID_BYTES, as a directory's data from before that limit could hold.
   const long = { ...ref, documentId: '中'.repeat(500), organizationId: '中'.repeat(200) };
   t.notOk(newThread(store, outbox, long, 2).bounded, '2,100 bytes of ids: the key might not fit');
@@ -112,7 +115,21 @@ t.test('a thread change whose event only the activity log and notifications reco
   t.ok(activity.bounded(ref.apiKey, 'o'.repeat(1900)));
   outbox.setRecorders([activity, { name: 'other', wants: () => true, record: () => undefined }]);
   t.notOk(newThread(store, outbox, ref, 4).bounded, 'a recorder that does not say it is bounded');
-  outbox.setRecorders([activity]);
+});
+
+t.test('a thread change whose event gets an outbox row for the dispatcher writes it without a child transaction of its own', async (t) => {
+  const { store, children } = countingStore(t.testdir());
+  t.teardown(() => store.close());
+  const outbox = new Outbox(store);
   outbox.setAudience(everyone);
-  t.notOk(newThread(store, outbox, ref, 5).bounded, 'an outbox row for the dispatcher');
+  const ref = { apiKey: 'key_bounded', organizationId: 'org', documentId: 'doc' };
+  const changes = [1, 2, 3].map((n) => newThread(store, outbox, ref, n));
+  t.ok(changes.every((change) => change.bounded), 'an outbox row is keyed by its seq');
+  const writes = new DocumentWrites(store);
+  await Promise.all(changes.map((change) => writes.submit(change)));
+  t.equal(children(), 1, "the batch's child transaction only");
+  t.same((await outbox.claim({ limit: 10, leaseMs: 1000, now: NOW })).map((event) => event.type), ['comment_annotation.add', 'comment_annotation.add', 'comment_annotation.add'], 'each thread its event, committed with it');
+  // In a cluster the node's id is part of the key: one too long to fit keeps the change in a child of its own.
+  t.notOk(newThread(store, new Outbox(store, { node: 'n'.repeat(1990) }), ref, 4).bounded);
+  t.ok(newThread(store, new Outbox(store, { node: 'node-1' }), ref, 5).bounded);
 });

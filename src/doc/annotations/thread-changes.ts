@@ -72,7 +72,8 @@ export class ThreadChanges implements DocumentChange {
   /**
    * Whether the change needs no child transaction (GroupedChange.bounded, asked right before `write`): every key of
    * its threads' rows and index rows fits, and each event it raises writes only bounded rows (`Outbox.raisesBounded`:
-   * none, or activity and notification records, keyed by the organization and ids Plait makes; not an outbox row).
+   * its outbox row, keyed by a number, and activity and notification records, keyed by the organization and ids Plait
+   * makes).
    */
   get bounded(): boolean {
     if (!this.keysFit) return false;
