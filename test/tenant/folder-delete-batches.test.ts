@@ -4,7 +4,7 @@ import type { Key } from 'lmdb';
 import { Store } from '../../src/store/env.js';
 import { DB, KEY_END } from '../../src/store/keys.js';
 import { Directory } from '../../src/tenant/directory.js';
-import { DOCUMENTS_PER_WRITE } from '../../src/tenant/directory/folders.js';
+import { DOCUMENTS_PER_WRITE } from '../../src/tenant/directory/document-entries.js';
 import { countingTransactions } from '../helpers/store.js';
 
 const KEY = 'key1';

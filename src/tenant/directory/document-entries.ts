@@ -1,9 +1,18 @@
 // Owns the low-level writes of one document entry and its two listing indexes; shared by documents and folders.
+import { WRITE_BATCH } from '../../store/chunked-scan.js';
 import type { DirectoryDb } from './db.js';
 import type { Grants } from './grants.js';
 import { keys, type DocumentRecord, type GrantRecord } from './records.js';
 
 export type NewDocument = Omit<DocumentRecord, 'seq'>;
+
+/**
+ * Documents one write of a bulk document operation or a folder delete changes: removing one is 3 rows and 2 a grant,
+ * so about WRITE_BATCH rows (src/store/chunked-scan.ts) with a grant or two each. One write for 1,000 documents held
+ * every workspace's writes for 18–30 ms (bench/README.md, "Twenty-third session: a folder's documents in bounded
+ * writes").
+ */
+export const DOCUMENTS_PER_WRITE = Math.floor(WRITE_BATCH / 5);
 
 /** Only inside a write. Stores the document at the end of the organization's listing order. */
 export function insertDocument(db: DirectoryDb, apiKey: string, organizationId: string, document: NewDocument): DocumentRecord {

@@ -1,20 +1,13 @@
 // Owns folders: the tree (parent, ancestors, children index), add/get/rename/re-parent/delete and folder access types.
 import { notFound } from '../../errors.js';
-import { WRITE_BATCH } from '../../store/chunked-scan.js';
 import type { AccessType } from '../api-key-config.js';
 import { BulkResults, ItemFailure, type BulkMap } from './bulk.js';
 import { deleteDocumentData, type DocumentDataOwner } from './data-owners.js';
 import type { DirectoryDb } from './db.js';
-import { documentsInFolder, removeDocument } from './document-entries.js';
+import { DOCUMENTS_PER_WRITE, documentsInFolder, removeDocument } from './document-entries.js';
 import type { Grants } from './grants.js';
 import type { Organizations } from './organizations.js';
 import { ROOT_FOLDER, keys, type DocumentRecord, type FolderRecord } from './records.js';
-
-/**
- * Documents whose entries one write of a folder delete removes: each is 3 rows and 2 a grant, so about WRITE_BATCH
- * rows (src/store/chunked-scan.ts) with a grant or two each.
- */
-export const DOCUMENTS_PER_WRITE = Math.floor(WRITE_BATCH / 5);
 
 export interface FolderInput {
   folderId: string;
