@@ -1,5 +1,5 @@
 // Tests src/doc/annotations/thread-changes.ts: when a thread change needs no child transaction of its own (`bounded`), activity and notification records included.
-import t from 'tap';
+import t, { type Test } from 'tap';
 import type { DocumentKey } from '../../src/document-key.js';
 import { DocumentWrites } from '../../src/doc/document-writes.js';
 import { annotationView, type AnnotationRecord } from '../../src/doc/annotations/model.js';
@@ -47,13 +47,19 @@ function newThread(store: Store, outbox: Outbox, ref: DocumentKey, number: numbe
 
 const nobody: EventAudience = { wants: () => false };
 const everyone: EventAudience = { wants: () => true };
+const ref: DocumentKey = { apiKey: 'key_bounded', organizationId: 'org', documentId: 'doc' };
 
-t.test('a thread change no channel wants an event of writes its rows without a child transaction of its own', async (t) => {
+/** A counting store closed at the test's end, and its outbox with `audience` as the channels that plan events. */
+function opened(t: Test, audience: EventAudience): { store: Store; children: () => number; outbox: Outbox } {
   const { store, children } = countingStore(t.testdir());
   t.teardown(() => store.close());
   const outbox = new Outbox(store);
-  outbox.setAudience(nobody);
-  const ref = { apiKey: 'key_bounded', organizationId: 'org', documentId: 'doc' };
+  outbox.setAudience(audience);
+  return { store, children, outbox };
+}
+
+t.test('a thread change no channel wants an event of writes its rows without a child transaction of its own', async (t) => {
+  const { store, children, outbox } = opened(t, nobody);
   const writes = new DocumentWrites(store);
   const changes = [1, 2, 3].map((n) => newThread(store, outbox, ref, n));
   t.ok(changes.every((change) => change.bounded));
@@ -65,13 +71,9 @@ t.test('a thread change no channel wants an event of writes its rows without a c
 });
 
 t.test('a thread change whose event a recorder that does not say it is bounded wants, or whose key might not fit, keeps its own child transaction', async (t) => {
-  const { store, children } = countingStore(t.testdir());
-  t.teardown(() => store.close());
-  const outbox = new Outbox(store);
-  outbox.setAudience(nobody);
+  const { store, children, outbox } = opened(t, nobody);
   const recorded: string[] = [];
   outbox.setRecorders([{ name: 'other', wants: () => true, record: (_tx, event) => void recorded.push(event.type) }]);
-  const ref = { apiKey: 'key_bounded', organizationId: 'org', documentId: 'doc' };
   const wanted = newThread(store, outbox, ref, 1);
   t.notOk(wanted.bounded, 'what that recorder writes might be refused');
   await new DocumentWrites(store).submit(wanted);
@@ -85,17 +87,13 @@ t.test('a thread change whose event a recorder that does not say it is bounded w
 });
 
 t.test('a thread change whose event only the activity log and notifications record writes them without a child transaction of its own', async (t) => {
-  const { store, children } = countingStore(t.testdir());
-  t.teardown(() => store.close());
+  const { store, children, outbox } = opened(t, nobody);
   const configs = new DeliveryConfigStore(store);
   const activities = new ActivityStore(store);
   const notifications = new NotificationStore(store);
   const activity = new ActivityChannel({ configs, activities });
   const notification = new NotificationChannel({ configs, queue: new DeliveryQueue(store), notifications });
-  const outbox = new Outbox(store);
-  outbox.setAudience(nobody);
   outbox.setRecorders([activity, notification.recorder]);
-  const ref = { apiKey: 'key_bounded', organizationId: 'org', documentId: 'doc' };
   // As activityconfig/update and notificationconfig/update enable them: every comment trigger on, sent at once.
   await configs.update(ref.apiKey, 'activity', (stored) => updateActivityConfig(stored, { isEnabled: true, enabledTime: NOW - 1 }, NOW - 1));
   await configs.update(ref.apiKey, 'notification', (stored) => updateNotificationConfig(stored ?? DEFAULT_NOTIFICATION_CONFIG, { useNotificationService: true }));
@@ -118,11 +116,7 @@ t.test('a thread change whose event only the activity log and notifications reco
 });
 
 t.test('a thread change whose event gets an outbox row for the dispatcher writes it without a child transaction of its own', async (t) => {
-  const { store, children } = countingStore(t.testdir());
-  t.teardown(() => store.close());
-  const outbox = new Outbox(store);
-  outbox.setAudience(everyone);
-  const ref = { apiKey: 'key_bounded', organizationId: 'org', documentId: 'doc' };
+  const { store, children, outbox } = opened(t, everyone);
   const changes = [1, 2, 3].map((n) => newThread(store, outbox, ref, n));
   t.ok(changes.every((change) => change.bounded), 'an outbox row is keyed by its seq');
   const writes = new DocumentWrites(store);
