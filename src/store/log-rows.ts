@@ -1,6 +1,5 @@
 // Owns the value format of update-log rows: one Yjs update, or a batch of the updates one commit appended to a store.
 import * as decoding from 'lib0/decoding';
-import * as encoding from 'lib0/encoding';
 
 /**
  * A batch row starts with the bytes of an empty Yjs update (no structs, no deletes: `[0, 0]`) and goes on. Yjs never
@@ -15,17 +14,9 @@ const BATCH_VERSION = 1;
  * (docs/durability.md, "Layout"), where a batch is a copy, and a load merges the tail anyway.
  */
 export function encodeLogRow(updates: readonly Uint8Array[]): Uint8Array {
-  const [only] = updates;
-  // An update that would read as a batch goes in a batch of one. Yjs encodes none, and a client's bytes are logged only
-  // when they changed the document, which such bytes cannot; this keeps the format safe without relying on either.
-  if (updates.length === 1 && only !== undefined && !looksLikeBatch(only)) return only;
-  const encoder = encoding.createEncoder();
-  encoding.writeUint8(encoder, 0);
-  encoding.writeUint8(encoder, 0);
-  encoding.writeUint8(encoder, BATCH_VERSION);
-  encoding.writeVarUint(encoder, updates.length);
-  for (const update of updates) encoding.writeVarUint8Array(encoder, update);
-  return encoding.toUint8Array(encoder);
+  const builder = new LogRowBuilder();
+  for (const update of updates) builder.add(update);
+  return builder.take();
 }
 
 /**
@@ -51,7 +42,7 @@ export function decodeLogRow(row: Uint8Array): Uint8Array[] {
 }
 
 /**
- * A store's row for the next commit in the making (encodeLogRow's bytes, built as the updates come): from the second
+ * A store's row for the next commit in the making (the format above, built as the updates come): from the second
  * update on, each is copied in when it is appended, so the log holds no update's own buffer until the commit but the
  * first (a lone update is its own row, as encodeLogRow makes it, without a copy). Held ~100 ms (the group commit's
  * window), every update's buffer outlived V8's young generation and was freed only at the next full collection: ~40k
@@ -85,6 +76,8 @@ export class LogRowBuilder {
   /** The row of the updates added (what encodeLogRow makes of them); empties the builder. Only when count > 0. */
   take(): Uint8Array {
     const first = this.first;
+    // An update that would read as a batch goes in a batch of one. Yjs encodes none, and a client's bytes are logged only
+    // when they changed the document, which such bytes cannot; this keeps the format safe without relying on either.
     if (first !== undefined && !looksLikeBatch(first)) {
       this.clear();
       return first;

@@ -14,6 +14,20 @@ export type NewDocument = Omit<DocumentRecord, 'seq'>;
  */
 export const DOCUMENTS_PER_WRITE = Math.floor(WRITE_BATCH / 5);
 
+/**
+ * Runs `change` on each item, DOCUMENTS_PER_WRITE items to a committed directory write, one after another (as
+ * `inWriteBatches` does for the store's other rows); answers how many it said it changed. `change` re-reads what it
+ * changes: the items were found outside the write.
+ */
+export async function inDocumentWrites<T>(db: DirectoryDb, items: readonly T[], change: (item: T) => boolean): Promise<number> {
+  let changed = 0;
+  for (let at = 0; at < items.length; at += DOCUMENTS_PER_WRITE) {
+    const batch = items.slice(at, at + DOCUMENTS_PER_WRITE);
+    changed += await db.write(() => batch.filter((item) => change(item)).length);
+  }
+  return changed;
+}
+
 /** Only inside a write. Stores the document at the end of the organization's listing order. */
 export function insertDocument(db: DirectoryDb, apiKey: string, organizationId: string, document: NewDocument): DocumentRecord {
   const seqKey = keys.docSeq(apiKey, organizationId);

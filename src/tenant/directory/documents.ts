@@ -4,7 +4,7 @@ import type { AccessType } from '../api-key-config.js';
 import { BulkResults, ItemFailure, type BulkMap } from './bulk.js';
 import { deleteDocumentData, type DocumentDataOwner } from './data-owners.js';
 import type { DirectoryDb } from './db.js';
-import { DOCUMENTS_PER_WRITE, insertDocument, placeDocument, rekeyDocument, removeDocument } from './document-entries.js';
+import { inDocumentWrites, insertDocument, placeDocument, rekeyDocument, removeDocument } from './document-entries.js';
 import type { Folders } from './folders.js';
 import type { Grants } from './grants.js';
 import type { Organizations } from './organizations.js';
@@ -214,21 +214,17 @@ export class Documents {
   ): Promise<BulkMap> {
     const results = new BulkResults((id) => ({ id }));
     const unique = results.unique(items, idOf, 'documentId');
-    // DOCUMENTS_PER_WRITE to a committed write, all before the answer: each item stands alone, and one write for a
-    // call's 1,000 documents held every workspace's writes for up to ~30 ms (a delete with grants).
-    for (let at = 0; at < unique.length; at += DOCUMENTS_PER_WRITE) {
-      const batch = unique.slice(at, at + DOCUMENTS_PER_WRITE);
-      await this.db.write(() => {
-        for (const item of batch) {
-          const id = idOf(item);
-          results.attempt(id, () => {
-            const record = this.find(apiKey, organizationId, id);
-            if (record === undefined) throw new ItemFailure('not-found', 'Document does not exist');
-            return step(record, item);
-          });
-        }
+    // In bounded writes, all before the answer: each item stands alone, and one write for a call's 1,000 documents
+    // held every workspace's writes for up to ~30 ms (a delete with grants).
+    await inDocumentWrites(this.db, unique, (item) => {
+      const id = idOf(item);
+      results.attempt(id, () => {
+        const record = this.find(apiKey, organizationId, id);
+        if (record === undefined) throw new ItemFailure('not-found', 'Document does not exist');
+        return step(record, item);
       });
-    }
+      return true;
+    });
     return results.toJSON();
   }
 }

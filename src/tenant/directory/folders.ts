@@ -4,7 +4,7 @@ import type { AccessType } from '../api-key-config.js';
 import { BulkResults, ItemFailure, type BulkMap } from './bulk.js';
 import { deleteDocumentData, type DocumentDataOwner } from './data-owners.js';
 import type { DirectoryDb } from './db.js';
-import { DOCUMENTS_PER_WRITE, documentsInFolder, removeDocument } from './document-entries.js';
+import { documentsInFolder, inDocumentWrites, removeDocument } from './document-entries.js';
 import type { Grants } from './grants.js';
 import type { Organizations } from './organizations.js';
 import { ROOT_FOLDER, keys, type DocumentRecord, type FolderRecord } from './records.js';
@@ -172,22 +172,13 @@ export class Folders {
    * documents (bench/README.md, "Twenty-third session: a folder's documents in bounded writes"). A document moved out
    * of the subtree (or deleted) since the scan is left alone. Answers how many were removed.
    */
-  private async removeDocumentEntries(apiKey: string, organizationId: string, subtree: ReadonlySet<string>, documents: readonly DocumentRecord[]): Promise<number> {
-    let removed = 0;
-    for (let at = 0; at < documents.length; at += DOCUMENTS_PER_WRITE) {
-      const batch = documents.slice(at, at + DOCUMENTS_PER_WRITE);
-      removed += await this.db.write(() => {
-        let count = 0;
-        for (const scanned of batch) {
-          const current = this.db.get<DocumentRecord>(keys.doc(apiKey, organizationId, scanned.documentId));
-          if (current?.folderId === undefined || !subtree.has(current.folderId)) continue;
-          removeDocument(this.db, this.grants, apiKey, organizationId, current);
-          count += 1;
-        }
-        return count;
-      });
-    }
-    return removed;
+  private removeDocumentEntries(apiKey: string, organizationId: string, subtree: ReadonlySet<string>, documents: readonly DocumentRecord[]): Promise<number> {
+    return inDocumentWrites(this.db, documents, (scanned) => {
+      const current = this.db.get<DocumentRecord>(keys.doc(apiKey, organizationId, scanned.documentId));
+      if (current?.folderId === undefined || !subtree.has(current.folderId)) return false;
+      removeDocument(this.db, this.grants, apiKey, organizationId, current);
+      return true;
+    });
   }
 
   /** Sets an explicit access type, or with `inherit` goes back to inheriting from the parent. */
