@@ -1,9 +1,12 @@
 #!/usr/bin/env node
 // Owns the admin CLI (`npm run admin -- …`, bin `plait`): workspaces, keys and tokens straight from the data directory.
+import { chmodSync, copyFileSync } from 'node:fs';
+import { basename, join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { Secrets } from './auth/secrets.js';
+import { keyFileOf, Secrets } from './auth/secrets.js';
 import { ConfigError, loadConfig } from './config.js';
 import { AppError } from './errors.js';
+import { copyEnvironment } from './store/backup.js';
 import { Store, StoreError } from './store/env.js';
 import { Workspaces } from './tenant/workspaces.js';
 
@@ -16,12 +19,15 @@ commands:
       every workspace with its workspace auth token, API keys and their auth tokens
   token reset --api-key <key>
       replace the API key's auth tokens with a new one (the old ones stop working)
+  backup --to <new or empty dir> [--compact]
+      a consistent copy of the data directory, safe while the server runs: every write answered before it began is
+      in it. Restore: stop the server, start it with DATA_DIR=<that dir>. --compact leaves out free pages (slower)
 
 options:
   --data-dir <dir>   the server's data directory (default: DATA_DIR, else ./data)
   --json             print JSON instead of text
 
-Run it while the server is stopped, or restart the server afterwards: a running server keeps accepting an
+Run the others while the server is stopped, or restart the server afterwards: a running server keeps accepting an
 auth token it has already checked until it restarts. SECRET_KEY is read from the environment like the server does.`;
 
 interface Options {
@@ -30,6 +36,8 @@ interface Options {
   readonly email: string | undefined;
   readonly name: string | undefined;
   readonly apiKey: string | undefined;
+  readonly to: string | undefined;
+  readonly compact: boolean;
 }
 
 class UsageError extends Error {
@@ -46,23 +54,35 @@ function parse(argv: readonly string[]): { command: string; options: Options } {
       email: { type: 'string' },
       name: { type: 'string' },
       'api-key': { type: 'string' },
+      to: { type: 'string' },
+      compact: { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
     },
   });
   if (values.help === true || positionals.length === 0) return { command: 'help', options: emptyOptions };
   return {
     command: positionals.join(' '),
-    options: { dataDir: values['data-dir'], json: values.json === true, email: values.email, name: values.name, apiKey: values['api-key'] },
+    options: {
+      dataDir: values['data-dir'],
+      json: values.json === true,
+      email: values.email,
+      name: values.name,
+      apiKey: values['api-key'],
+      to: values.to,
+      compact: values.compact === true,
+    },
   };
 }
 
-const emptyOptions: Options = { dataDir: undefined, json: false, email: undefined, name: undefined, apiKey: undefined };
+const emptyOptions: Options = { dataDir: undefined, json: false, email: undefined, name: undefined, apiKey: undefined, to: undefined, compact: false };
 
 type Print = (text: string) => void;
 
 async function run(command: string, options: Options, print: Print): Promise<void> {
   if (command === 'help') return print(USAGE);
   const config = loadConfig(process.env, [], { devBootstrap: false, ...(options.dataDir === undefined ? {} : { dataDir: options.dataDir }) });
+  // Not through Store.open, which writes (the schema stamp, a cluster cache's marker): a backup changes nothing.
+  if (command === 'backup') return backup(config.dataDir, config.secretKey !== undefined, options, print);
   const store = Store.open(config.dataDir);
   try {
     const workspaces = new Workspaces(store, Secrets.load(config.dataDir, config.secretKey));
@@ -123,6 +143,33 @@ async function run(command: string, options: Options, print: Print): Promise<voi
   } finally {
     await store.close();
   }
+}
+
+/** `backup`: the environment copied by LMDB, and the server key beside it unless SECRET_KEY holds it. */
+async function backup(dataDir: string, keyInEnvironment: boolean, options: Options, print: Print): Promise<void> {
+  if (options.to === undefined) throw new UsageError('backup needs --to <new or empty directory>');
+  const copied = await copyEnvironment(dataDir, options.to, { compact: options.compact });
+  const keyFile = keyInEnvironment ? undefined : keyFileOf(dataDir);
+  if (keyFile !== undefined) {
+    const into = join(options.to, basename(keyFile));
+    copyFileSync(keyFile, into);
+    chmodSync(into, 0o600);
+  }
+  // Without the key the copy's stored secrets (auth tokens, signing keys, webhook secrets) cannot be read.
+  const key = keyInEnvironment ? 'SECRET_KEY' : keyFile === undefined ? 'none' : 'copied';
+  if (options.json) return print(JSON.stringify({ dataDir, to: options.to, ...copied, key }));
+  const mb = (copied.bytes / 1024 / 1024).toFixed(1);
+  print(
+    [
+      `copied ${dataDir} to ${options.to} (${mb} MB, schema ${copied.schemaVersion ?? 'none'})`,
+      key === 'copied' ? '  server key copied beside it (mode 0600): keep the backup as private as the data directory' : '',
+      key === 'SECRET_KEY' ? '  SECRET_KEY is set: the copy needs that same key to start, keep it with the backup' : '',
+      copied.clusterCache ? "  this is a cluster node's cache: started alone it is a standalone server; a cluster's backup is its stream (docs/durability.md)" : '',
+      `restore: stop the server, then start it with DATA_DIR=${options.to}`,
+    ]
+      .filter((line) => line !== '')
+      .join('\n'),
+  );
 }
 
 const { command, options } = (() => {

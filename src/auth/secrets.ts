@@ -50,6 +50,12 @@ export class Secrets {
   }
 }
 
+/** The key file `Secrets.load` keeps in `dataDir` when SECRET_KEY is not set; undefined when there is none (yet). */
+export function keyFileOf(dataDir: string): string | undefined {
+  const file = join(dataDir, KEY_FILE);
+  return existsSync(file) ? file : undefined;
+}
+
 function decodeKey(text: string): Buffer {
   const key = /^[0-9a-f]+$/i.test(text) && text.length % 2 === 0 ? Buffer.from(text, 'hex') : Buffer.from(text, 'base64');
   if (key.length < 32) throw new Error('SECRET_KEY must decode (hex or base64) to at least 32 bytes');

@@ -20,7 +20,7 @@ export interface WriteTx {
 const TX: WriteTx = Object.freeze({ brand: 'WriteTx' });
 
 /** Plain msgpack maps, decoded as plain objects (see `Store.records`): msgpackr options lmdb-js's typings leave out. */
-const MSGPACK_OPTIONS: { readonly useRecords?: boolean; readonly mapsAsObjects?: boolean } = { useRecords: false, mapsAsObjects: true };
+export const MSGPACK_OPTIONS: { readonly useRecords?: boolean; readonly mapsAsObjects?: boolean } = { useRecords: false, mapsAsObjects: true };
 
 /** A change for `Store.transactionGrouped`: `single`, `bounded`, `deferrable` and `repeatable` as GroupedChange has them. */
 export interface GroupedWrite {

@@ -28,6 +28,12 @@ export function stampSchema(meta: Database<unknown, Key>, path: string): StampRe
   };
 }
 
+/** The stamp as stored, without stamping (a backup's read of a directory opened read-only); undefined: none. */
+export function readStamp(meta: Pick<Database<unknown, Key>, 'get'>): number | undefined {
+  const stamped = meta.get(STAMP_KEY);
+  return typeof stamped === 'number' ? stamped : undefined;
+}
+
 /** Whether the directory holds this build's stamp (a health check's read). */
 export function stampPresent(meta: Database<unknown, Key>): boolean {
   return meta.get(STAMP_KEY) === SCHEMA_VERSION;
