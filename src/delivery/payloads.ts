@@ -1,4 +1,6 @@
-// Owns the bodies webhooks carry: upstream's WebhookV1Payload (basic) and WebhookV2Payload (advanced), and the encoded variant.
+// Owns the bodies webhooks carry: upstream's WebhookV1Payload (basic) and WebhookV2Payload (advanced), and their encoded and encrypted variants.
+import { constants, createCipheriv, publicEncrypt, randomBytes, type KeyObject } from 'node:crypto';
+import { payloadKeyOf } from '../tenant/payload-key.js';
 import { commentData } from './comment-event.js';
 import type { OutboxEvent } from '../events/types.js';
 
@@ -33,8 +35,35 @@ export function webhookV2Payload(event: OutboxEvent, webhookId: string): Record<
   };
 }
 
-/** `encodeData`: `{ encodedPayload: base64(JSON) }` (upstream 3.1). */
-export function encoded(body: Record<string, unknown>, encode: boolean): string {
-  const json = JSON.stringify(body);
-  return encode ? JSON.stringify({ encodedPayload: Buffer.from(json).toString('base64') }) : json;
+/** How a webhook config asks its bodies to be written (`encodeData`, `encryptData` with `publicKey`). */
+export interface BodyOptions {
+  readonly encodeData?: boolean | undefined;
+  readonly encryptData?: boolean | undefined;
+  readonly publicKey?: string | undefined;
+}
+
+/**
+ * The body as sent (upstream 3.1; advanced webhooks the same): the payload's JSON; with `encodeData`,
+ * `{ encodedPayload: base64(JSON) }`; with `encryptData`, `{ encryptedData, encryptedKey, iv }` sealed to `publicKey`
+ * (which then wins over `encodeData`: the sealed JSON is the payload itself). Written once, when the delivery is
+ * planned: every retry sends the same bytes, so a signature or a receiver's dedupe sees one message.
+ */
+export function webhookBody(payload: Record<string, unknown>, options: BodyOptions, keyField: string): string {
+  const json = JSON.stringify(payload);
+  if (options.encryptData === true) return sealed(json, payloadKeyOf(options.publicKey ?? '', keyField));
+  return options.encodeData === true ? JSON.stringify({ encodedPayload: Buffer.from(json).toString('base64') }) : json;
+}
+
+/**
+ * Upstream 3.1: the JSON under AES-256-CBC (PKCS#7 padding) with a fresh key and IV per body, the key sealed with
+ * RSA-OAEP (SHA-256) to the workspace's public key; all three base64. A receiver unseals the key with its private key
+ * and decrypts; nothing of the payload is readable without it.
+ */
+function sealed(json: string, publicKey: KeyObject): string {
+  const key = randomBytes(32);
+  const iv = randomBytes(16);
+  const cipher = createCipheriv('aes-256-cbc', key, iv);
+  const encryptedData = Buffer.concat([cipher.update(json, 'utf8'), cipher.final()]);
+  const encryptedKey = publicEncrypt({ key: publicKey, padding: constants.RSA_PKCS1_OAEP_PADDING, oaepHash: 'sha256' }, key);
+  return JSON.stringify({ encryptedData: encryptedData.toString('base64'), encryptedKey: encryptedKey.toString('base64'), iv: iv.toString('base64') });
 }

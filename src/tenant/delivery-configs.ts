@@ -1,6 +1,7 @@
 // Owns the rules of the five delivery configs (spec 2.14, 3, 4.5, 4.9, 4.18, 4.24, 4.25; upstream 2.5-2.10): defaults, seeding, merge.
 import { failedPrecondition, invalidArgument } from '../errors.js';
 import { deepMerge, sanitize } from './config-merge.js';
+import { readPayloadKey } from './payload-key.js';
 import { ACTIVITY_COMMENT_TRIGGERS, EMAIL_COMMENT_TRIGGERS, HUDDLE_TRIGGERS, HUDDLE_TRIGGER_NAMES, STANDARD_COMMENT_TRIGGERS, allOn, type Triggers } from './triggers.js';
 
 export const EMAIL_TYPES = ['default', 'sendgrid', 'custom'] as const;
@@ -83,6 +84,9 @@ export interface BasicWebhookConfig {
     readonly rawNotificationUrl: string;
     readonly processedNotificationUrl: string;
     readonly encodeData?: boolean;
+    /** Bodies sealed to `publicKey` (src/delivery/payloads.ts); refused without a usable key (payload-key.ts). */
+    readonly encryptData?: boolean;
+    readonly publicKey?: string;
     readonly enableDataProtection?: boolean;
     readonly triggers?: Triggers;
   };
@@ -118,7 +122,10 @@ export function updateBasicWebhookConfig(stored: BasicWebhookConfig, update: Bas
       },
     };
   }
-  return deepMerge(base, sanitize(update));
+  const next = deepMerge(base, sanitize(update));
+  const service = next.webhookServiceConfig;
+  if (service.encryptData === true) readPayloadKey(service.publicKey ?? '', 'data.webhookServiceConfig.publicKey');
+  return next;
 }
 
 export interface BatchRule {
@@ -198,5 +205,8 @@ export function updateAdvancedWebhookConfig(stored: AdvancedWebhookConfig | unde
   if (stored === undefined && update.isEnabled !== true) {
     throw failedPrecondition('Advanced webhooks are not configured for this workspace: the first update must carry { "isEnabled": true }.');
   }
-  return deepMerge(stored ?? DEFAULT_ADVANCED_WEBHOOK_CONFIG, sanitize(update));
+  const next = deepMerge(stored ?? DEFAULT_ADVANCED_WEBHOOK_CONFIG, sanitize(update));
+  // Checked on every update that leaves encryption on, so a key change cannot leave deliveries without a usable key.
+  if (next.encryptData) readPayloadKey(next.publicKey, 'data.publicKey');
+  return next;
 }

@@ -168,7 +168,7 @@ t.test('advanced webhook config: the first update must enable; until then endpoi
   }
   t.match((await call('/v2/workspace/advancedwebhookconfig/update', { encodeData: true })).error, { status: 'FAILED_PRECONDITION', message: /isEnabled/ });
   t.match((await call('/v2/workspace/advancedwebhookconfig/update', {})).error, { status: 'INVALID_ARGUMENT' });
-  t.match((await call('/v2/workspace/advancedwebhookconfig/update', { isEnabled: true, encryptData: true })).error, { status: 'INVALID_ARGUMENT', message: /encryptData/ });
+  t.match((await call('/v2/workspace/advancedwebhookconfig/update', { isEnabled: true, encryptData: true })).error, { status: 'INVALID_ARGUMENT', message: /data\.publicKey must be an RSA public key/ }, 'encryption needs a key');
   t.match((await call('/v2/workspace/advancedwebhookconfig/update', { isEnabled: true })).data, { isEnabled: true, encodeData: false });
   t.match((await call('/v2/workspace/advancedwebhookconfig/update', { encodeData: true })).data, { isEnabled: true, encodeData: true }, 'partial once enabled');
   t.equal((await call('/v2/workspace/advancedwebhook/endpoints/get', {})).status, 200);

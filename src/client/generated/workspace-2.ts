@@ -140,6 +140,8 @@ export interface WorkspaceWebhookconfigUpdateInput {
     rawNotificationUrl?: '' | string;
     processedNotificationUrl?: '' | string;
     encodeData?: boolean;
+    encryptData?: boolean;
+    publicKey?: string;
     enableDataProtection?: boolean;
     triggers?: {
       [k: string]: unknown;

@@ -105,7 +105,7 @@ export interface WorkspaceAdvancedwebhookconfigGetInput {
 export interface WorkspaceAdvancedwebhookconfigUpdateInput {
   isEnabled?: boolean;
   encodeData?: boolean;
-  encryptData?: false;
+  encryptData?: boolean;
   publicKey?: string;
   enableDataProtection?: boolean;
   /**

@@ -7,7 +7,7 @@ import { ADVANCED_RETRY_DELAYS_MS, errorText, type Planner } from '../channel.js
 import type { Clock } from '../clock.js';
 import type { EndpointRecord, Endpoints, MessageRecord } from '../endpoints.js';
 import { OutboundError, type OutboundHttp } from '../outbound/http.js';
-import { encoded, webhookV2Payload } from '../payloads.js';
+import { webhookBody, webhookV2Payload } from '../payloads.js';
 import type { DeliveryJob, DeliveryQueue } from '../queue.js';
 import type { AttemptResult, ChannelRunner } from '../runner.js';
 import { signedHeaders } from '../signing.js';
@@ -77,7 +77,7 @@ export class AdvancedWebhookChannel implements Planner, ChannelRunner {
     const config = this.deps.configs.stored(event.apiKey, 'advancedWebhook');
     if (config === undefined || !config.isEnabled) return;
     const messageId = `msg_${event.id.replace(/^evt_/, '')}`;
-    const body = encoded(webhookV2Payload(event, messageId), config.encodeData);
+    const body = webhookBody(webhookV2Payload(event, messageId), config, 'publicKey');
     const channels = eventChannels(event);
     const message = { id: messageId, eventType: event.type, eventId: event.id, body };
     const about = { organizationId: event.organizationId, documentId: event.documentId };

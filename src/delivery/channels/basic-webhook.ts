@@ -5,7 +5,7 @@ import type { DeliveryConfigStore } from '../../tenant/delivery-config-store.js'
 import { triggerOn } from '../../tenant/triggers.js';
 import { BASIC_RETRY_DELAYS_MS, errorText, type Planner } from '../channel.js';
 import { OutboundError, type OutboundHttp } from '../outbound/http.js';
-import { encoded, webhookV1Payload } from '../payloads.js';
+import { webhookBody, webhookV1Payload } from '../payloads.js';
 import type { DeliveryJob, DeliveryQueue } from '../queue.js';
 import { recipientsOf } from '../recipients.js';
 import type { AttemptResult, ChannelRunner } from '../runner.js';
@@ -44,14 +44,13 @@ export class BasicWebhookChannel implements Planner, ChannelRunner {
       displayHeadlineMessage: fill(headlineTemplate(event.type), templateValues(event)),
       notifyUsers: recipientsOf(event).map((r) => ({ userId: r.userId, reason: r.reason, ...(r.email === undefined ? {} : { email: r.email }) })),
     };
-    const encode = service.encodeData === true;
     const targets: Array<[BasicWebhookJobPayload['which'], string, Record<string, unknown>]> = [
       ['raw', service.rawNotificationUrl, raw],
       ['processed', service.processedNotificationUrl, processed],
     ];
     for (const [which, url, body] of targets) {
       if (url === '') continue;
-      const payload: BasicWebhookJobPayload = { which, body: encoded(body, encode) };
+      const payload: BasicWebhookJobPayload = { which, body: webhookBody(body, service, 'webhookServiceConfig.publicKey') };
       this.deps.queue.enqueue(tx, { id: `${event.id}:webhook:${which}`, channel: 'webhook', apiKey: event.apiKey, target: `webhook:${event.apiKey}:${which}`, due: now, createdAt: now, organizationId: event.organizationId, documentId: event.documentId, payload });
     }
   }

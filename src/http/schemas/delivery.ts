@@ -53,6 +53,8 @@ export const updateWebhookConfigSchema = strict(
       rawNotificationUrl: urlOrEmpty,
       processedNotificationUrl: urlOrEmpty,
       encodeData: { type: 'boolean' },
+      encryptData: { type: 'boolean' },
+      publicKey: { type: 'string', maxLength: 8192 },
       enableDataProtection: { type: 'boolean' },
       triggers,
     }),
@@ -80,8 +82,8 @@ export const updateAdvancedWebhookConfigSchema = strict(
   {
     isEnabled: { type: 'boolean' },
     encodeData: { type: 'boolean' },
-    // Accepted for compatibility, refused when true: Plait does not encrypt payloads (docs/delivery.md).
-    encryptData: { const: false },
+    // With a usable publicKey only (src/tenant/payload-key.ts): bodies are sealed to it (docs/delivery.md).
+    encryptData: { type: 'boolean' },
     publicKey: { type: 'string', maxLength: 8192 },
     enableDataProtection: { type: 'boolean' },
   },
