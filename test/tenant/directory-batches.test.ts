@@ -4,7 +4,7 @@ import type { Key } from 'lmdb';
 import { Store } from '../../src/store/env.js';
 import { DB, KEY_END } from '../../src/store/keys.js';
 import { Directory } from '../../src/tenant/directory.js';
-import { DOCUMENTS_PER_WRITE } from '../../src/tenant/directory/document-entries.js';
+import { ITEMS_PER_WRITE } from '../../src/tenant/directory/db.js';
 import { countingTransactions } from '../helpers/store.js';
 
 const KEY = 'key1';
@@ -24,8 +24,8 @@ t.test('a folder with more documents than one write removes them in bounded writ
   const { store, directory, keysOf } = setup(t);
 
   await directory.folders.add(KEY, ORG, [{ folderId: 'f1' }, { folderId: 'f2', parentFolderId: 'f1' }, { folderId: 'other' }]);
-  const inF1 = Array.from({ length: DOCUMENTS_PER_WRITE + 13 }, (_, i) => `a${String(i).padStart(4, '0')}`);
-  const inF2 = Array.from({ length: DOCUMENTS_PER_WRITE + 5 }, (_, i) => `b${String(i).padStart(4, '0')}`);
+  const inF1 = Array.from({ length: ITEMS_PER_WRITE + 13 }, (_, i) => `a${String(i).padStart(4, '0')}`);
+  const inF2 = Array.from({ length: ITEMS_PER_WRITE + 5 }, (_, i) => `b${String(i).padStart(4, '0')}`);
   await directory.documents.add(KEY, ORG, inF1.map((documentId) => ({ documentId })), { folderId: 'f1' });
   await directory.documents.add(KEY, ORG, inF2.map((documentId) => ({ documentId })), { folderId: 'f2' });
   await directory.documents.add(KEY, ORG, [{ documentId: 'kept' }], { folderId: 'other' });
@@ -40,7 +40,7 @@ t.test('a folder with more documents than one write removes them in bounded writ
 
   const { result, transactions } = await countingTransactions(store, () => directory.folders.delete(KEY, ORG, 'f1'));
   t.same(result, { folders: 2, documents: inF1.length + inF2.length }, 'every document and both folders counted');
-  const writes = Math.ceil((inF1.length + inF2.length) / DOCUMENTS_PER_WRITE) + 1;
+  const writes = Math.ceil((inF1.length + inF2.length) / ITEMS_PER_WRITE) + 1;
   t.ok(transactions >= writes, `bounded writes then the folders (${transactions} transactions, at least ${writes})`);
   t.same(keysOf().sort(), outside, 'nothing of the subtree is left, everything outside it is');
   t.ok(outside.some((key) => key.includes('"kept"') && key.includes('"grant"')), "the document outside keeps its grant");
@@ -50,7 +50,7 @@ t.test('a folder with more documents than one write removes them in bounded writ
 t.test('a document moved out of the subtree after the scan is not removed by its batch', async (t) => {
   const { store, directory } = setup(t);
   await directory.folders.add(KEY, ORG, [{ folderId: 'f1' }, { folderId: 'safe' }]);
-  const ids = Array.from({ length: DOCUMENTS_PER_WRITE + 1 }, (_, i) => `d${String(i).padStart(4, '0')}`);
+  const ids = Array.from({ length: ITEMS_PER_WRITE + 1 }, (_, i) => `d${String(i).padStart(4, '0')}`);
   await directory.documents.add(KEY, ORG, ids.map((documentId) => ({ documentId })), { folderId: 'f1' });
   const last = ids[ids.length - 1] as string;
   // The first batch's commit is the moment the delete has scanned but not reached the last document: move it then.
@@ -76,10 +76,10 @@ t.test('a document moved out of the subtree after the scan is not removed by its
 t.test('a bulk move and a bulk delete of more documents than one write go in bounded writes, every item answered', async (t) => {
   const { store, directory, keysOf } = setup(t);
   await directory.folders.add(KEY, ORG, [{ folderId: 'from' }, { folderId: 'to' }]);
-  const ids = Array.from({ length: DOCUMENTS_PER_WRITE + 7 }, (_, i) => `d${String(i).padStart(4, '0')}`);
+  const ids = Array.from({ length: ITEMS_PER_WRITE + 7 }, (_, i) => `d${String(i).padStart(4, '0')}`);
   await directory.documents.add(KEY, ORG, [...ids, 'untouched'].map((documentId) => ({ documentId })), { folderId: 'from' });
   await directory.permissions.add(KEY, { userId: 'u1' }, ids.slice(0, 3).map((id) => ({ type: 'document' as const, id, organizationId: ORG })));
-  const writes = Math.ceil(ids.length / DOCUMENTS_PER_WRITE);
+  const writes = Math.ceil(ids.length / ITEMS_PER_WRITE);
 
   const moved = await countingTransactions(store, () => directory.documents.move(KEY, ORG, [...ids, 'missing'], 'to'));
   t.ok(moved.transactions >= writes, `the move in bounded writes (${moved.transactions} transactions, at least ${writes})`);

@@ -1,10 +1,18 @@
 // Owns access to the DB.directory database: typed point reads, prefix scans, prefix removal and write transactions.
 import type { Database, Key } from 'lmdb';
 import type { Store, WriteTx } from '../../store/env.js';
-import { REMOVE_BATCH } from '../../store/chunked-scan.js';
+import { REMOVE_BATCH, WRITE_BATCH } from '../../store/chunked-scan.js';
 import { DB, KEY_END } from '../../store/keys.js';
 import type { DirKey } from './records.js';
 
+/**
+ * Items one write of a bulk directory operation changes (`DirectoryDb.writeEach`). An item is a few rows (a document
+ * 3 and each grant on it 2, a user's profile and grant 3, a grant on a document it registers 6), so about WRITE_BATCH
+ * rows (src/store/chunked-scan.ts). One write for a call's 1,000 items held every workspace's writes for 6–45 ms
+ * (bench/README.md, "Twenty-third session: a folder's documents in bounded writes" and "Twenty-fourth session: bulk
+ * directory operations in bounded writes").
+ */
+export const ITEMS_PER_WRITE = Math.floor(WRITE_BATCH / 5);
 
 export interface ScanOptions {
   /** Start strictly after this full key (a page cursor). */
@@ -48,6 +56,28 @@ export class DirectoryDb {
       this.tell(touched);
       return result;
     });
+  }
+
+  /**
+   * Runs `change` on each item, ITEMS_PER_WRITE items to a committed write, one write after another (as
+   * `inWriteBatches` does for the store's other rows); answers how many items `change` said it changed. `change`
+   * re-reads what it changes: the items were found outside the write. `prepare` runs first in every write (checks
+   * and registrations the items rely on: what an earlier write found may be gone by the next); with it there is a
+   * write even for no items. A crash part-way leaves the earlier writes done.
+   */
+  async writeEach<T>(items: readonly T[], change: (item: T) => boolean, prepare?: () => void): Promise<number> {
+    if (items.length === 0 && prepare === undefined) return 0;
+    let changed = 0;
+    let at = 0;
+    do {
+      const batch = items.slice(at, at + ITEMS_PER_WRITE);
+      changed += await this.write(() => {
+        prepare?.();
+        return batch.filter((item) => change(item)).length;
+      });
+      at += ITEMS_PER_WRITE;
+    } while (at < items.length);
+    return changed;
   }
 
   /** Every key is [apiKey, kind, organizationId, ...] (src/tenant/directory/records.ts); a shorter one spans organizations. */

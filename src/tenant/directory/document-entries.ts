@@ -1,32 +1,9 @@
 // Owns the low-level writes of one document entry and its two listing indexes; shared by documents and folders.
-import { WRITE_BATCH } from '../../store/chunked-scan.js';
 import type { DirectoryDb } from './db.js';
 import type { Grants } from './grants.js';
 import { keys, type DocumentRecord, type GrantRecord } from './records.js';
 
 export type NewDocument = Omit<DocumentRecord, 'seq'>;
-
-/**
- * Documents one write of a bulk document operation or a folder delete changes: removing one is 3 rows and 2 a grant,
- * so about WRITE_BATCH rows (src/store/chunked-scan.ts) with a grant or two each. One write for 1,000 documents held
- * every workspace's writes for 18–30 ms (bench/README.md, "Twenty-third session: a folder's documents in bounded
- * writes").
- */
-export const DOCUMENTS_PER_WRITE = Math.floor(WRITE_BATCH / 5);
-
-/**
- * Runs `change` on each item, DOCUMENTS_PER_WRITE items to a committed directory write, one after another (as
- * `inWriteBatches` does for the store's other rows); answers how many it said it changed. `change` re-reads what it
- * changes: the items were found outside the write.
- */
-export async function inDocumentWrites<T>(db: DirectoryDb, items: readonly T[], change: (item: T) => boolean): Promise<number> {
-  let changed = 0;
-  for (let at = 0; at < items.length; at += DOCUMENTS_PER_WRITE) {
-    const batch = items.slice(at, at + DOCUMENTS_PER_WRITE);
-    changed += await db.write(() => batch.filter((item) => change(item)).length);
-  }
-  return changed;
-}
 
 /** Only inside a write. Stores the document at the end of the organization's listing order. */
 export function insertDocument(db: DirectoryDb, apiKey: string, organizationId: string, document: NewDocument): DocumentRecord {

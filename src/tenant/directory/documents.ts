@@ -4,7 +4,7 @@ import type { AccessType } from '../api-key-config.js';
 import { BulkResults, ItemFailure, type BulkMap } from './bulk.js';
 import { deleteDocumentData, type DocumentDataOwner } from './data-owners.js';
 import type { DirectoryDb } from './db.js';
-import { inDocumentWrites, insertDocument, placeDocument, rekeyDocument, removeDocument } from './document-entries.js';
+import { insertDocument, placeDocument, rekeyDocument, removeDocument } from './document-entries.js';
 import type { Folders } from './folders.js';
 import type { Grants } from './grants.js';
 import type { Organizations } from './organizations.js';
@@ -89,12 +89,16 @@ export class Documents {
     }
     const results = new BulkResults((id) => ({ id }));
     const items = results.unique(documents, (doc) => doc.documentId, 'documentId');
-    await this.db.write(() => {
+    // In bounded writes (DirectoryDb.writeEach), the organization and folder made sure of in each.
+    const prepare = (): void => {
       this.organizations.ensure(apiKey, organizationId);
       if (folderId !== undefined && this.folders.find(apiKey, organizationId, folderId) === undefined) {
         this.folders.addOne(apiKey, organizationId, { folderId });
       }
-      for (const input of items) {
+    };
+    await this.db.writeEach(
+      items,
+      (input) => {
         results.attempt(input.documentId, () => {
           if (this.find(apiKey, organizationId, input.documentId) !== undefined) {
             throw new ItemFailure('already-exists', `document "${input.documentId}" already exists`);
@@ -112,8 +116,10 @@ export class Documents {
           });
           return 'Added Successfully';
         });
-      }
-    });
+        return true;
+      },
+      prepare,
+    );
     return results.toJSON();
   }
 
@@ -204,7 +210,7 @@ export class Documents {
     });
   }
 
-  /** One transaction over the items: duplicates and unknown documents fail per item, the rest go through `step`. */
+  /** Duplicates and unknown documents fail per item, the rest go through `step`, in bounded writes. */
   private async eachDocument<T>(
     apiKey: string,
     organizationId: string,
@@ -214,9 +220,9 @@ export class Documents {
   ): Promise<BulkMap> {
     const results = new BulkResults((id) => ({ id }));
     const unique = results.unique(items, idOf, 'documentId');
-    // In bounded writes, all before the answer: each item stands alone, and one write for a call's 1,000 documents
-    // held every workspace's writes for up to ~30 ms (a delete with grants).
-    await inDocumentWrites(this.db, unique, (item) => {
+    // All before the answer: each item stands alone, and one write for a call's 1,000 documents held every
+    // workspace's writes for up to ~30 ms (a delete with grants).
+    await this.db.writeEach(unique, (item) => {
       const id = idOf(item);
       results.attempt(id, () => {
         const record = this.find(apiKey, organizationId, id);

@@ -4,7 +4,7 @@ import type { AccessType } from '../api-key-config.js';
 import { BulkResults, ItemFailure, type BulkMap } from './bulk.js';
 import { deleteDocumentData, type DocumentDataOwner } from './data-owners.js';
 import type { DirectoryDb } from './db.js';
-import { documentsInFolder, inDocumentWrites, removeDocument } from './document-entries.js';
+import { documentsInFolder, removeDocument } from './document-entries.js';
 import type { Grants } from './grants.js';
 import type { Organizations } from './organizations.js';
 import { ROOT_FOLDER, keys, type DocumentRecord, type FolderRecord } from './records.js';
@@ -167,13 +167,13 @@ export class Folders {
   }
 
   /**
-   * Removes the scanned documents' directory entries (and grants) DOCUMENTS_PER_WRITE to a committed write, before the
+   * Removes the scanned documents' directory entries (and grants) ITEMS_PER_WRITE to a committed write, before the
    * folders' own last transaction: one transaction for all of them held every tenant's writes for 20–45 ms at 1,000
    * documents (bench/README.md, "Twenty-third session: a folder's documents in bounded writes"). A document moved out
    * of the subtree (or deleted) since the scan is left alone. Answers how many were removed.
    */
   private removeDocumentEntries(apiKey: string, organizationId: string, subtree: ReadonlySet<string>, documents: readonly DocumentRecord[]): Promise<number> {
-    return inDocumentWrites(this.db, documents, (scanned) => {
+    return this.db.writeEach(documents, (scanned) => {
       const current = this.db.get<DocumentRecord>(keys.doc(apiKey, organizationId, scanned.documentId));
       if (current?.folderId === undefined || !subtree.has(current.folderId)) return false;
       removeDocument(this.db, this.grants, apiKey, organizationId, current);
