@@ -88,14 +88,17 @@ export class Users {
     private readonly now: () => number,
   ) {}
 
-  /** Adds or re-adds users at the scope: the profile fields sent are merged, the role kept unless one is sent (default editor). */
+  /**
+   * Adds or re-adds users at the scope: the profile fields sent are merged, the role kept unless one is sent (default
+   * editor). In bounded writes (DirectoryDb.writeEach), each making sure of the scope (organization, folder, document).
+   */
   async add(apiKey: string, scope: UserScope, users: readonly UserInput[], options: { createFolder?: boolean } = {}): Promise<BulkMap> {
     const ref = grantRef(scope);
     const results = new BulkResults((id) => ({ id }));
     const items = results.unique(users, (user) => user.userId, 'userId');
-    await this.db.write(() => {
-      this.prepareScope(apiKey, scope, options.createFolder === true);
-      for (const input of items) {
+    await this.db.writeEach(
+      items,
+      (input) => {
         const user = { kind: 'user', id: input.userId } as const;
         const existing = this.grants.get(apiKey, scope.organizationId, ref, user);
         this.saveProfile(apiKey, scope.organizationId, input);
@@ -104,8 +107,10 @@ export class Users {
           grantedAt: this.now(),
         });
         results.ok(input.userId, 'User added.');
-      }
-    });
+        return true;
+      },
+      () => this.prepareScope(apiKey, scope, options.createFolder === true),
+    );
     return results.toJSON();
   }
 
@@ -113,23 +118,22 @@ export class Users {
     const ref = grantRef(scope);
     const results = new BulkResults((id) => ({ id }));
     const items = results.unique(users, (user) => user.userId, 'userId');
-    await this.db.write(() => {
-      for (const input of items) {
-        results.attempt(input.userId, () => {
-          const user = { kind: 'user', id: input.userId } as const;
-          const grant = this.grants.get(apiKey, scope.organizationId, ref, user);
-          if (grant === undefined) throw new ItemFailure('not-found', 'User does not exist.');
-          this.saveProfile(apiKey, scope.organizationId, input);
-          if (input.accessRole !== undefined) this.grants.put(apiKey, scope.organizationId, ref, user, { ...grant, accessRole: input.accessRole });
-          return 'User updated.';
-        });
-      }
+    await this.db.writeEach(items, (input) => {
+      results.attempt(input.userId, () => {
+        const user = { kind: 'user', id: input.userId } as const;
+        const grant = this.grants.get(apiKey, scope.organizationId, ref, user);
+        if (grant === undefined) throw new ItemFailure('not-found', 'User does not exist.');
+        this.saveProfile(apiKey, scope.organizationId, input);
+        if (input.accessRole !== undefined) this.grants.put(apiKey, scope.organizationId, ref, user, { ...grant, accessRole: input.accessRole });
+        return 'User updated.';
+      });
+      return true;
     });
     return results.toJSON();
   }
 
   /**
-   * At a folder or document, removes the user's grant there (all ids in one transaction). At the organization,
+   * At a folder or document, removes the user's grant there (in bounded writes, DirectoryDb.writeEach). At the organization,
    * removes the user from it entirely: profile, every grant in the organization and every group membership, user
    * after user, in writes of at most WRITE_BATCH rows (a user may hold a grant on each of 50,000 documents: one
    * transaction held the event loop a quarter of a second). Group memberships and the broadest grants go first, so
@@ -142,11 +146,10 @@ export class Users {
     const results = new BulkResults((id) => ({ id }));
     const ids = results.unique(userIds, (id) => id, 'userId');
     if (ref.level !== 'organization') {
-      await this.db.write(() => {
-        for (const userId of ids) {
-          if (this.grants.remove(apiKey, organizationId, ref, { kind: 'user', id: userId })) results.ok(userId, 'User removed.');
-          else results.fail(userId, 'not-found', 'User does not exist.');
-        }
+      await this.db.writeEach(ids, (userId) => {
+        if (this.grants.remove(apiKey, organizationId, ref, { kind: 'user', id: userId })) results.ok(userId, 'User removed.');
+        else results.fail(userId, 'not-found', 'User does not exist.');
+        return true;
       });
       return results.toJSON();
     }
@@ -326,7 +329,7 @@ export class Users {
     return this.db.get<UserProfileRecord>(keys.user(apiKey, organizationId, userId));
   }
 
-  /** Only inside a write, before any other write: checks the folder, registers the organization and document. */
+  /** Only inside a write, before its other writes: checks the folder, registers the organization and document (NOT_FOUND for the call when the folder is missing and not to be created). */
   private prepareScope(apiKey: string, scope: UserScope, createFolder: boolean): void {
     const { organizationId, folderId, documentId } = scope;
     if (folderId !== undefined && !createFolder && this.folders.find(apiKey, organizationId, folderId) === undefined) {
