@@ -54,13 +54,17 @@ export class Permissions {
     private readonly now: () => number,
   ) {}
 
-  /** Grants each resource; organizations and documents are registered when missing, folders must exist. */
+  /**
+   * Grants each resource; organizations and documents are registered when missing, folders must exist. In bounded
+   * writes (DirectoryDb.writeEach), each checking a group grantee is still there (NOT_FOUND for the call when not).
+   */
   async add(apiKey: string, grantee: Grantee, resources: readonly PermissionResource[]): Promise<BulkMap> {
     const results = new BulkResults((key) => ({ resource: key }));
     const items = results.unique(resources, resourceKey, 'resource');
-    await this.db.write(() => {
-      const principal = this.principalOf(apiKey, grantee);
-      for (const resource of items) {
+    const principal = principalOf(grantee);
+    await this.db.writeEach(
+      items,
+      (resource) => {
         results.attempt(resourceKey(resource), () => {
           const { organizationId, ref } = this.locate(grantee, resource);
           if (ref.level === 'folder' && this.folders.find(apiKey, organizationId, ref.resourceId) === undefined) {
@@ -76,24 +80,30 @@ export class Permissions {
           });
           return 'Permission added.';
         });
-      }
-    });
+        return true;
+      },
+      () => this.requireGrantee(apiKey, grantee),
+    );
     return results.toJSON();
   }
 
+  /** In bounded writes as `add`. */
   async remove(apiKey: string, grantee: Grantee, resources: readonly PermissionResource[]): Promise<BulkMap> {
     const results = new BulkResults((key) => ({ resource: key }));
     const items = results.unique(resources, resourceKey, 'resource');
-    await this.db.write(() => {
-      const principal = this.principalOf(apiKey, grantee);
-      for (const resource of items) {
+    const principal = principalOf(grantee);
+    await this.db.writeEach(
+      items,
+      (resource) => {
         results.attempt(resourceKey(resource), () => {
           const { organizationId, ref } = this.locate(grantee, resource);
           if (!this.grants.remove(apiKey, organizationId, ref, principal)) throw new ItemFailure('not-found', 'No such permission to remove.');
           return 'Permission removed.';
         });
-      }
-    });
+        return true;
+      },
+      () => this.requireGrantee(apiKey, grantee),
+    );
     return results.toJSON();
   }
 
@@ -128,11 +138,9 @@ export class Permissions {
     return Object.fromEntries(report);
   }
 
-  /** Only inside a write, before other writes: a group grantee must name an existing group. */
-  private principalOf(apiKey: string, grantee: Grantee): Principal {
-    if ('userId' in grantee) return { kind: 'user', id: grantee.userId };
-    this.groups.requireGroup(apiKey, grantee.organizationId, grantee.groupId);
-    return { kind: 'group', id: grantee.groupId };
+  /** Only inside a write, before its other writes: a group grantee must name an existing group. */
+  private requireGrantee(apiKey: string, grantee: Grantee): void {
+    if ('groupId' in grantee) this.groups.requireGroup(apiKey, grantee.organizationId, grantee.groupId);
   }
 
   private locate(grantee: Grantee, resource: PermissionResource): { organizationId: string; ref: GrantRef } {
@@ -143,6 +151,10 @@ export class Permissions {
     }
     return { organizationId, ref: { level: resource.type, resourceId: resource.id } };
   }
+}
+
+function principalOf(grantee: Grantee): Principal {
+  return 'userId' in grantee ? { kind: 'user', id: grantee.userId } : { kind: 'group', id: grantee.groupId };
 }
 
 function granted(accessRole: AccessRole, expiresAt: number | undefined, accessType?: AccessType): PermissionView {
