@@ -1,4 +1,4 @@
-// Tests folder deletes and bulk document operations over more documents than one write changes: bounded writes, every item answered, the same end state as one transaction.
+// Tests folder deletes and bulk directory operations (documents, users, groups, permissions) over more items than one write changes: bounded writes, every item answered, the same end state as one transaction.
 import t, { type Test } from 'tap';
 import type { Key } from 'lmdb';
 import { Store } from '../../src/store/env.js';
@@ -95,4 +95,114 @@ t.test('a bulk move and a bulk delete of more documents than one write go in bou
   t.same(ids.filter((id) => directory.documents.find(KEY, ORG, id) !== undefined), [], 'none is left');
   t.same(keysOf().filter((key) => ids.some((id) => key.includes(`"${id}"`))), [], 'no row names them: their grants went with them');
   t.equal(directory.documents.find(KEY, ORG, 'untouched')?.folderId, 'from', 'a document not named stays');
+});
+
+/** `count` ids in key order, more than one write holds. */
+function manyIds(prefix: string, count = ITEMS_PER_WRITE + 7): string[] {
+  return Array.from({ length: count }, (_, i) => `${prefix}${String(i).padStart(4, '0')}`);
+}
+
+/** The writes a call of `count` items takes at least: one per ITEMS_PER_WRITE. */
+function writesFor(count: number): number {
+  return Math.ceil(count / ITEMS_PER_WRITE);
+}
+
+/** The ids whose answer is not a success. */
+function failed(result: Record<string, { success: boolean }>, ids: readonly string[]): string[] {
+  return ids.filter((id) => result[id]?.success !== true);
+}
+
+t.test('documents/add of more documents than one write goes in bounded writes, every document answered and stored', async (t) => {
+  const { store, directory } = setup(t);
+  const ids = manyIds('d');
+  await directory.documents.add(KEY, ORG, [{ documentId: 'exists' }]);
+  const added = await countingTransactions(store, () => directory.documents.add(KEY, ORG, [...ids, 'exists'].map((documentId) => ({ documentId })), { folderId: 'new', createFolder: true }));
+  t.ok(added.transactions >= writesFor(ids.length + 1), `bounded writes (${added.transactions} transactions)`);
+  t.same(failed(added.result, ids), [], 'every new document added');
+  t.equal(added.result['exists']?.code, 'already-exists', 'an existing one answers its failure');
+  t.same(ids.filter((id) => directory.documents.find(KEY, ORG, id)?.folderId !== 'new'), [], 'all stored, in the folder created for them');
+  const listed = directory.documents.get(KEY, ORG, { folderId: 'new', pageSize: 1000 }).rows.map((row) => row.id);
+  t.same(listed, ids, 'listed in request order: each write continues the listing order');
+});
+
+t.test('users add, update and delete at a document for more users than one write go in bounded writes, every user answered', async (t) => {
+  const { store, directory, keysOf } = setup(t);
+  const ids = manyIds('u');
+  const scope = { organizationId: ORG, documentId: 'doc' };
+  const users = async (): Promise<Array<{ userId: string; accessRole: string }>> =>
+    (await directory.users.get(KEY, scope, { userIds: ids, pageSize: 1000 })).rows.map((row) => ({ userId: row.userId, accessRole: row.accessRole }));
+
+  const added = await countingTransactions(store, () => directory.users.add(KEY, scope, ids.map((userId) => ({ userId, name: `name ${userId}` }))));
+  t.ok(added.transactions >= writesFor(ids.length), `add in bounded writes (${added.transactions} transactions)`);
+  t.same(failed(added.result, ids), [], 'every user added');
+  t.ok(directory.documents.find(KEY, ORG, 'doc') !== undefined, 'the document is registered');
+  t.same(await users(), ids.map((userId) => ({ userId, accessRole: 'editor' })), 'each holds the default role on the document');
+
+  const updated = await countingTransactions(store, () => directory.users.update(KEY, scope, [...ids, 'nobody'].map((userId) => ({ userId, accessRole: 'viewer' as const, name: `renamed ${userId}` }))));
+  t.ok(updated.transactions >= writesFor(ids.length + 1), `update in bounded writes (${updated.transactions} transactions)`);
+  t.same(failed(updated.result, ids), [], 'every user updated');
+  t.equal(updated.result['nobody']?.code, 'not-found', 'an unknown user answers its failure');
+  t.same(await users(), ids.map((userId) => ({ userId, accessRole: 'viewer' })), 'each has the new role');
+  t.same(ids.filter((id) => directory.users.profile(KEY, ORG, id)?.profile['name'] !== `renamed ${id}`), [], 'and the new profile');
+
+  const deleted = await countingTransactions(store, () => directory.users.delete(KEY, scope, [...ids, 'nobody']));
+  t.ok(deleted.transactions >= writesFor(ids.length + 1), `delete in bounded writes (${deleted.transactions} transactions)`);
+  t.same(failed(deleted.result, ids), [], 'every user removed');
+  t.equal(deleted.result['nobody']?.code, 'not-found');
+  t.same(await users(), [], 'none holds a grant on the document');
+  t.same(keysOf().filter((key) => key.includes('"grant"') || key.includes('"principal-grant"')), [], 'no grant row is left');
+  t.same(ids.filter((id) => directory.users.profile(KEY, ORG, id) === undefined), [], 'the profiles stay: they belong to the organization');
+});
+
+t.test('user groups: add, add members and delete members over more than one write, and deleteAll of a large group', async (t) => {
+  const { store, directory, keysOf } = setup(t);
+  const groupIds = manyIds('g');
+  const groups = await countingTransactions(store, () => directory.groups.add(KEY, ORG, groupIds.map((groupId) => ({ groupId }))));
+  t.ok(groups.transactions >= writesFor(groupIds.length), `groups added in bounded writes (${groups.transactions} transactions)`);
+  t.same(failed(groups.result, groupIds), [], 'every group added');
+  t.same(groupIds.filter((id) => directory.groups.find(KEY, ORG, id) === undefined), [], 'and stored');
+
+  const ids = manyIds('u');
+  const members = await countingTransactions(store, () => directory.groups.addUsers(KEY, ORG, 'g0000', ids));
+  t.ok(members.transactions >= writesFor(ids.length), `members added in bounded writes (${members.transactions} transactions)`);
+  t.same(failed(members.result, ids), [], 'every member added');
+  t.same(ids.filter((id) => directory.groups.groupsOf(KEY, ORG, id).join() !== 'g0000'), [], 'both rows of each membership written');
+
+  const removed = await countingTransactions(store, () => directory.groups.deleteUsers(KEY, ORG, 'g0000', { userIds: [...ids, 'stranger'], deleteAll: false }));
+  t.ok(removed.transactions >= writesFor(ids.length + 1), `members removed in bounded writes (${removed.transactions} transactions)`);
+  t.same(failed(removed.result, ids), [], 'every member removed');
+  t.equal(removed.result['stranger']?.code, 'not-found', 'a user not in the group answers its failure');
+  t.same(ids.filter((id) => directory.groups.isMember(KEY, ORG, 'g0000', id) || directory.groups.groupsOf(KEY, ORG, id).length > 0), [], 'no membership row is left');
+
+  const everyone = manyIds('m', ITEMS_PER_WRITE * 2 + 3);
+  await directory.groups.addUsers(KEY, ORG, 'g0001', everyone);
+  await directory.groups.addUsers(KEY, ORG, 'g0002', ['m0000']);
+  const all = await countingTransactions(store, () => directory.groups.deleteUsers(KEY, ORG, 'g0001', { deleteAll: true }));
+  t.ok(all.transactions >= writesFor(everyone.length), `deleteAll in bounded writes (${all.transactions} transactions)`);
+  t.same(Object.keys(all.result).sort(), everyone, 'every member answered');
+  t.same(failed(all.result, everyone), [], 'every member removed');
+  t.same(keysOf().filter((key) => key.includes('"g0001"') && !key.includes('"group"')), [], 'no membership row of the group is left');
+  t.ok(directory.groups.isMember(KEY, ORG, 'g0002', 'm0000'), "another group's member stays");
+});
+
+t.test('permissions add and remove over more resources than one write go in bounded writes, every resource answered', async (t) => {
+  const { store, directory, keysOf } = setup(t);
+  const ids = manyIds('d');
+  const resources = ids.map((id) => ({ type: 'document' as const, id, organizationId: ORG, accessRole: 'viewer' as const }));
+  const keyOf = (id: string): string => `document:${ORG}:${id}`;
+  const missingFolder = { type: 'folder' as const, id: 'nofolder', organizationId: ORG };
+
+  const added = await countingTransactions(store, () => directory.permissions.add(KEY, { userId: 'u1' }, [...resources, missingFolder]));
+  t.ok(added.transactions >= writesFor(ids.length + 1), `add in bounded writes (${added.transactions} transactions)`);
+  t.same(failed(added.result, ids.map(keyOf)), [], 'every grant added');
+  t.equal(added.result[`folder:${ORG}:nofolder`]?.code, 'not-found', 'a missing folder answers its failure');
+  t.same(ids.filter((id) => directory.documents.find(KEY, ORG, id) === undefined), [], 'every document registered');
+  const report = directory.permissions.get(KEY, ORG, ['u1'], { documentIds: ids })['u1']?.documents ?? {};
+  t.same(ids.filter((id) => report[id]?.accessRole !== 'viewer'), [], 'each grants its role');
+
+  const removed = await countingTransactions(store, () => directory.permissions.remove(KEY, { userId: 'u1' }, [...resources, { type: 'document' as const, id: 'never', organizationId: ORG }]));
+  t.ok(removed.transactions >= writesFor(ids.length + 1), `remove in bounded writes (${removed.transactions} transactions)`);
+  t.same(failed(removed.result, ids.map(keyOf)), [], 'every grant removed');
+  t.equal(removed.result[keyOf('never')]?.code, 'not-found', 'a grant never made answers its failure');
+  t.same(keysOf().filter((key) => key.includes('"grant"') || key.includes('"principal-grant"')), [], 'no grant row is left');
 });
