@@ -60,14 +60,22 @@ export class Folders {
     return this.chain(apiKey, organizationId, folderId).find((folder) => folder.accessType !== undefined)?.accessType;
   }
 
-  /** Folders are added in request order, so an item may name a parent added earlier in the same request. */
+  /**
+   * Folders are added in request order, so an item may name a parent added earlier in the same request. In bounded
+   * writes (DirectoryDb.writeEach): a folder's record holds its ancestors, so 1,000 folders each under the one before
+   * held every workspace's writes for 28–36 ms in one write.
+   */
   async add(apiKey: string, organizationId: string, folders: readonly FolderInput[]): Promise<BulkMap> {
     const results = new BulkResults((id) => ({ id }));
     const items = results.unique(folders, (folder) => folder.folderId, 'folderId');
-    await this.db.write(() => {
-      this.organizations.ensure(apiKey, organizationId);
-      for (const input of items) results.attempt(input.folderId, () => this.addOne(apiKey, organizationId, input));
-    });
+    await this.db.writeEach(
+      items,
+      (input) => {
+        results.attempt(input.folderId, () => this.addOne(apiKey, organizationId, input));
+        return true;
+      },
+      () => this.organizations.ensure(apiKey, organizationId),
+    );
     return results.toJSON();
   }
 
@@ -104,24 +112,26 @@ export class Folders {
     return [this.view(apiKey, organizationId, folder, filter.maxDepth ?? 1)];
   }
 
-  /** Renames and re-parents in request order; a re-parent carries the whole subtree and recomputes its ancestors. */
+  /**
+   * Renames and re-parents in request order, in bounded writes; a re-parent carries the whole subtree and recomputes
+   * its ancestors in the item's write (a subtree of 5,000 folders: 55–76 ms in it, bench/README.md).
+   */
   async update(apiKey: string, organizationId: string, folders: ReadonlyArray<{ folderId: string; folderName?: string; parentFolderId?: string }>): Promise<BulkMap> {
     const results = new BulkResults((id) => ({ id }));
     const items = results.unique(folders, (folder) => folder.folderId, 'folderId');
-    await this.db.write(() => {
-      for (const input of items) {
-        results.attempt(input.folderId, () => {
-          const folder = this.find(apiKey, organizationId, input.folderId);
-          if (folder === undefined) throw new ItemFailure('not-found', 'Folder does not exist.');
-          let next: FolderRecord = { ...folder, lastUpdated: this.now() };
-          if (input.folderName !== undefined) next.folderName = input.folderName;
-          if (input.parentFolderId !== undefined && input.parentFolderId !== folder.parentFolderId) {
-            next = this.reparent(apiKey, organizationId, next, input.parentFolderId);
-          }
-          this.db.put(keys.folder(apiKey, organizationId, folder.folderId), next);
-          return 'Folder Updated.';
-        });
-      }
+    await this.db.writeEach(items, (input) => {
+      results.attempt(input.folderId, () => {
+        const folder = this.find(apiKey, organizationId, input.folderId);
+        if (folder === undefined) throw new ItemFailure('not-found', 'Folder does not exist.');
+        let next: FolderRecord = { ...folder, lastUpdated: this.now() };
+        if (input.folderName !== undefined) next.folderName = input.folderName;
+        if (input.parentFolderId !== undefined && input.parentFolderId !== folder.parentFolderId) {
+          next = this.reparent(apiKey, organizationId, next, input.parentFolderId);
+        }
+        this.db.put(keys.folder(apiKey, organizationId, folder.folderId), next);
+        return 'Folder Updated.';
+      });
+      return true;
     });
     return results.toJSON();
   }
@@ -181,21 +191,20 @@ export class Folders {
     });
   }
 
-  /** Sets an explicit access type, or with `inherit` goes back to inheriting from the parent. */
+  /** Sets an explicit access type, or with `inherit` goes back to inheriting from the parent; in bounded writes. */
   async setAccess(apiKey: string, organizationId: string, folderIds: readonly string[], change: { accessType?: AccessType; inherit: boolean }): Promise<BulkMap> {
     const results = new BulkResults();
     const ids = results.unique(folderIds, (id) => id, 'folderId');
-    await this.db.write(() => {
-      for (const id of ids) {
-        results.attempt(id, () => {
-          const folder = this.find(apiKey, organizationId, id);
-          if (folder === undefined) throw new ItemFailure('not-found', 'Folder does not exist.');
-          const { accessType: _old, ...rest } = folder;
-          const next: FolderRecord = change.inherit || change.accessType === undefined ? rest : { ...rest, accessType: change.accessType };
-          this.db.put(keys.folder(apiKey, organizationId, id), { ...next, lastUpdated: this.now() });
-          return { message: 'Folder access updated.', fields: { accessType: this.effectiveAccessType(apiKey, organizationId, id) } };
-        });
-      }
+    await this.db.writeEach(ids, (id) => {
+      results.attempt(id, () => {
+        const folder = this.find(apiKey, organizationId, id);
+        if (folder === undefined) throw new ItemFailure('not-found', 'Folder does not exist.');
+        const { accessType: _old, ...rest } = folder;
+        const next: FolderRecord = change.inherit || change.accessType === undefined ? rest : { ...rest, accessType: change.accessType };
+        this.db.put(keys.folder(apiKey, organizationId, id), { ...next, lastUpdated: this.now() });
+        return { message: 'Folder access updated.', fields: { accessType: this.effectiveAccessType(apiKey, organizationId, id) } };
+      });
+      return true;
     });
     return results.toJSON();
   }

@@ -43,27 +43,27 @@ export class Organizations {
     return record;
   }
 
+  /** In bounded writes (DirectoryDb.writeEach), as update and setDisabled. */
   async add(apiKey: string, organizations: readonly OrganizationInput[]): Promise<BulkMap> {
     const results = new BulkResults((id) => ({ id }));
     const items = results.unique(organizations, (org) => org.organizationId, 'organizationId');
-    await this.db.write(() => {
-      for (const input of items) {
-        results.attempt(input.organizationId, () => {
-          if (this.find(apiKey, input.organizationId) !== undefined) {
-            throw new ItemFailure('already-exists', `organization "${input.organizationId}" already exists; use update to change it`);
-          }
-          const now = this.now();
-          this.db.put(keys.org(apiKey, input.organizationId), {
-            organizationId: input.organizationId,
-            organizationName: input.organizationName ?? input.organizationId,
-            disabled: false,
-            metadata: metadataOf(input, KNOWN),
-            createdAt: now,
-            lastUpdated: now,
-          } satisfies OrganizationRecord);
-          return 'Added Successfully';
-        });
-      }
+    await this.db.writeEach(items, (input) => {
+      results.attempt(input.organizationId, () => {
+        if (this.find(apiKey, input.organizationId) !== undefined) {
+          throw new ItemFailure('already-exists', `organization "${input.organizationId}" already exists; use update to change it`);
+        }
+        const now = this.now();
+        this.db.put(keys.org(apiKey, input.organizationId), {
+          organizationId: input.organizationId,
+          organizationName: input.organizationName ?? input.organizationId,
+          disabled: false,
+          metadata: metadataOf(input, KNOWN),
+          createdAt: now,
+          lastUpdated: now,
+        } satisfies OrganizationRecord);
+        return 'Added Successfully';
+      });
+      return true;
     });
     return results.toJSON();
   }
@@ -91,20 +91,19 @@ export class Organizations {
   async update(apiKey: string, organizations: readonly OrganizationInput[]): Promise<BulkMap> {
     const results = new BulkResults((id) => ({ id }));
     const items = results.unique(organizations, (org) => org.organizationId, 'organizationId');
-    await this.db.write(() => {
-      for (const input of items) {
-        results.attempt(input.organizationId, () => {
-          const record = this.find(apiKey, input.organizationId);
-          if (record === undefined) throw new ItemFailure('not-found', 'Organization does not exist');
-          this.db.put(keys.org(apiKey, input.organizationId), {
-            ...record,
-            organizationName: input.organizationName ?? record.organizationName,
-            metadata: { ...record.metadata, ...metadataOf(input, KNOWN) },
-            lastUpdated: this.now(),
-          } satisfies OrganizationRecord);
-          return 'Updated Successfully';
-        });
-      }
+    await this.db.writeEach(items, (input) => {
+      results.attempt(input.organizationId, () => {
+        const record = this.find(apiKey, input.organizationId);
+        if (record === undefined) throw new ItemFailure('not-found', 'Organization does not exist');
+        this.db.put(keys.org(apiKey, input.organizationId), {
+          ...record,
+          organizationName: input.organizationName ?? record.organizationName,
+          metadata: { ...record.metadata, ...metadataOf(input, KNOWN) },
+          lastUpdated: this.now(),
+        } satisfies OrganizationRecord);
+        return 'Updated Successfully';
+      });
+      return true;
     });
     return results.toJSON();
   }
@@ -113,12 +112,11 @@ export class Organizations {
   async setDisabled(apiKey: string, organizationIds: readonly string[], disabled: boolean): Promise<BulkMap> {
     const results = new BulkResults(() => ({ disabled }));
     const ids = results.unique(organizationIds, (id) => id, 'organizationId');
-    await this.db.write(() => {
-      for (const id of ids) {
-        const record = this.ensure(apiKey, id);
-        this.db.put(keys.org(apiKey, id), { ...record, disabled, lastUpdated: this.now() } satisfies OrganizationRecord);
-        results.ok(id, disabled ? 'Organization disabled.' : 'Organization enabled.');
-      }
+    await this.db.writeEach(ids, (id) => {
+      const record = this.ensure(apiKey, id);
+      this.db.put(keys.org(apiKey, id), { ...record, disabled, lastUpdated: this.now() } satisfies OrganizationRecord);
+      results.ok(id, disabled ? 'Organization disabled.' : 'Organization enabled.');
+      return true;
     });
     return results.toJSON();
   }
