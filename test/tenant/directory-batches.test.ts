@@ -206,3 +206,38 @@ t.test('permissions add and remove over more resources than one write go in boun
   t.equal(removed.result[keyOf('never')]?.code, 'not-found', 'a grant never made answers its failure');
   t.same(keysOf().filter((key) => key.includes('"grant"') || key.includes('"principal-grant"')), [], 'no grant row is left');
 });
+
+t.test('folders and organizations: add, update and access or disable state over more items than one write, every item answered', async (t) => {
+  const { store, directory } = setup(t);
+  const ids = manyIds('f');
+  // Each folder under the one before: a parent added by an earlier write of the same call is found.
+  const chain = ids.map((folderId, i) => (i === 0 ? { folderId } : { folderId, parentFolderId: ids[i - 1] as string }));
+  const added = await countingTransactions(store, () => directory.folders.add(KEY, ORG, chain));
+  t.ok(added.transactions >= writesFor(ids.length), `folders added in bounded writes (${added.transactions} transactions)`);
+  t.same(failed(added.result, ids), [], 'every folder added');
+  t.same(directory.folders.find(KEY, ORG, ids.at(-1) as string)?.ancestors, ['root', ...ids.slice(0, -1)], 'the last one under all the others');
+
+  const renamed = await countingTransactions(store, () => directory.folders.update(KEY, ORG, [...ids, 'nofolder'].map((folderId) => ({ folderId, folderName: `n ${folderId}` }))));
+  t.ok(renamed.transactions >= writesFor(ids.length + 1), `folders updated in bounded writes (${renamed.transactions} transactions)`);
+  t.same(failed(renamed.result, ids), [], 'every folder updated');
+  t.equal(renamed.result['nofolder']?.code, 'not-found');
+  t.same(ids.filter((id) => directory.folders.find(KEY, ORG, id)?.folderName !== `n ${id}`), [], 'each renamed');
+
+  const access = await countingTransactions(store, () => directory.folders.setAccess(KEY, ORG, ids, { accessType: 'restricted', inherit: false }));
+  t.ok(access.transactions >= writesFor(ids.length), `access types set in bounded writes (${access.transactions} transactions)`);
+  t.same(ids.filter((id) => access.result[id]?.['accessType'] !== 'restricted'), [], 'every folder answers its new access type');
+  t.same(ids.filter((id) => directory.folders.find(KEY, ORG, id)?.accessType !== 'restricted'), [], 'and stores it');
+
+  const orgs = manyIds('o');
+  const made = await countingTransactions(store, () => directory.organizations.add(KEY, [...orgs, ORG].map((organizationId) => ({ organizationId }))));
+  t.ok(made.transactions >= writesFor(orgs.length + 1), `organizations added in bounded writes (${made.transactions} transactions)`);
+  t.same(failed(made.result, orgs), [], 'every organization added');
+  t.equal(made.result[ORG]?.code, 'already-exists', 'an existing one answers its failure');
+  const updated = await countingTransactions(store, () => directory.organizations.update(KEY, orgs.map((organizationId) => ({ organizationId, organizationName: `n ${organizationId}` }))));
+  t.ok(updated.transactions >= writesFor(orgs.length), `organizations updated in bounded writes (${updated.transactions} transactions)`);
+  t.same(orgs.filter((id) => directory.organizations.find(KEY, id)?.organizationName !== `n ${id}`), [], 'each renamed');
+  const disabled = await countingTransactions(store, () => directory.organizations.setDisabled(KEY, orgs, true));
+  t.ok(disabled.transactions >= writesFor(orgs.length), `organizations disabled in bounded writes (${disabled.transactions} transactions)`);
+  t.same(failed(disabled.result, orgs), [], 'every organization answered');
+  t.same(orgs.filter((id) => directory.organizations.find(KEY, id)?.disabled !== true), [], 'each disabled');
+});
