@@ -241,3 +241,37 @@ t.test('folders and organizations: add, update and access or disable state over 
   t.same(failed(disabled.result, orgs), [], 'every organization answered');
   t.same(orgs.filter((id) => directory.organizations.find(KEY, id)?.disabled !== true), [], 'each disabled');
 });
+
+t.test('a folder with more subfolders than one write removes them deepest first in bounded writes, each checked in its write', async (t) => {
+  const { store, directory, keysOf } = setup(t);
+  const wide = manyIds('s', ITEMS_PER_WRITE * 2 + 3);
+  await directory.folders.add(KEY, ORG, [{ folderId: 'top' }, { folderId: 'other' }, ...wide.map((folderId) => ({ folderId, parentFolderId: 'top' }))]);
+  await directory.folders.add(KEY, ORG, [{ folderId: 'deep', parentFolderId: 's0000' }]);
+  await directory.documents.add(KEY, ORG, [{ documentId: 'in-deep' }], { folderId: 'deep' });
+  await directory.permissions.add(KEY, { userId: 'u1' }, ['s0000', 'deep', 'other'].map((id) => ({ type: 'folder' as const, id, organizationId: ORG })));
+  const [first, moved] = wide as [string, string];
+  // After the delete's first write (its document's; the subfolders follow, deepest first, so `first` and `moved`
+  // last): a folder added under one not yet removed, and one not yet removed moved out of the subtree (two writes).
+  let meddled = false;
+  const transaction = store.transaction.bind(store);
+  store.transaction = (async (body) => {
+    const answer = await transaction(body);
+    if (!meddled) {
+      meddled = true;
+      await directory.folders.add(KEY, ORG, [{ folderId: 'late', parentFolderId: first }]);
+      await directory.folders.update(KEY, ORG, [{ folderId: moved, parentFolderId: 'other' }]);
+    }
+    return answer;
+  }) as typeof store.transaction;
+  const { result, transactions } = await countingTransactions(store, () => directory.folders.delete(KEY, ORG, 'top'));
+  store.transaction = transaction;
+  t.ok(meddled, 'the add and the move ran between two writes of the delete');
+  const writes = 1 + writesFor(wide.length + 1) + 1 + 2;
+  t.ok(transactions >= writes, `the document, the subfolders in bounded writes, the folder itself, the two between (${transactions} transactions, at least ${writes})`);
+  // `top`, `deep`, the scanned subfolders but the moved one, and the late one.
+  t.same(result, { folders: 1 + 1 + wide.length - 1 + 1, documents: 1 }, 'every folder and document counted, the moved folder not');
+  const gone = ['top', 'deep', 'late', 'in-deep', ...wide.filter((id) => id !== moved)];
+  t.same(keysOf().filter((key) => gone.some((id) => key.includes(`"${id}"`))), [], 'no row of the subtree is left, nor of its grants');
+  t.same(directory.folders.find(KEY, ORG, moved)?.ancestors, ['root', 'other'], 'the moved folder stays where it went');
+  t.ok(keysOf().some((key) => key.includes('"grant"') && key.includes('"other"')), 'a grant outside the subtree stays');
+});
