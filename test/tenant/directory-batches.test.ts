@@ -275,3 +275,30 @@ t.test('a folder with more subfolders than one write removes them deepest first 
   t.same(directory.folders.find(KEY, ORG, moved)?.ancestors, ['root', 'other'], 'the moved folder stays where it went');
   t.ok(keysOf().some((key) => key.includes('"grant"') && key.includes('"other"')), 'a grant outside the subtree stays');
 });
+
+t.test('the grants on deleted documents and folders leave in bounded writes before them, however many one holds', async (t) => {
+  const { store, directory, keysOf } = setup(t);
+  const users = manyIds('u', ITEMS_PER_WRITE * 2 + 5);
+  await directory.folders.add(KEY, ORG, [{ folderId: 'f' }]);
+  await directory.documents.add(KEY, ORG, [{ documentId: 'shared' }, { documentId: 'plain' }, { documentId: 'kept' }]);
+  await directory.documents.add(KEY, ORG, [{ documentId: 'inside' }], { folderId: 'f' });
+  for (const scope of [{ documentId: 'shared' }, { documentId: 'kept' }, { folderId: 'f' }, { documentId: 'inside' }]) {
+    await directory.users.add(KEY, { organizationId: ORG, ...scope }, users.map((userId) => ({ userId })));
+  }
+  await directory.permissions.add(KEY, { userId: 'u1' }, [{ type: 'document' as const, id: 'plain', organizationId: ORG }]);
+  const grantRows = (id: string): string[] => keysOf().filter((key) => (key.includes('"grant"') || key.includes('"principal-grant"')) && key.includes(`"${id}"`));
+
+  const deleted = await countingTransactions(store, () => directory.documents.delete(KEY, ORG, ['shared', 'plain']));
+  const writes = writesFor(users.length + 1) + 1;
+  t.ok(deleted.transactions >= writes, `the grants in bounded writes, then the documents (${deleted.transactions} transactions, at least ${writes})`);
+  t.same(failed(deleted.result, ['shared', 'plain']), [], 'both deleted');
+  t.same([...grantRows('shared'), ...grantRows('plain')], [], 'no grant on them is left');
+  t.equal(grantRows('kept').length, users.length * 2, 'a document not named keeps its grants');
+
+  const folder = await countingTransactions(store, () => directory.folders.delete(KEY, ORG, 'f'));
+  const folderWrites = writesFor(users.length * 2) + 2;
+  t.ok(folder.transactions >= folderWrites, `the folder's and its document's grants in bounded writes (${folder.transactions} transactions, at least ${folderWrites})`);
+  t.same(folder.result, { folders: 1, documents: 1 });
+  t.same([...grantRows('f'), ...grantRows('inside')], [], 'no grant on the folder or its document is left');
+  t.equal(grantRows('kept').length, users.length * 2, 'nor is one outside it touched');
+});

@@ -174,9 +174,11 @@ export class Documents {
     });
   }
 
+  /** The documents' data first, then the grants on them in bounded writes (Grants.removeResourcesInWrites), then their entries. */
   async delete(apiKey: string, organizationId: string, documentIds: readonly string[]): Promise<BulkMap> {
-    const known = documentIds.filter((id) => this.find(apiKey, organizationId, id) !== undefined);
-    await deleteDocumentData(this.owners, [...new Set(known)].map((documentId) => ({ apiKey, organizationId, documentId })));
+    const known = [...new Set(documentIds.filter((id) => this.find(apiKey, organizationId, id) !== undefined))];
+    await deleteDocumentData(this.owners, known.map((documentId) => ({ apiKey, organizationId, documentId })));
+    await this.grants.removeResourcesInWrites(apiKey, organizationId, known.map((documentId) => ({ level: 'document', resourceId: documentId })));
     return this.eachDocument(apiKey, organizationId, documentIds, (id) => id, (record) => {
       removeDocument(this.db, this.grants, apiKey, organizationId, record);
       return 'Deleted Successfully';

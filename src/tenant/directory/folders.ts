@@ -5,7 +5,7 @@ import { BulkResults, ItemFailure, type BulkMap } from './bulk.js';
 import { deleteDocumentData, type DocumentDataOwner } from './data-owners.js';
 import type { DirectoryDb } from './db.js';
 import { documentsInFolder, removeDocument } from './document-entries.js';
-import type { Grants } from './grants.js';
+import type { GrantRef, Grants } from './grants.js';
 import type { Organizations } from './organizations.js';
 import { ROOT_FOLDER, keys, type DocumentRecord, type FolderRecord } from './records.js';
 
@@ -159,6 +159,8 @@ export class Folders {
     const subtree = [root, ...below];
     const documents = subtree.flatMap((folder) => documentsInFolder(this.db, apiKey, organizationId, folder.folderId));
     await deleteDocumentData(this.owners, documents.map((doc) => ({ apiKey, organizationId, documentId: doc.documentId })));
+    const refs: GrantRef[] = [...documents.map((doc) => ({ level: 'document' as const, resourceId: doc.documentId })), ...subtree.map((folder) => ({ level: 'folder' as const, resourceId: folder.folderId }))];
+    await this.grants.removeResourcesInWrites(apiKey, organizationId, refs);
     const documentsRemoved = await this.removeDocumentEntries(apiKey, organizationId, new Set(subtree.map((folder) => folder.folderId)), documents);
     const subfoldersRemoved = await this.removeSubfolders(apiKey, organizationId, folderId, below);
     return this.db.write(() => {

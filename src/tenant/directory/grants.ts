@@ -1,5 +1,5 @@
 // Owns stored grants (a role for a user or group on an organization, folder or document) and their reverse index.
-import type { DirectoryDb } from './db.js';
+import { ITEMS_PER_WRITE, type DirectoryDb } from './db.js';
 import { keys, type DirKey, type GrantRecord, type Level, type Principal } from './records.js';
 
 export interface GrantRef {
@@ -37,7 +37,36 @@ export class Grants {
 
   /** Only inside a write. Drops every grant on a resource (it is being deleted). */
   removeResource(apiKey: string, organizationId: string, ref: GrantRef): void {
-    for (const { key } of this.db.scan<GrantRecord>(keys.resourceGrants(apiKey, organizationId, ref.level, ref.resourceId))) {
+    this.removeResourceSome(apiKey, organizationId, ref);
+  }
+
+  /**
+   * Drops every grant on the resources (they are being deleted), ITEMS_PER_WRITE grants to a committed write, one write
+   * after another (not inside a write): one document may hold a grant for each of 10,000 users, and one write for
+   * them held every workspace's writes for 36–53 ms. Access narrows as it goes; grants made meanwhile go with their
+   * resource's own removal. The resources without a grant are left out first, outside the writes: a folder delete
+   * names every folder of its subtree, and a write checking 5,000 of them took ~14 ms.
+   */
+  async removeResourcesInWrites(apiKey: string, organizationId: string, resources: readonly GrantRef[]): Promise<void> {
+    const refs = resources.filter((ref) => this.db.scan<GrantRecord>(keys.resourceGrants(apiKey, organizationId, ref.level, ref.resourceId), { limit: 1 }).length > 0);
+    let at = 0;
+    while (at < refs.length) {
+      at = await this.db.write(() => {
+        let room = ITEMS_PER_WRITE;
+        for (let next = at; next < refs.length; next++) {
+          room -= this.removeResourceSome(apiKey, organizationId, refs[next] as GrantRef, room);
+          // Full: this resource may hold more, so the next write starts at it.
+          if (room === 0) return next;
+        }
+        return refs.length;
+      });
+    }
+  }
+
+  /** Only inside a write. Drops at most `limit` of the grants on a resource (all without one); answers how many. */
+  private removeResourceSome(apiKey: string, organizationId: string, ref: GrantRef, limit?: number): number {
+    const found = this.db.scan<GrantRecord>(keys.resourceGrants(apiKey, organizationId, ref.level, ref.resourceId), limit === undefined ? {} : { limit });
+    for (const { key } of found) {
       const kind = key[5];
       const id = key[6];
       if ((kind === 'user' || kind === 'group') && typeof id === 'string') {
@@ -45,6 +74,7 @@ export class Grants {
       }
       this.db.remove(key);
     }
+    return found.length;
   }
 
   /**
