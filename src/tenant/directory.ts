@@ -26,7 +26,8 @@ export interface DirectoryOptions {
 
 /**
  * Organizations, folders, documents, users, groups and permissions of every API key, in DB.directory.
- * Each write is one LMDB transaction and resolves after commit.
+ * Each write is one LMDB transaction and resolves after commit; a bulk call makes one per ITEMS_PER_WRITE items
+ * (src/tenant/directory/db.ts), all before it answers.
  */
 export class Directory {
   readonly organizations: Organizations;
