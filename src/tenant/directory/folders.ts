@@ -63,7 +63,7 @@ export class Folders {
   /**
    * Folders are added in request order, so an item may name a parent added earlier in the same request. In bounded
    * writes (DirectoryDb.writeEach): a folder's record holds its ancestors, so 1,000 folders each under the one before
-   * held every workspace's writes for 28–36 ms in one write.
+   * held every workspace's writes for 27–38 ms in one write.
    */
   async add(apiKey: string, organizationId: string, folders: readonly FolderInput[]): Promise<BulkMap> {
     const results = new BulkResults((id) => ({ id }));
@@ -114,7 +114,7 @@ export class Folders {
 
   /**
    * Renames and re-parents in request order, in bounded writes; a re-parent carries the whole subtree and recomputes
-   * its ancestors in the item's write (a subtree of 5,000 folders: 55–76 ms in it, bench/README.md).
+   * its ancestors in the item's write (a subtree of 5,000 folders: 34–100 ms in it, docs/limits.md).
    */
   async update(apiKey: string, organizationId: string, folders: ReadonlyArray<{ folderId: string; folderName?: string; parentFolderId?: string }>): Promise<BulkMap> {
     const results = new BulkResults((id) => ({ id }));
@@ -159,8 +159,11 @@ export class Folders {
     const subtree = [root, ...below];
     const documents = subtree.flatMap((folder) => documentsInFolder(this.db, apiKey, organizationId, folder.folderId));
     await deleteDocumentData(this.owners, documents.map((doc) => ({ apiKey, organizationId, documentId: doc.documentId })));
-    const refs: GrantRef[] = [...documents.map((doc) => ({ level: 'document' as const, resourceId: doc.documentId })), ...subtree.map((folder) => ({ level: 'folder' as const, resourceId: folder.folderId }))];
-    await this.grants.removeResourcesInWrites(apiKey, organizationId, refs);
+    const granted: GrantRef[] = [
+      ...documents.map((doc) => ({ level: 'document' as const, resourceId: doc.documentId })),
+      ...subtree.map((folder) => ({ level: 'folder' as const, resourceId: folder.folderId })),
+    ];
+    await this.grants.removeResourcesInWrites(apiKey, organizationId, granted);
     const documentsRemoved = await this.removeDocumentEntries(apiKey, organizationId, new Set(subtree.map((folder) => folder.folderId)), documents);
     const subfoldersRemoved = await this.removeSubfolders(apiKey, organizationId, folderId, below);
     return this.db.write(() => {
@@ -174,7 +177,7 @@ export class Folders {
 
   /**
    * Removes the scanned subfolders, deepest first, ITEMS_PER_WRITE to a committed write, before the last transaction
-   * takes the folder itself: one transaction for a subtree of 5,000 folders held every workspace's writes for 100–178
+   * takes the folder itself: one transaction for a subtree of 5,000 folders held every workspace's writes for 100–181
    * ms (bench/README.md, "Twenty-fourth session: bulk directory operations in bounded writes"). A folder is removed
    * only while it is still below `folderId` and has no subfolder left (one added since the scan keeps it and its
    * ancestors for the last transaction), so every commit leaves a whole tree. Answers how many folders it removed,
@@ -205,7 +208,7 @@ export class Folders {
 
   /**
    * Removes the scanned documents' directory entries (and grants) ITEMS_PER_WRITE to a committed write, before the
-   * folders' own last transaction: one transaction for all of them held every tenant's writes for 20–45 ms at 1,000
+   * subfolders and the folder itself: one transaction for all of them held every tenant's writes for 20–45 ms at 1,000
    * documents (bench/README.md, "Twenty-third session: a folder's documents in bounded writes"). A document moved out
    * of the subtree (or deleted) since the scan is left alone. Answers how many were removed.
    */
