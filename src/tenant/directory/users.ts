@@ -317,7 +317,7 @@ export class Users {
   /**
    * Only inside a write: removes the users from `at` on from the organization, at most WRITE_BATCH memberships and
    * grants in all, starting no further user once ITEMS_PER_WRITE removals are made (one write for a call's 1,000 users
-   * with a few grants each, not one each: 0.6–1 s of commits); answers where the next write starts (a user whose
+   * with a few grants each, not one each: 0.6–2.5 s of commits); answers where the next write starts (a user whose
    * removal did not fit is started again there).
    */
   private removeSomeFromOrganization(apiKey: string, organizationId: string, userIds: readonly string[], at: number, results: BulkResults): number {
