@@ -253,6 +253,9 @@ export async function startServer(config: Config, log: Logger, options: ServerOp
     cluster?.drain();
     await services.agents.close();
     await services.documentActors.shutdown();
+    // The actors raised their stores' pending crdt.update_data events as they went: committed before the store closes.
+    await services.crdtEvents.settled();
+    services.crdtEvents.close();
     // After the final snapshots: stop relaying, release the leases so other nodes take the documents at once.
     await cluster?.stop();
     services.collab.close();

@@ -11,6 +11,7 @@ import { Store } from './store/env.js';
 import type { Replication } from './store/replication.js';
 import { invalidateOnReplicatedChange } from './replicated-caches.js';
 import { CollabDocuments } from './doc/collab-state.js';
+import { CrdtEvents } from './doc/crdt-events.js';
 import { DocumentActors } from './doc/registry.js';
 import type { TopicPublisher } from './doc/peer.js';
 import { Outbox } from './events/outbox.js';
@@ -54,6 +55,8 @@ export interface Services {
   readonly collab: CollabDocuments;
   /** Document actors (Yjs stores, awareness, sync connections); they also host `collab`. */
   readonly documentActors: DocumentActors;
+  /** The stores' debounced `crdt.update_data` events: settled and closed after the actors, before the store. */
+  readonly crdtEvents: CrdtEvents;
   /** Each API key's allowed web origins, checked at the sync upgrade and on cross-origin REST requests. */
   readonly domains: Domains;
   /** Named live values per document (livestate/broadcast), sent to extension-frame connections. */
@@ -128,7 +131,9 @@ export async function openServices(config: Config, log: Logger, publisher: Topic
   });
   const outbox = new Outbox(store, options.workerRole === undefined ? {} : { node: workerRole.processId });
   outbox.onCommitted(() => workerRole.wake('outbox'));
-  const documentActors = new DocumentActors(config, store, log.child({ component: 'documents' }), publisher, options.ownership);
+  // Debounced by the stores' own change times (Date.now, as `EditorDoc.touch` stamps them), not the delivery clock.
+  const crdtEvents = new CrdtEvents({ store, outbox, now: Date.now, log: log.child({ component: 'crdt-events' }) });
+  const documentActors = new DocumentActors(config, store, log.child({ component: 'documents' }), publisher, options.ownership, crdtEvents);
   directory.addDataOwner(documentActors);
   const collab = new CollabDocuments({
     store,
@@ -245,7 +250,7 @@ export async function openServices(config: Config, log: Logger, publisher: Topic
   // Last: the actors are drained by then, so the events of their last writes are in the outbox to be dropped.
   directory.addDataOwner(delivery.documentData);
   if (options.replication !== undefined) invalidateOnReplicatedChange(store, { workspaces, userTokens, domains, permissionProvider, ownerEmails, deliveryConfigs: delivery.configs }, log);
-  return { config, log, clock, store, secrets, workspaces, userTokens, directory, outbox, collab, documentActors, domains, liveStates, recordings, jobs, migrations, userData, permissionProvider, ownerEmails, accountMail, agents, delivery, workerRole };
+  return { config, log, clock, store, secrets, workspaces, userTokens, directory, outbox, collab, documentActors, crdtEvents, domains, liveStates, recordings, jobs, migrations, userData, permissionProvider, ownerEmails, accountMail, agents, delivery, workerRole };
 }
 
 export function clockOf(options: ServerOptions): () => number {

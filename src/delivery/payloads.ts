@@ -1,12 +1,22 @@
 // Owns the bodies webhooks carry: upstream's WebhookV1Payload (basic) and WebhookV2Payload (advanced), and their encoded and encrypted variants.
 import { constants, createCipheriv, publicEncrypt, randomBytes, type KeyObject } from 'node:crypto';
 import { payloadKeyOf } from '../tenant/payload-key.js';
+import { crdtData } from '../doc/crdt-events.js';
 import { commentData } from './comment-event.js';
-import type { OutboxEvent } from '../events/types.js';
+import { V1_ACTION, type OutboxEvent } from '../events/types.js';
+
+/** Upstream 3.1 (V1 `metadata`, both id spellings). */
+function v1Metadata(event: OutboxEvent): Record<string, string> {
+  return { apiKey: event.apiKey, documentId: event.documentId, clientDocumentId: event.documentId, organizationId: event.organizationId, clientOrganizationId: event.organizationId };
+}
 
 /** Upstream 3.1. `webhookId` is the event id, the same on every retry. */
 export function webhookV1Payload(event: OutboxEvent): Record<string, unknown> {
-  const { commentAnnotation, targetComment, actionUser, metadata, oldStatus, newStatus, newPriority, assigned } = commentData(event);
+  if (event.source === 'crdt') {
+    const { crdtData: record, actionUser } = crdtData(event.data);
+    return { webhookId: event.id, actionType: event.actionType, notificationSource: 'crdt', actionUser, metadata: v1Metadata(event), crdtData: record, platform: 'sdk' };
+  }
+  const { commentAnnotation, targetComment, actionUser, oldStatus, newStatus, newPriority, assigned } = commentData(event);
   return {
     webhookId: event.id,
     actionType: event.actionType,
@@ -14,7 +24,7 @@ export function webhookV1Payload(event: OutboxEvent): Record<string, unknown> {
     commentAnnotation,
     ...(targetComment === undefined ? {} : { targetComment }),
     ...(actionUser === undefined ? {} : { actionUser }),
-    metadata: { apiKey: metadata.apiKey, documentId: metadata.documentId, clientDocumentId: metadata.documentId, organizationId: metadata.organizationId, clientOrganizationId: metadata.organizationId },
+    metadata: v1Metadata(event),
     ...(oldStatus === undefined ? {} : { oldStatus }),
     ...(newStatus === undefined ? {} : { newStatus }),
     ...(newPriority === undefined ? {} : { newPriority }),
@@ -23,13 +33,16 @@ export function webhookV1Payload(event: OutboxEvent): Record<string, unknown> {
   };
 }
 
-/** Upstream 3.2: `event` is the event type, `actionType` the part after the dot. */
+/**
+ * Upstream 3.2: `event` is the event type, `actionType` the part after the dot for comment events, and for
+ * `crdt.update_data` upstream's `updateData` (its example of a V2 action type).
+ */
 export function webhookV2Payload(event: OutboxEvent, webhookId: string): Record<string, unknown> {
   return {
     event: event.type,
-    actionType: event.type.slice(event.type.indexOf('.') + 1),
-    source: 'comment',
-    data: commentData(event),
+    actionType: event.source === 'crdt' ? V1_ACTION[event.type] : event.type.slice(event.type.indexOf('.') + 1),
+    source: event.source,
+    data: event.data,
     webhookId,
     platform: 'sdk',
   };

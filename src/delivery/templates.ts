@@ -16,6 +16,8 @@ const HEADLINES: Readonly<Record<EventType, string>> = {
   'comment.add': '{actionUser} commented',
   'comment.update': '{actionUser} edited a comment',
   'comment.delete': '{actionUser} deleted a comment',
+  // No comment channel acts on it (they take comment events only); kept so every type has a headline.
+  'crdt.update_data': '{actionUser} edited the document',
 };
 
 export function headlineTemplate(type: EventType): string {

@@ -7,6 +7,7 @@ import type { UpdateLog } from '../store/update-log.js';
 import type { AwarenessLimits } from './awareness-guard.js';
 import { awarenessFanoutBudget } from './document-awareness.js';
 import { backpressureCheckBytes } from './fanout.js';
+import type { CrdtEvents } from './crdt-events.js';
 import type { JoinFrames } from './join-state.js';
 import { SyncCpuBudget } from './sync-cpu.js';
 import type { ConnectionListener, TopicPublisher } from './peer.js';
@@ -35,6 +36,8 @@ export interface ActorDeps {
   readonly maxDocumentBytes: number;
   /** API_KEY_SYNC_CPU_MS_PER_SECOND, shared by every actor: the event loop's time each key's frames took; absent when off. */
   readonly syncCpu?: SyncCpuBudget;
+  /** The debounced `crdt.update_data` events of the stores (src/doc/crdt-events.ts); absent: none are raised. */
+  readonly crdtEvents?: CrdtEvents;
 }
 
 /** The settings an actor's deps are made from. */
@@ -44,7 +47,7 @@ export type ActorConfig = Pick<
 >;
 
 /** The registry's one deps object: its shared parts, and the limits and budgets the settings make. */
-export function makeActorDeps(config: ActorConfig, shared: Pick<ActorDeps, 'updateLog' | 'log' | 'onIdle' | 'listeners' | 'publisher' | 'joinFrames'>): ActorDeps {
+export function makeActorDeps(config: ActorConfig, shared: Pick<ActorDeps, 'updateLog' | 'log' | 'onIdle' | 'listeners' | 'publisher' | 'joinFrames' | 'crdtEvents'>): ActorDeps {
   return {
     ...shared,
     mailboxCapacity: config.mailboxCapacity,

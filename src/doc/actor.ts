@@ -173,6 +173,7 @@ export class DocumentActor implements DocumentActorView, TaskFailures, EditorDoc
    */
   private changed(store: EditorDoc, update: Uint8Array, origin: ChangeOrigin, sender: Peer | undefined, frame?: Uint8Array): void {
     store.touch(origin, Date.now());
+    this.deps.crdtEvents?.changed(this.key, store);
     const commit = this.deps.updateLog.append(store, update);
     this.writesState?.logged(commit);
     // Peers get the update at the end of this turn, before the disk: a crash loses at most what clients still hold
@@ -384,6 +385,7 @@ export class DocumentActor implements DocumentActorView, TaskFailures, EditorDoc
     this.fanoutState?.cancel();
     this.awareness?.dispose();
     this.awareness = undefined;
+    this.deps.crdtEvents?.unloading(this.stores.values());
     for (const store of this.stores.values()) store.doc.destroy();
     this.stores.clear();
   }

@@ -55,6 +55,7 @@ export class DocumentActors {
     private readonly log: Logger,
     publisher: TopicPublisher,
     private readonly ownership: DocumentOwnership = SINGLE_PROCESS,
+    crdtEvents?: ActorDeps['crdtEvents'],
   ) {
     ownership.onLost((key) => void this.drop(key));
     this.updateLog = new UpdateLog(config.persistence ? store : null, config, log);
@@ -65,7 +66,7 @@ export class DocumentActors {
       onIdle: (key) => this.scheduleUnload(documentKeyString(key)),
       listeners: this.listeners,
       publisher,
-      joinFrames: this.joinFrames,
+      ...(crdtEvents === undefined ? { joinFrames: this.joinFrames } : { joinFrames: this.joinFrames, crdtEvents }),
     });
     this.idleTimers = new IdleTimers<Entry>(config.docIdleUnloadMs, (id, entry) => this.unload(id, entry), (entry) => entry.actor?.idle === true);
     this.budget = new LoadedBudget<Entry>(config, {

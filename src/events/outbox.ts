@@ -7,7 +7,7 @@ import { DB } from '../store/keys.js';
 import { rowCount } from '../store/row-count.js';
 import { OutboxLanes } from './outbox-lanes.js';
 import { eventOf, type StoredEvent } from './outbox-row.js';
-import { V1_ACTION, type EventAudience, type EventDraft, type EventPayload, type EventRecorder, type EventType, type OutboxEvent, type StampedEvent } from './types.js';
+import { sourceOf, V1_ACTION, type EventAudience, type EventDraft, type EventPayload, type EventRecorder, type EventType, type OutboxEvent, type StampedEvent } from './types.js';
 
 export interface ClaimOptions {
   readonly limit: number;
@@ -210,7 +210,7 @@ export class Outbox {
       ...(recordedBy === undefined ? {} : { recordedBy }),
       id,
       actionType: V1_ACTION[draft.type],
-      source: 'comment',
+      source: sourceOf(draft.type),
       createdAt: now,
       attempts: 0,
     };

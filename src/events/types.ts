@@ -18,7 +18,23 @@ export const EVENT_TYPES = [
   'comment.delete',
 ] as const;
 
-export type EventType = (typeof EVENT_TYPES)[number];
+/** Event types raised by a document's Yjs stores (upstream notes 3.2): one, debounced per store (src/doc/crdt-events.ts). */
+export const CRDT_EVENT_TYPES = ['crdt.update_data'] as const;
+
+export type CommentEventType = (typeof EVENT_TYPES)[number];
+export type EventType = CommentEventType | (typeof CRDT_EVENT_TYPES)[number];
+
+/** Where an event comes from (WebhookV1Payload `notificationSource`, WebhookV2Payload `source`): what its payload holds. */
+export type EventSource = 'comment' | 'crdt';
+
+export function sourceOf(type: EventType): EventSource {
+  return type === 'crdt.update_data' ? 'crdt' : 'comment';
+}
+
+/** Comment events only: what the comment channels (email, in-app notifications, activity logs) act on. */
+export function isCommentEvent(type: EventType): type is CommentEventType {
+  return sourceOf(type) === 'comment';
+}
 
 /** The basic-webhook (V1) `actionType` of each event, so a V1 channel needs no table of its own. */
 export const V1_ACTION: Readonly<Record<EventType, string>> = {
@@ -33,6 +49,7 @@ export const V1_ACTION: Readonly<Record<EventType, string>> = {
   'comment.add': 'added',
   'comment.update': 'updated',
   'comment.delete': 'deleted',
+  'crdt.update_data': 'updateData',
 };
 
 export interface EventMetadata {
@@ -112,7 +129,7 @@ export interface OutboxEvent extends StampedEvent {
   readonly recordedBy?: readonly string[];
   /** V2 `actionType` is the part after the dot; this is the V1 one (V1_ACTION). */
   readonly actionType: string;
-  readonly source: 'comment';
+  readonly source: EventSource;
   /** Set by claim(): until this time (ms) no other dispatcher takes the event. */
   readonly claimedUntil?: number;
   /** How many times the event has been claimed. */

@@ -1,7 +1,7 @@
 // Owns the activity-log channel: events recorded as activity logs when the activity config enables their trigger.
 import { commentData } from '../comment-event.js';
 import type { WriteTx } from '../../store/env.js';
-import type { EventRecorder, EventType, OutboxEvent, StampedEvent } from '../../events/types.js';
+import { isCommentEvent, type EventRecorder, type EventType, type OutboxEvent, type StampedEvent } from '../../events/types.js';
 import type { ActivityConfig } from '../../tenant/delivery-configs.js';
 import type { DeliveryConfigStore } from '../../tenant/delivery-config-store.js';
 import { triggerOn } from '../../tenant/triggers.js';
@@ -22,7 +22,7 @@ export class ActivityChannel implements Planner, EventRecorder {
   constructor(private readonly deps: { readonly configs: DeliveryConfigStore; readonly activities: ActivityStore }) {}
 
   wants(apiKey: string, type: EventType): boolean {
-    return logs(this.deps.configs.current(apiKey, 'activity'), type);
+    return isCommentEvent(type) && logs(this.deps.configs.current(apiKey, 'activity'), type);
   }
 
   /** Everything it keeps is recorded with the change. */
@@ -55,9 +55,9 @@ export class ActivityChannel implements Planner, EventRecorder {
   }
 }
 
-/** Whether `config` logs events of `type`: enabled, with the comment trigger on for it. */
+/** Whether `config` logs events of `type`: a comment event, enabled, with the comment trigger on for it. */
 function logs(config: ActivityConfig | undefined, type: EventType): boolean {
-  return config !== undefined && config.isEnabled && triggerOn(config.triggers?.comment, type);
+  return isCommentEvent(type) && config !== undefined && config.isEnabled && triggerOn(config.triggers?.comment, type);
 }
 
 export function activityFromEvent(event: StampedEvent, immutable: boolean): ActivityRecord {

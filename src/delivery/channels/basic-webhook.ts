@@ -1,6 +1,6 @@
 // Owns the basic webhook channel (upstream 3.1): POSTs to rawNotificationUrl and processedNotificationUrl with `Basic <authToken>`.
 import type { WriteTx } from '../../store/env.js';
-import type { EventType, OutboxEvent } from '../../events/types.js';
+import { isCommentEvent, type EventType, type OutboxEvent } from '../../events/types.js';
 import type { DeliveryConfigStore } from '../../tenant/delivery-config-store.js';
 import { triggerOn } from '../../tenant/triggers.js';
 import { BASIC_RETRY_DELAYS_MS, errorText, type Planner } from '../channel.js';
@@ -38,12 +38,14 @@ export class BasicWebhookChannel implements Planner, ChannelRunner {
     const service = this.deps.configs.webhook(event.apiKey).webhookServiceConfig;
     const raw = webhookV1Payload(event);
     // Upstream documents only the labels: "raw" is the event as it happened; "processed" adds what Plait resolved
-    // from it (the rendered headline and the users it concerns).
-    const processed = {
-      ...raw,
-      displayHeadlineMessage: fill(headlineTemplate(event.type), templateValues(event)),
-      notifyUsers: recipientsOf(event).map((r) => ({ userId: r.userId, reason: r.reason, ...(r.email === undefined ? {} : { email: r.email }) })),
-    };
+    // from a comment event (the rendered headline and the users it concerns); a crdt event has nothing to add.
+    const processed = !isCommentEvent(event.type)
+      ? raw
+      : {
+          ...raw,
+          displayHeadlineMessage: fill(headlineTemplate(event.type), templateValues(event)),
+          notifyUsers: recipientsOf(event).map((r) => ({ userId: r.userId, reason: r.reason, ...(r.email === undefined ? {} : { email: r.email }) })),
+        };
     const targets: Array<[BasicWebhookJobPayload['which'], string, Record<string, unknown>]> = [
       ['raw', service.rawNotificationUrl, raw],
       ['processed', service.processedNotificationUrl, processed],

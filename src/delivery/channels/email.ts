@@ -1,7 +1,7 @@
 // Owns the email channel: which events become emails for whom (email config triggers), and sending them by config type.
 import { createHash } from 'node:crypto';
 import type { WriteTx } from '../../store/env.js';
-import type { EventType, OutboxEvent } from '../../events/types.js';
+import { isCommentEvent, type EventType, type OutboxEvent } from '../../events/types.js';
 import type { DeliveryConfigStore } from '../../tenant/delivery-config-store.js';
 import { triggerOn } from '../../tenant/triggers.js';
 import { BASIC_RETRY_DELAYS_MS, errorText, type Planner } from '../channel.js';
@@ -40,6 +40,8 @@ export class EmailChannel implements Planner, ChannelRunner {
   constructor(private readonly deps: EmailChannelDeps) {}
 
   wants(apiKey: string, type: EventType): boolean {
+    // Comment events only: an email is about a thread (its text, its mentions and assignee).
+    if (!isCommentEvent(type)) return false;
     const config = this.deps.configs.email(apiKey);
     return config.useEmailService && triggerOn(config.emailServiceConfig.triggers, type);
   }

@@ -2,7 +2,7 @@
 import { commentData } from '../comment-event.js';
 import { createHash } from 'node:crypto';
 import type { WriteTx } from '../../store/env.js';
-import type { EventRecorder, EventType, OutboxEvent, StampedEvent } from '../../events/types.js';
+import { isCommentEvent, type EventRecorder, type EventType, type OutboxEvent, type StampedEvent } from '../../events/types.js';
 import type { DeliveryConfigStore } from '../../tenant/delivery-config-store.js';
 import { DEFAULT_NOTIFICATION_CONFIG, type NotificationConfig } from '../../tenant/delivery-configs.js';
 import { triggerOn } from '../../tenant/triggers.js';
@@ -37,7 +37,7 @@ export function notificationId(seed: string): string {
 
 /** Whether `config` notifies of events of `type`: the service on, with the comment trigger on for it. */
 function notifies(config: NotificationConfig, type: EventType): boolean {
-  return config.useNotificationService && triggerOn(config.notificationServiceConfig.triggers.comment, type);
+  return isCommentEvent(type) && config.useNotificationService && triggerOn(config.notificationServiceConfig.triggers.comment, type);
 }
 
 /** Sent as soon as the event is: neither delayed nor batched. */
@@ -74,7 +74,8 @@ export class NotificationChannel implements Planner, ChannelRunner {
   constructor(private readonly deps: { readonly configs: DeliveryConfigStore; readonly queue: DeliveryQueue; readonly notifications: NotificationStore }) {}
 
   wants(apiKey: string, type: EventType): boolean {
-    return notifies(this.deps.configs.notification(apiKey), type);
+    // Asked for every Yjs store's first change after a quiet stretch too (src/doc/crdt-events.ts): no config read for those.
+    return isCommentEvent(type) && notifies(this.deps.configs.notification(apiKey), type);
   }
 
   /** Only delayed and batched notifications need the dispatcher; the recorder writes the others. */
