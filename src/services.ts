@@ -154,7 +154,7 @@ export async function openServices(config: Config, log: Logger, publisher: Topic
   await buildThreadIds(store);
   const domains = new Domains(store);
   const jobs = new Jobs(store, log.child({ component: 'jobs' }), Date.now, workerRole, config.maxPendingJobsPerKey);
-  const recordings = new Recordings(store);
+  const recordings = new Recordings(store, Date.now, outbox);
   const permissionProvider = new PermissionProvider({
     store,
     secrets,

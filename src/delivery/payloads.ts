@@ -2,6 +2,7 @@
 import { constants, createCipheriv, publicEncrypt, randomBytes, type KeyObject } from 'node:crypto';
 import { payloadKeyOf } from '../tenant/payload-key.js';
 import { crdtData } from '../doc/crdt-events.js';
+import type { RecorderPayload } from '../doc/recordings.js';
 import { commentData } from './comment-event.js';
 import { V1_ACTION, type OutboxEvent } from '../events/types.js';
 
@@ -15,6 +16,11 @@ export function webhookV1Payload(event: OutboxEvent): Record<string, unknown> {
   if (event.source === 'crdt') {
     const { crdtData: record, actionUser } = crdtData(event.data);
     return { webhookId: event.id, actionType: event.actionType, notificationSource: 'crdt', actionUser, metadata: v1Metadata(event), crdtData: record, platform: 'sdk' };
+  }
+  if (event.source === 'recorder') {
+    // The recorder's fields as they are (recorderId, from, assets), upstream's V1 frame around them.
+    const { metadata: _metadata, ...recorder } = event.data as RecorderPayload;
+    return { webhookId: event.id, actionType: event.actionType, notificationSource: 'recorder', ...recorder, metadata: v1Metadata(event), platform: 'sdk' };
   }
   const { commentAnnotation, targetComment, actionUser, oldStatus, newStatus, newPriority, assigned } = commentData(event);
   return {
@@ -34,13 +40,13 @@ export function webhookV1Payload(event: OutboxEvent): Record<string, unknown> {
 }
 
 /**
- * Upstream 3.2: `event` is the event type, `actionType` the part after the dot for comment events, and for
- * `crdt.update_data` upstream's `updateData` (its example of a V2 action type).
+ * Upstream 3.2: `event` is the event type, `actionType` the part after the dot for comment events, and the V1 name
+ * for the others (`crdt.update_data`: upstream's `updateData`, its example of a V2 action type; `recorder.done`: `done`).
  */
 export function webhookV2Payload(event: OutboxEvent, webhookId: string): Record<string, unknown> {
   return {
     event: event.type,
-    actionType: event.source === 'crdt' ? V1_ACTION[event.type] : event.type.slice(event.type.indexOf('.') + 1),
+    actionType: event.source === 'comment' ? event.type.slice(event.type.indexOf('.') + 1) : V1_ACTION[event.type],
     source: event.source,
     data: event.data,
     webhookId,

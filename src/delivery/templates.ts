@@ -18,6 +18,7 @@ const HEADLINES: Readonly<Record<EventType, string>> = {
   'comment.delete': '{actionUser} deleted a comment',
   // No comment channel acts on it (they take comment events only); kept so every type has a headline.
   'crdt.update_data': '{actionUser} edited the document',
+  'recorder.done': '{actionUser} added a recording',
 };
 
 export function headlineTemplate(type: EventType): string {

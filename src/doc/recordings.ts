@@ -6,6 +6,8 @@ import { invalidArgument } from '../errors.js';
 import type { Store } from '../store/env.js';
 import { DB } from '../store/keys.js';
 import type { DocumentKey } from '../document-key.js';
+import type { Outbox } from '../events/outbox.js';
+import type { EventPayload } from '../events/types.js';
 
 /** Rows one page of recordings/get examines at most, CHUNK_ROWS between turns of the event loop (`Recordings.get`). */
 export const PAGE_EXAMINE_RECORDINGS = 5000;
@@ -50,6 +52,30 @@ export interface Recording {
   lastUpdated: number;
 }
 
+/** `data` of a `recorder.done` event: upstream's RecorderPayload, from what Plait stores (no transcription). */
+export interface RecorderPayload extends EventPayload {
+  readonly recorderId: string;
+  readonly actionUser?: { userId: string; name?: string; email?: string };
+  readonly from?: { userId: string; name?: string; email?: string };
+  readonly assets: ReadonlyArray<{ version: number; url: string; mimeType: string; fileName: string; fileSizeInBytes: number; fileFormat?: string }>;
+}
+
+/** Upstream's `fileFormat` values; another type's is left out. */
+const FILE_FORMATS = new Set(['mp3', 'mp4', 'webm']);
+
+function recorderPayload(key: DocumentKey, recording: Recording): RecorderPayload {
+  const from = recording.from;
+  return {
+    recorderId: recording.annotationId,
+    ...(from === undefined ? {} : { actionUser: from, from }),
+    assets: recording.attachments.map((a) => {
+      const format = a.mimeType.split('/')[1]?.split(';')[0]?.trim().replace('mpeg', 'mp3') ?? '';
+      return { version: recording.latestVersion, url: a.url, mimeType: a.mimeType, fileName: a.name, fileSizeInBytes: a.size, ...(FILE_FORMATS.has(format) ? { fileFormat: format } : {}) };
+    }),
+    metadata: { apiKey: key.apiKey, organizationId: key.organizationId, documentId: key.documentId, document: { documentId: key.documentId }, organization: { organizationId: key.organizationId } },
+  };
+}
+
 export interface RecordingQuery {
   organizationId: string;
   documentId?: string;
@@ -69,15 +95,20 @@ export function displayDuration(ms: number): string {
 export class Recordings {
   private readonly db: Database<Recording, Key>;
 
-  constructor(private readonly store: Store, private readonly now: () => number = Date.now) {
+  /** `outbox`: where `recorder.done` is raised, with the recording, when a channel wants it; absent: never. */
+  constructor(private readonly store: Store, private readonly now: () => number = Date.now, private readonly outbox?: Outbox) {
     this.db = store.records<Recording>(DB.recordings);
   }
 
-  /** Adds (or replaces, by annotationId) recordings on one document in one transaction; answers each one's id. */
+  /**
+   * Adds (or replaces, by annotationId) recordings on one document in one transaction; answers each one's id. Each
+   * raises `recorder.done` in the same transaction (a recording is added when the customer's recorder finished it).
+   */
   async add(key: DocumentKey, inputs: readonly RecordingInput[]): Promise<Record<string, { success: true; id: string; message: string }>> {
     const now = this.now();
     const results = new Map<string, { success: true; id: string; message: string }>();
-    await this.store.transaction(() => {
+    let raised = false;
+    await this.store.transaction((tx) => {
       for (const input of inputs) {
         const annotationId = input.annotationId ?? randomId(20);
         const storeKey = [key.apiKey, key.organizationId, key.documentId, annotationId];
@@ -106,9 +137,14 @@ export class Recordings {
           lastUpdated: now,
         };
         this.db.putSync(storeKey, recording);
+        if (this.outbox?.wants(key.apiKey, 'recorder.done') === true) {
+          this.outbox.raise(tx, { type: 'recorder.done', ...key, data: recorderPayload(key, recording) }, now);
+          raised = true;
+        }
         results.set(annotationId, { success: true, id: annotationId, message: existing === undefined ? 'Recording added.' : 'Recording replaced.' });
       }
     });
+    if (raised) this.outbox?.committed();
     return Object.fromEntries(results);
   }
 

@@ -20,15 +20,17 @@ export const EVENT_TYPES = [
 
 /** Event types raised by a document's Yjs stores (upstream notes 3.2): one, debounced per store (src/doc/crdt-events.ts). */
 export const CRDT_EVENT_TYPES = ['crdt.update_data'] as const;
+/** Raised by recordings/add, in its transaction (src/doc/recordings.ts; upstream notes 3.2's `recorder.done`). */
+export const RECORDER_EVENT_TYPES = ['recorder.done'] as const;
 
 export type CommentEventType = (typeof EVENT_TYPES)[number];
-export type EventType = CommentEventType | (typeof CRDT_EVENT_TYPES)[number];
+export type EventType = CommentEventType | (typeof CRDT_EVENT_TYPES)[number] | (typeof RECORDER_EVENT_TYPES)[number];
 
 /** Where an event comes from (WebhookV1Payload `notificationSource`, WebhookV2Payload `source`): what its payload holds. */
-export type EventSource = 'comment' | 'crdt';
+export type EventSource = 'comment' | 'crdt' | 'recorder';
 
 export function sourceOf(type: EventType): EventSource {
-  return type === 'crdt.update_data' ? 'crdt' : 'comment';
+  return type === 'crdt.update_data' ? 'crdt' : type === 'recorder.done' ? 'recorder' : 'comment';
 }
 
 /** Comment events only: what the comment channels (email, in-app notifications, activity logs) act on. */
@@ -50,6 +52,7 @@ export const V1_ACTION: Readonly<Record<EventType, string>> = {
   'comment.update': 'updated',
   'comment.delete': 'deleted',
   'crdt.update_data': 'updateData',
+  'recorder.done': 'done',
 };
 
 export interface EventMetadata {
