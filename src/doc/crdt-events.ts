@@ -33,8 +33,9 @@ interface Pending {
 }
 
 /**
- * The actors' port (ActorDeps.crdtEvents). A change asks the outbox whether anything wants the event only when its
- * store has none pending: a burst of updates asks once. Nothing is kept for a store no channel wants it for. An event is
+ * The actors' port (ActorDeps.crdtEvents). A change asks the outbox whether anything wants the event unless its store
+ * has one pending (the audience's kept answer: 34–60 ns, bench/README.md "Twenty-fourth session: what the
+ * crdt.update_data check costs the sync path"); nothing is kept for a store no channel wants it for. An event is
  * raised in a transaction of its own when due, so the 5 s before it are not durable: a crash then loses the event (not
  * the change, which the update log has), as upstream's debounce would.
  */
