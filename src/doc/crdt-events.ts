@@ -100,10 +100,10 @@ export class CrdtEvents {
       this.timer = undefined;
     }
     const { store, outbox, log } = this.deps;
-    const raised = store
-      .transaction((tx) => {
-        for (const draft of drafts) outbox.raise(tx, draft, now);
-      })
+    const written = store.transaction((tx) => {
+      for (const draft of drafts) outbox.raise(tx, draft, now);
+    });
+    const raised = written
       .then(
         () => outbox.committed(),
         (error: unknown) => log.error('raising crdt.update_data events failed; they are lost', { error, events: drafts.length }),

@@ -25,7 +25,8 @@ t.test('SIGTERM the owner mid-edit: clients reconnect elsewhere, acknowledged wr
   const api = new ApiClient(front);
   const credentials: Credentials = await new ApiClient(url(d1)).createWorkspace();
   await api.call(credentials, '/v2/workspace/advancedwebhookconfig/update', { isEnabled: true });
-  await api.call(credentials, '/v2/workspace/advancedwebhook/endpoints/create', { url: `${receiver.url}/hook` });
+  // Comment events only: the stores the drained node held also raise crdt.update_data at its stop (docs/delivery.md).
+  await api.call(credentials, '/v2/workspace/advancedwebhook/endpoints/create', { url: `${receiver.url}/hook`, filterTypes: ['comment_annotation.add'] });
 
   const room: Room = { organizationId: 'org', documentId: 'drained', editorId: 'main' };
   const token = (): Promise<string> => userToken(api, credentials, [editorOf(room)]);
