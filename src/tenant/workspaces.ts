@@ -4,6 +4,7 @@ import { AppError, alreadyExists, notFound, permissionDenied } from '../errors.j
 import { randomId, randomToken, secretEquals, type Secrets } from '../auth/secrets.js';
 import type { Store, WriteTx } from '../store/env.js';
 import { DB } from '../store/keys.js';
+import { MAX_ID_BYTES, utf8Bytes } from '../limits.js';
 import { defaultApiKeyConfig, type ApiKeyConfig } from './api-key-config.js';
 
 export interface WorkspaceIdentity {
@@ -250,7 +251,8 @@ export class Workspaces {
 
   /** Workspace-level credential check; constant-time on the token. */
   authenticateWorkspace(workspaceId: string, token: string): WorkspaceIdentity {
-    const record = this.workspaces.get(workspaceId);
+    // The header is looked up as an LMDB key: one longer than any id is no workspace, and too long for a key it threw.
+    const record = utf8Bytes(workspaceId) > MAX_ID_BYTES ? undefined : this.workspaces.get(workspaceId);
     if (record === undefined || !secretEquals(record.authTokenHash, this.secrets.lookupHash(token))) {
       throw permissionDenied('invalid workspace credentials: the workspace id or workspace auth token is not valid');
     }

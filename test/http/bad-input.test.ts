@@ -85,6 +85,13 @@ t.test('auth header problems are PERMISSION_DENIED naming what is wrong', async 
   const noWorkspace = await api.post('/v2/workspace/get', {}, {});
   t.equal(noWorkspace.status, 403);
   t.match(noWorkspace.body.error?.message, /x-svc-workspace-id header is required/);
+
+  // The workspace id is looked up as an LMDB key: one too long for a key was a RangeError, answered 500 (fuzz campaign).
+  for (const id of ['x'.repeat(300), 'x'.repeat(2000), 'x'.repeat(20_000)]) {
+    const tooLong = await api.post('/v2/workspace/get', {}, { 'x-svc-workspace-id': id, 'x-svc-workspace-auth-token': credentials.workspaceToken });
+    t.equal(tooLong.status, 403, `a ${id.length}-character workspace id is refused, not a 500`);
+    t.match(tooLong.body.error, { status: 'PERMISSION_DENIED', message: /workspace id or workspace auth token is not valid/ });
+  }
 });
 
 t.test('CORS preflight is answered and every response carries a request id', async (t) => {
