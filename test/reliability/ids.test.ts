@@ -145,3 +145,29 @@ t.test('a document whose key LMDB refuses: its write fails alone, its memory goe
   const again = await registry.use(healthy, (actor) => actor.update('main', { type: 'text', data: 'stored again' }).then(() => actor.records('main')));
   t.equal(again[0]?.data, 'stored again', 'later commits are not poisoned');
 });
+
+t.test('ids with U+0000-U+0004 are refused naming the field: a long one was stored under a key that read back as other parts', async (t) => {
+  const { api } = await startTestServer(t);
+  const credentials = await api.createWorkspace();
+  // ordered-binary escapes U+0000-U+0004 (its separator and type bytes) only in strings under 64 characters; a longer
+  // id holding one was written raw, its key read back split (range deletes of its organization or document answered 500).
+  const long = `${'q'.repeat(70)}\u0001`;
+  const calls: Array<[string, unknown, string]> = [
+    ['/v2/organizations/add', { organizations: [{ organizationId: long, organizationName: 'n' }] }, 'data.organizations[0].organizationId'],
+    ['/v2/organizations/documents/add', { organizationId: 'o', documents: [{ documentId: long }], createOrganization: true }, 'data.documents[0].documentId'],
+    ['/v2/users/add', { organizationId: 'o', users: [{ userId: '\u0000' }], createOrganization: true }, 'data.users[0].userId'],
+    ['/v2/commentannotations/add', { organizationId: 'o', documentId: 'd', commentAnnotations: [{ annotationId: long, commentData: [{ commentText: 'x', from: { userId: 'u' } }] }] }, 'data.commentAnnotations[0].annotationId'],
+    ['/v2/recordings/add', { organizationId: 'o', documentId: 'd', recordings: [{ annotationId: `\u0004${long}`, recordingType: 'audio', recordedTime: { duration: 1 }, attachments: [] }] }, 'data.recordings[0].annotationId'],
+  ];
+  for (const [path, data, field] of calls) {
+    const response = await api.call(credentials, path, data);
+    t.equal(response.status, 400, `${path} ${field}: 400`);
+    t.equal(response.body.error?.message, `${field} has characters that are not allowed`, `${path} names ${field}`);
+  }
+  // Other control characters and long ids without those five stay accepted, and their organization deletes.
+  const fine = `${'q'.repeat(70)}\u0005\u001f`;
+  t.equal((await api.call(credentials, '/v2/organizations/documents/add', { organizationId: fine, documents: [{ documentId: fine }], createOrganization: true })).status, 200);
+  t.equal((await api.call(credentials, '/v2/commentannotations/add', { organizationId: fine, documentId: fine, commentAnnotations: [{ annotationId: fine, commentData: [{ commentText: 'x', from: { userId: 'u' } }] }] })).status, 200);
+  t.equal((await api.call(credentials, '/v2/organizations/documents/delete', { organizationId: fine, documentIds: [fine] })).status, 200, 'its document deletes');
+  t.equal((await api.call(credentials, '/v2/organizations/delete', { organizationIds: [fine] })).status, 200, 'its organization deletes');
+});

@@ -16,7 +16,8 @@ const attachment = object(
 
 const recording = object(
   {
-    annotationId: { ...idString, pattern: '^[^:]*$' },
+    // Refuses ':' as it always has, and what every id refuses (ID_PATTERN, common.ts).
+    annotationId: { ...idString, pattern: '^[^:\\u0000-\\u0004]*$' },
     recordingType: { type: 'string', minLength: 1, maxLength: 100 },
     mode: { type: 'string', minLength: 1, maxLength: 100 },
     metadata: { type: 'object' },
