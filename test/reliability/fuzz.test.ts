@@ -27,6 +27,8 @@ const nasty: fc.Arbitrary<unknown> = fc.oneof(
   fc.integer({ min: 60, max: 3000 }).map((depth) => `${'<d>'.repeat(depth)}x${'</d>'.repeat(depth)}`),
   fc.constantFrom(...DANGEROUS),
   fc.constantFrom('中'.repeat(256), 'x'.repeat(257), '', '\u0000', '\u001e', '\ud800', 'a/b', '%zz'),
+  // 64+ characters holding a byte of LMDB's key encoding (U+0000-U+0004), which ordered-binary escapes only in shorter strings.
+  fc.constantFrom(`${'q'.repeat(70)}\u0001`, `\u0000${'q'.repeat(63)}`, '\u0004'.repeat(256)),
   fc.constantFrom(2 ** 64, -1, 1e308, -0, 0.5, Number.MAX_SAFE_INTEGER + 2, 8.64e15 + 1),
   fc.constantFrom(null, true, [], {}),
   fc.integer({ min: 60, max: 2000 }).map((depth) => new Raw(`${'{"a":'.repeat(depth)}1${'}'.repeat(depth)}`)),
@@ -48,6 +50,9 @@ const OPERATIONS: Array<[string, Record<string, unknown>]> = [
   ['/v2/organizations/add', { organizations: [{ organizationId: 'o', organizationName: 'n', plan: 'x' }] }],
   ['/v2/users/add', { organizationId: 'o', users: [{ userId: 'u', name: 'n', meta: { a: 1 } }], createOrganization: true }],
   ['/v2/organizations/documents/add', { organizationId: 'o', documents: [{ documentId: 'd' }], createOrganization: true }],
+  // After the adds, so a hostile id they accepted is deleted again (a long id with U+0001 was accepted, then its deletes threw).
+  ['/v2/users/delete', { organizationId: 'o', userIds: ['u'] }],
+  ['/v2/organizations/documents/delete', { organizationId: 'o', documentIds: ['d'] }],
   ['/v2/auth/permissions/add', { user: { userId: 'u' }, permissions: { resources: [{ type: 'document', id: 'd', organizationId: 'o', expiresAt: 1 }] } }],
   ['/v2/auth/generate_token', { userId: 'u', userProperties: { name: 'n', email: 'e@example.com' }, permissions: { resources: [] } }],
 ];
@@ -98,6 +103,49 @@ t.test('hostile REST bodies: never a 500, always the error envelope, and another
   const read = await api.call<Array<{ data: unknown }>>(victim, '/v2/crdt/get', store);
   t.equal(read.body.result?.data[0]?.data, 'victim', 'the other tenant reads its data');
   t.equal((await api.call(victim, '/v2/crdt/update', { ...store, type: 'text', data: 'victim again' })).status, 200, 'and writes');
+});
+
+/** Ids a client may send: any text, the names objects carry, and long ones holding control characters. */
+const hostileId: fc.Arbitrary<string> = fc.oneof(
+  fc.string({ unit: 'binary', minLength: 1, maxLength: 256 }),
+  fc.constantFrom(...DANGEROUS, '中'.repeat(170), '\ud800', 'a/b', '%zz', ' ', '..'),
+  // Runs of control characters: ordered-binary escapes U+0000-U+0004 only in strings under 64 characters (longer, they were written raw).
+  fc.tuple(fc.string({ maxLength: 100 }), fc.integer({ min: 0, max: 0x1f }), fc.integer({ min: 1, max: 150 })).map(([text, code, count]) => `${text}${String.fromCharCode(code).repeat(count)}`),
+);
+
+t.test('a hostile id is refused at the door, or what it was written under can be read and deleted again: never a 500', async (t) => {
+  const { api } = await startTestServer(t);
+  const tenant = await api.createWorkspace();
+  let accepted = 0;
+  await fc.assert(
+    fc.asyncProperty(hostileId, async (id) => {
+      const steps: Array<[string, Record<string, unknown>]> = [
+        ['/v2/organizations/documents/add', { organizationId: id, documents: [{ documentId: id }], createOrganization: true }],
+        ['/v2/users/add', { organizationId: id, documentId: id, users: [{ userId: id }] }],
+        ['/v2/commentannotations/add', { organizationId: id, documentId: id, commentAnnotations: [{ annotationId: id, commentData: [{ commentText: 'x', from: { userId: id } }] }] }],
+        ['/v2/commentannotations/get', { organizationId: id, documentIds: [id] }],
+        ['/v2/users/delete', { organizationId: id, documentId: id, userIds: [id] }],
+        ['/v2/organizations/documents/delete', { organizationId: id, documentIds: [id] }],
+        ['/v2/commentannotations/get', { organizationId: id, documentIds: [id] }],
+        ['/v2/organizations/delete', { organizationIds: [id] }],
+      ];
+      for (const [index, [path, data]] of steps.entries()) {
+        const response = await api.call(tenant, path, data);
+        if (response.status >= 500) throw new Error(`${path} answered ${response.status}: ${JSON.stringify(response.body)} for id ${JSON.stringify(id)}`);
+        // Only the first write may refuse the id; once it is stored, every later step must take it.
+        if (index === 0 && response.status === 400 && response.body.error?.status === 'INVALID_ARGUMENT') return;
+        if (response.status !== 200) throw new Error(`${path} answered ${response.status}: ${JSON.stringify(response.body)} for the accepted id ${JSON.stringify(id)}`);
+        // Read before the delete (index 3) the thread is there; read after it (index 6) it is gone with its document.
+        if (index === 3 || index === 6) {
+          const threads = (response.body.result?.data as unknown[] | undefined)?.length;
+          if (threads !== (index === 3 ? 1 : 0)) throw new Error(`${path} found ${String(threads)} thread(s) ${index === 3 ? 'before' : 'after'} the document's delete for id ${JSON.stringify(id)}`);
+        }
+      }
+      accepted++;
+    }),
+    { numRuns: RUNS, seed: Number(process.env['FUZZ_SEED'] ?? 1010) },
+  );
+  t.ok(accepted > 0, `${accepted} of ${RUNS} hostile ids were accepted and went through their whole life`);
 });
 
 /** JSON text of `value`, with Raw values spliced in (the rest is shallow enough for JSON.stringify). */
