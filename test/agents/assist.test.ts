@@ -30,5 +30,5 @@ t.test('through a provider: the model answers, and an answer of the wrong shape 
   t.match(dataOf(t, await f.call('/v2/agents/config/resolve', { instructions: 'Fonts must be consistent' })), { source: 'llm_a', contextGathering: { strategies: ['web-page-css'] } });
   t.ok(JSON.stringify(a.requests.at(-1)).includes('Fonts must be consistent'));
   a.answers = [JSON.stringify({ contextGathering: { strategies: ['telepathy'] }, execution: { executionStrategy: 'ai' } })];
-  expectError(t, await f.call('/v2/agents/config/resolve', { instructions: 'x' }), 'INTERNAL', /resolve answer is invalid/);
+  expectError(t, await f.call('/v2/agents/config/resolve', { instructions: 'x' }), 'UNAVAILABLE', /resolve answer is invalid/);
 });

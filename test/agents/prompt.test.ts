@@ -56,7 +56,7 @@ t.test('prompt validation and ask-ai through a provider; a schema-breaking valid
   const res = dataOf(t, await f.call<{ validationResult: unknown; source: string }>('/v2/agents/prompt/validate', { prompt: 'Check tone', provider: 'llm_a' }));
   t.same(res, { validationResult: valid, source: 'llm_a' });
   a.answers = ['{"analysis_prompt": 3}'];
-  expectError(t, await f.call('/v2/agents/prompt/validate', { prompt: 'Check tone', provider: 'llm_a' }), 'INTERNAL', /not a valid PromptValidatorResult/);
+  expectError(t, await f.call('/v2/agents/prompt/validate', { prompt: 'Check tone', provider: 'llm_a' }), 'UNAVAILABLE', /not a valid PromptValidatorResult/);
   b.answers = ['A short text.'];
   const rewritten = dataOf(t, await f.call<{ text: string; provider: string; model: string }>('/v2/rewriter/ask-ai', { prompt: 'Make it shorter', text: 'A rather long and winding text.', provider: 'llm_b', model: 'other-model' }));
   t.same([rewritten.text, rewritten.provider, rewritten.model], ['A short text.', 'llm_b', 'other-model']);

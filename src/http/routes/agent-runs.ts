@@ -16,11 +16,18 @@ import {
   validatePromptSchema,
 } from '../schemas/agents.js';
 
-/** A pool task's failure as the error envelope: a missing provider or browser is a precondition; upstream trouble and a stopping pool are UNAVAILABLE. */
+/** Failures of what the pool depends on (the model provider, the worker, the pool itself): the caller may retry. */
+const UPSTREAM = new Set(['PROVIDER_ERROR', 'MODEL_ANSWER_INVALID', 'TIMEOUT', 'WORKER_CRASHED', 'UNAVAILABLE']);
+
+/**
+ * A pool task's failure as the error envelope: a missing provider or browser is a precondition; upstream trouble (a
+ * provider that failed, or answered what the schema refuses: models answer differently when asked again) and a
+ * stopping pool are UNAVAILABLE, not INTERNAL, which is for Plait's own bugs and storage (docs/errors.md).
+ */
 export function poolError(error: unknown): unknown {
   if (!(error instanceof RunError)) return error;
   if (error.code === 'FAILED_PRECONDITION') return failedPrecondition(error.message);
-  if (error.code === 'PROVIDER_ERROR' || error.code === 'TIMEOUT' || error.code === 'WORKER_CRASHED' || error.code === 'UNAVAILABLE') return new AppError('UNAVAILABLE', error.message);
+  if (UPSTREAM.has(error.code)) return new AppError('UNAVAILABLE', error.message);
   return new AppError('INTERNAL', error.message);
 }
 
