@@ -2,7 +2,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Database, Key } from 'lmdb';
 import { randomId, type Secrets } from '../auth/secrets.js';
-import { invalidArgument, notFound } from '../errors.js';
+import { alreadyExists, invalidArgument, notFound } from '../errors.js';
 import { limitRefusals } from '../metrics/instruments.js';
 import type { Store, WriteTx } from '../store/env.js';
 import { DB } from '../store/keys.js';
@@ -184,16 +184,22 @@ export class Endpoints {
         limitRefusals.webhook_endpoints_per_key++;
         throw invalidArgument(`an API key holds at most ${MAX_ENDPOINTS_PER_KEY} advanced webhook endpoints; delete one before creating another`);
       }
-      if (record.uid !== null && existing.some((e) => e.uid === record.uid)) throw invalidArgument(`data.uid "${record.uid}" is already used by another endpoint`);
+      this.checkUid(existing, record.uid, record.id);
       this.endpoints.putSync([apiKey, record.id], record);
     });
     return record;
+  }
+
+  /** A `uid` names one endpoint of the API key (Svix's rule): another endpoint's is ALREADY_EXISTS, at create and update alike. */
+  private checkUid(endpoints: readonly EndpointRecord[], uid: string | null, self: string): void {
+    if (uid !== null && endpoints.some((e) => e.uid === uid && e.id !== self)) throw alreadyExists(`data.uid "${uid}" is already used by another endpoint`);
   }
 
   /** Partial update; `null` clears an optional field. Re-enabling clears the failure clock. */
   async update(apiKey: string, endpointId: string, input: EndpointInput, now: number): Promise<EndpointRecord> {
     return this.store.transaction(() => {
       const current = this.require(apiKey, endpointId);
+      if (input.uid !== undefined && input.uid !== current.uid) this.checkUid(this.all(apiKey), input.uid, endpointId);
       const next: EndpointRecord = {
         ...current,
         ...Object.fromEntries(Object.entries(input).filter(([, value]) => value !== undefined)),

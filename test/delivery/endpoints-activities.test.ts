@@ -29,7 +29,9 @@ t.test('endpoints: create, page with limit and iterator, partial update with exp
   t.match((await call('/v2/workspace/advancedwebhook/endpoints/create', { url: 'ftp://x' })).error, { status: 'INVALID_ARGUMENT', message: /url/ });
   t.match((await call('/v2/workspace/advancedwebhook/endpoints/create', { url: 'https://x.example.com', filterTypes: [] })).error, { status: 'INVALID_ARGUMENT', message: /filterTypes/ });
   t.match((await call('/v2/workspace/advancedwebhook/endpoints/create', { url: 'https://x.example.com', rateLimit: 0 })).error, { status: 'INVALID_ARGUMENT', message: /rateLimit/ });
-  t.match((await call('/v2/workspace/advancedwebhook/endpoints/create', { url: 'https://x.example.com', uid: 'a' })).error, { status: 'INVALID_ARGUMENT', message: /uid/ });
+  t.match((await call('/v2/workspace/advancedwebhook/endpoints/create', { url: 'https://x.example.com', uid: 'a' })).error, { status: 'ALREADY_EXISTS', message: /data\.uid "a" is already used/ });
+  t.match((await call('/v2/workspace/advancedwebhook/endpoints/update', { endpointId: bare.data.id, uid: 'a' })).error, { status: 'ALREADY_EXISTS', message: /data\.uid "a"/ }, 'nor taken over by an update');
+  t.equal((await call('/v2/workspace/advancedwebhook/endpoints/update', { endpointId: created.data.id, uid: 'a' })).status, 200, 'its own uid again is no conflict');
 
   type Page = { endpoints: Endpoint[]; iterator: string | null; prevIterator: string | null; done: boolean };
   const seen: string[] = [];
