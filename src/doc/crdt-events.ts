@@ -1,7 +1,7 @@
 // Owns the `crdt.update_data` event of each Yjs store (upstream notes 3.1, 3.2): debounced per store, raised into the outbox when a delivery channel wants it.
 import type { DocumentKey } from '../document-key.js';
 import type { Outbox } from '../events/outbox.js';
-import type { EventPayload } from '../events/types.js';
+import { eventMetadata, type EventPayload } from '../events/types.js';
 import type { Logger } from '../log.js';
 import type { Store } from '../store/env.js';
 import type { CrdtRecord, EditorDoc } from './editor-doc.js';
@@ -119,12 +119,6 @@ function payload(key: DocumentKey, record: CrdtRecord): CrdtPayload {
   return {
     crdtData: fits ? record : { ...record, data: null },
     actionUser: { userId: record.lastUpdatedBy },
-    metadata: {
-      apiKey: key.apiKey,
-      organizationId: key.organizationId,
-      documentId: key.documentId,
-      document: { documentId: key.documentId },
-      organization: { organizationId: key.organizationId },
-    },
+    metadata: eventMetadata(key),
   };
 }

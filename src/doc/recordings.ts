@@ -7,7 +7,7 @@ import type { Store } from '../store/env.js';
 import { DB } from '../store/keys.js';
 import type { DocumentKey } from '../document-key.js';
 import type { Outbox } from '../events/outbox.js';
-import type { EventPayload } from '../events/types.js';
+import { eventMetadata, type EventPayload } from '../events/types.js';
 
 /** Rows one page of recordings/get examines at most, CHUNK_ROWS between turns of the event loop (`Recordings.get`). */
 export const PAGE_EXAMINE_RECORDINGS = 5000;
@@ -72,7 +72,7 @@ function recorderPayload(key: DocumentKey, recording: Recording): RecorderPayloa
       const format = a.mimeType.split('/')[1]?.split(';')[0]?.trim().replace('mpeg', 'mp3') ?? '';
       return { version: recording.latestVersion, url: a.url, mimeType: a.mimeType, fileName: a.name, fileSizeInBytes: a.size, ...(FILE_FORMATS.has(format) ? { fileFormat: format } : {}) };
     }),
-    metadata: { apiKey: key.apiKey, organizationId: key.organizationId, documentId: key.documentId, document: { documentId: key.documentId }, organization: { organizationId: key.organizationId } },
+    metadata: eventMetadata(key),
   };
 }
 

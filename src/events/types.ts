@@ -1,4 +1,5 @@
 // Owns the domain-event vocabulary: event types, their upstream action names, and the stored outbox event shape.
+import type { DocumentKey } from '../document-key.js';
 import type { WriteTx } from '../store/env.js';
 
 /** Event types raised by comment annotations (spec 6, upstream notes 3.2), plus two Plait extensions marked below. */
@@ -62,6 +63,17 @@ export interface EventMetadata {
   /** V2 nests these (upstream notes 3.2); both spellings are kept so either channel can read them. */
   readonly document: { readonly documentId: string };
   readonly organization: { readonly organizationId: string };
+}
+
+/** The metadata of an event about `key`'s document, in both spellings (every source builds it here). */
+export function eventMetadata(key: DocumentKey): EventMetadata {
+  return {
+    apiKey: key.apiKey,
+    organizationId: key.organizationId,
+    documentId: key.documentId,
+    document: { documentId: key.documentId },
+    organization: { organizationId: key.organizationId },
+  };
 }
 
 /**

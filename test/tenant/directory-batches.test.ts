@@ -11,6 +11,26 @@ const KEY = 'key1';
 const ORG = 'org1';
 
 /** A directory on a real store, and every key of KEY's rows (JSON), in key order. */
+/**
+ * Runs `meddle` once, right after the next transaction of `store` commits: between two bounded writes of the call under
+ * test. Answers the function that puts the store's own transaction back.
+ */
+function afterFirstWrite(store: Store, meddle: () => Promise<unknown>): () => void {
+  const transaction = store.transaction.bind(store);
+  let done = false;
+  store.transaction = (async (body) => {
+    const answer = await transaction(body);
+    if (!done) {
+      done = true;
+      await meddle();
+    }
+    return answer;
+  }) as typeof store.transaction;
+  return () => {
+    store.transaction = transaction;
+  };
+}
+
 function setup(t: Test): { store: Store; directory: Directory; keysOf: () => string[] } {
   const store = Store.open(t.testdir());
   t.teardown(() => store.close());
@@ -55,18 +75,11 @@ t.test('a document moved out of the subtree after the scan is not removed by its
   const last = ids[ids.length - 1] as string;
   // The first batch's commit is the moment the delete has scanned but not reached the last document: move it then.
   let moved = false;
-  const transaction = store.transaction.bind(store);
-  store.transaction = (async (body) => {
-    const answer = await transaction(body);
-    if (!moved) {
-      moved = true;
-      await directory.documents.move(KEY, ORG, [last], 'safe');
-    }
-    return answer;
-  }) as typeof store.transaction;
-  t.teardown(() => {
-    store.transaction = transaction;
+  const restore = afterFirstWrite(store, async () => {
+    moved = true;
+    await directory.documents.move(KEY, ORG, [last], 'safe');
   });
+  t.teardown(restore);
   const result = await directory.folders.delete(KEY, ORG, 'f1');
   t.ok(moved, 'the move ran between two writes of the delete');
   t.same(result, { folders: 1, documents: ids.length - 1 }, 'the moved document is not counted');
@@ -253,18 +266,13 @@ t.test('a folder with more subfolders than one write removes them deepest first 
   // After the delete's first write (its document's; the subfolders follow, deepest first, so `first` and `moved`
   // last): a folder added under one not yet removed, and one not yet removed moved out of the subtree (two writes).
   let meddled = false;
-  const transaction = store.transaction.bind(store);
-  store.transaction = (async (body) => {
-    const answer = await transaction(body);
-    if (!meddled) {
-      meddled = true;
-      await directory.folders.add(KEY, ORG, [{ folderId: 'late', parentFolderId: first }]);
-      await directory.folders.update(KEY, ORG, [{ folderId: moved, parentFolderId: 'other' }]);
-    }
-    return answer;
-  }) as typeof store.transaction;
+  const restore = afterFirstWrite(store, async () => {
+    meddled = true;
+    await directory.folders.add(KEY, ORG, [{ folderId: 'late', parentFolderId: first }]);
+    await directory.folders.update(KEY, ORG, [{ folderId: moved, parentFolderId: 'other' }]);
+  });
   const { result, transactions } = await countingTransactions(store, () => directory.folders.delete(KEY, ORG, 'top'));
-  store.transaction = transaction;
+  restore();
   t.ok(meddled, 'the add and the move ran between two writes of the delete');
   const writes = 1 + writesFor(wide.length + 1) + 1 + 2;
   t.ok(transactions >= writes, `the document, the subfolders in bounded writes, the folder itself, the two between (${transactions} transactions, at least ${writes})`);

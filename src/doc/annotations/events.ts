@@ -1,5 +1,5 @@
 // Owns turning a raised change into an outbox event draft: upstream CommentPayload with the thread's final view.
-import type { EventDraft, EventPayload } from '../../events/types.js';
+import { eventMetadata, type EventDraft, type EventPayload } from '../../events/types.js';
 import { commentView, type AnnotationRecord, type AnnotationView, type CommentRecord, type CommentView, type Priority, type Status, type UserRef } from './model.js';
 import type { DocumentKey } from '../../document-key.js';
 import type { RaisedEvent } from './mutations.js';
@@ -30,13 +30,7 @@ export interface CommentPayload extends EventPayload {
 export function eventDraft(ref: DocumentKey, annotation: AnnotationView, raised: RaisedEvent, thread?: AnnotationRecord): EventDraft {
   const data: CommentPayload = {
     commentAnnotation: annotation,
-    metadata: {
-      apiKey: ref.apiKey,
-      organizationId: ref.organizationId,
-      documentId: ref.documentId,
-      document: { documentId: ref.documentId },
-      organization: { organizationId: ref.organizationId },
-    },
+    metadata: eventMetadata(ref),
     ...(raised.targetComment === undefined ? {} : { targetComment: targetView(annotation, thread, raised.targetComment) }),
     ...(raised.actionUser === undefined ? {} : { actionUser: raised.actionUser }),
     ...(raised.oldStatus === undefined ? {} : { oldStatus: raised.oldStatus }),
