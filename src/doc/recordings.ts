@@ -60,8 +60,15 @@ export interface RecorderPayload extends EventPayload {
   readonly assets: ReadonlyArray<{ version: number; url: string; mimeType: string; fileName: string; fileSizeInBytes: number; fileFormat?: string }>;
 }
 
-/** Upstream's `fileFormat` values; another type's is left out. */
-const FILE_FORMATS = new Set(['mp3', 'mp4', 'webm']);
+/** Upstream's `fileFormat` values (`mp3`, `mp4`, `webm`) by MIME type; another type's is left out. */
+const FILE_FORMATS: ReadonlyMap<string, string> = new Map([
+  ['audio/mpeg', 'mp3'],
+  ['audio/mp3', 'mp3'],
+  ['audio/mp4', 'mp4'],
+  ['video/mp4', 'mp4'],
+  ['audio/webm', 'webm'],
+  ['video/webm', 'webm'],
+]);
 
 function recorderPayload(key: DocumentKey, recording: Recording): RecorderPayload {
   const from = recording.from;
@@ -69,8 +76,8 @@ function recorderPayload(key: DocumentKey, recording: Recording): RecorderPayloa
     recorderId: recording.annotationId,
     ...(from === undefined ? {} : { actionUser: from, from }),
     assets: recording.attachments.map((a) => {
-      const format = a.mimeType.split('/')[1]?.split(';')[0]?.trim().replace('mpeg', 'mp3') ?? '';
-      return { version: recording.latestVersion, url: a.url, mimeType: a.mimeType, fileName: a.name, fileSizeInBytes: a.size, ...(FILE_FORMATS.has(format) ? { fileFormat: format } : {}) };
+      const format = FILE_FORMATS.get(a.mimeType.split(';')[0]?.trim().toLowerCase() ?? '');
+      return { version: recording.latestVersion, url: a.url, mimeType: a.mimeType, fileName: a.name, fileSizeInBytes: a.size, ...(format === undefined ? {} : { fileFormat: format }) };
     }),
     metadata: eventMetadata(key),
   };

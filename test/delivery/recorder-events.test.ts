@@ -12,6 +12,8 @@ const recording = (annotationId: string) => ({
   attachments: [
     { url: 'https://cdn.example.com/r1.webm', mimeType: 'video/webm', name: 'r1.webm', size: 1234 },
     { url: 'https://cdn.example.com/r1.png', mimeType: 'image/png', name: 'thumb.png', size: 99 },
+    { url: 'https://cdn.example.com/r1.mpg', mimeType: 'video/mpeg', name: 'r1.mpg', size: 5 },
+    { url: 'https://cdn.example.com/r1.mp3', mimeType: 'audio/mpeg', name: 'r1.mp3', size: 7 },
   ],
 });
 
@@ -35,7 +37,7 @@ t.test('recordings/add raises recorder.done: V2 to an endpoint that names it, V1
     event: 'recorder.done',
     actionType: 'done',
     source: 'recorder',
-    data: { recorderId: 'rec-1', actionUser: { userId: 'alice' }, from: { userId: 'alice', name: 'Alice' }, assets: [asset, { fileName: 'thumb.png', fileFormat: undefined }], metadata: { documentId: 'doc-r' } },
+    data: { recorderId: 'rec-1', actionUser: { userId: 'alice' }, from: { userId: 'alice', name: 'Alice' }, assets: [asset, { fileName: 'thumb.png', fileFormat: undefined }, { fileName: 'r1.mpg', fileFormat: undefined }, { fileName: 'r1.mp3', fileFormat: 'mp3' }], metadata: { documentId: 'doc-r' } },
   });
   t.match(JSON.parse(second?.body ?? ''), { data: { assets: [{ version: 2 }] } }, 'the replacement is its second version');
   t.equal(advanced.requests.length, 2, 'nothing for the recording added before any channel wanted it');
