@@ -2,13 +2,11 @@
 import { existsSync, mkdirSync, readdirSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { open, type DatabaseOptions } from 'lmdb';
-import { MSGPACK_OPTIONS, StoreError } from './env.js';
+import { ENVIRONMENT_FOLDER, MSGPACK_OPTIONS, StoreError } from './env.js';
 import { DB } from './keys.js';
 import { CLUSTER_CACHE_KEY } from './replication.js';
 import { readStamp } from './schema.js';
 
-/** Where a data directory keeps its LMDB environment (Store.open): a subfolder, since lmdb-js reads a path with an extension as one file. */
-export const ENVIRONMENT_FOLDER = 'db';
 /** LMDB's data file in that folder; the lock file beside it is not copied (LMDB makes it again at need). */
 const DATA_FILE = 'data.mdb';
 

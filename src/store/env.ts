@@ -19,6 +19,8 @@ export interface WriteTx {
 
 const TX: WriteTx = Object.freeze({ brand: 'WriteTx' });
 
+/** A data directory's LMDB environment: a subfolder with no extension (lmdb-js reads a path with one as a single file). */
+export const ENVIRONMENT_FOLDER = 'db';
 /** Plain msgpack maps, decoded as plain objects (see `Store.records`): msgpackr options lmdb-js's typings leave out. */
 export const MSGPACK_OPTIONS: { readonly useRecords?: boolean; readonly mapsAsObjects?: boolean } = { useRecords: false, mapsAsObjects: true };
 
@@ -102,9 +104,7 @@ export class Store {
   /** Opens (creating if needed) the environment in `path` and checks the schema stamp. */
   static open(path: string, options: StoreOptions = {}): Store {
     mkdirSync(path, { recursive: true });
-    // A subfolder with no extension: lmdb-js treats a path with an extension as a single file.
-    const root = open({ path: join(path, 'db'), maxDbs: 64 });
-    const store = new Store(root, path, options);
+    const store = new Store(open({ path: join(path, ENVIRONMENT_FOLDER), maxDbs: 64 }), path, options);
     store.checkSchema();
     if (options.replication === undefined) store.leaveCluster();
     return store;

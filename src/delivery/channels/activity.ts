@@ -22,7 +22,7 @@ export class ActivityChannel implements Planner, EventRecorder {
   constructor(private readonly deps: { readonly configs: DeliveryConfigStore; readonly activities: ActivityStore }) {}
 
   wants(apiKey: string, type: EventType): boolean {
-    return isCommentEvent(type) && logs(this.deps.configs.current(apiKey, 'activity'), type);
+    return logs(this.deps.configs.current(apiKey, 'activity'), type);
   }
 
   /** Everything it keeps is recorded with the change. */

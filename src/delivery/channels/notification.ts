@@ -74,8 +74,7 @@ export class NotificationChannel implements Planner, ChannelRunner {
   constructor(private readonly deps: { readonly configs: DeliveryConfigStore; readonly queue: DeliveryQueue; readonly notifications: NotificationStore }) {}
 
   wants(apiKey: string, type: EventType): boolean {
-    // Asked for every Yjs store's first change after a quiet stretch too (src/doc/crdt-events.ts): no config read for those.
-    return isCommentEvent(type) && notifies(this.deps.configs.notification(apiKey), type);
+    return notifies(this.deps.configs.notification(apiKey), type);
   }
 
   /** Only delayed and batched notifications need the dispatcher; the recorder writes the others. */

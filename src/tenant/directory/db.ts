@@ -60,12 +60,13 @@ export class DirectoryDb {
 
   /**
    * Runs `change` on each item, ITEMS_PER_WRITE items to a committed write, one write after another (as
-   * `inWriteBatches` does for the store's other rows); answers how many items `change` said it changed. `change`
+   * `inWriteBatches` does for the store's other rows); answers how many items `change` said it changed (returned true;
+   * a step that reports per item, through BulkResults, returns nothing). `change`
    * re-reads what it changes: the items were found outside the write. `prepare` runs first in every write (checks
    * and registrations the items rely on: what an earlier write found may be gone by the next); with it there is a
    * write even for no items. A crash part-way leaves the earlier writes done.
    */
-  async writeEach<T>(items: readonly T[], change: (item: T) => boolean, prepare?: () => void): Promise<number> {
+  async writeEach<T>(items: readonly T[], change: (item: T) => boolean | void, prepare?: () => void): Promise<number> {
     if (items.length === 0 && prepare === undefined) return 0;
     let changed = 0;
     let at = 0;
@@ -73,7 +74,7 @@ export class DirectoryDb {
       const batch = items.slice(at, at + ITEMS_PER_WRITE);
       changed += await this.write(() => {
         prepare?.();
-        return batch.filter((item) => change(item)).length;
+        return batch.filter((item) => change(item) === true).length;
       });
       at += ITEMS_PER_WRITE;
     } while (at < items.length);

@@ -116,7 +116,6 @@ export class Documents {
           });
           return 'Added Successfully';
         });
-        return true;
       },
       prepare,
     );
@@ -231,7 +230,6 @@ export class Documents {
         if (record === undefined) throw new ItemFailure('not-found', 'Document does not exist');
         return step(record, item);
       });
-      return true;
     });
     return results.toJSON();
   }

@@ -72,7 +72,6 @@ export class Folders {
       items,
       (input) => {
         results.attempt(input.folderId, () => this.addOne(apiKey, organizationId, input));
-        return true;
       },
       () => this.organizations.ensure(apiKey, organizationId),
     );
@@ -131,7 +130,6 @@ export class Folders {
         this.db.put(keys.folder(apiKey, organizationId, folder.folderId), next);
         return 'Folder Updated.';
       });
-      return true;
     });
     return results.toJSON();
   }
@@ -234,7 +232,6 @@ export class Folders {
         this.db.put(keys.folder(apiKey, organizationId, id), { ...next, lastUpdated: this.now() });
         return { message: 'Folder access updated.', fields: { accessType: this.effectiveAccessType(apiKey, organizationId, id) } };
       });
-      return true;
     });
     return results.toJSON();
   }

@@ -39,7 +39,6 @@ export class Groups {
           this.db.put(keys.group(apiKey, organizationId, input.groupId), record);
           return 'User group added.';
         });
-        return true;
       },
       () => this.organizations.ensure(apiKey, organizationId),
     );

@@ -63,7 +63,6 @@ export class Organizations {
         } satisfies OrganizationRecord);
         return 'Added Successfully';
       });
-      return true;
     });
     return results.toJSON();
   }
@@ -103,7 +102,6 @@ export class Organizations {
         } satisfies OrganizationRecord);
         return 'Updated Successfully';
       });
-      return true;
     });
     return results.toJSON();
   }
@@ -116,7 +114,6 @@ export class Organizations {
       const record = this.ensure(apiKey, id);
       this.db.put(keys.org(apiKey, id), { ...record, disabled, lastUpdated: this.now() } satisfies OrganizationRecord);
       results.ok(id, disabled ? 'Organization disabled.' : 'Organization enabled.');
-      return true;
     });
     return results.toJSON();
   }

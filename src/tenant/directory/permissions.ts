@@ -80,7 +80,6 @@ export class Permissions {
           });
           return 'Permission added.';
         });
-        return true;
       },
       () => this.requireGrantee(apiKey, grantee),
     );
@@ -100,7 +99,6 @@ export class Permissions {
           if (!this.grants.remove(apiKey, organizationId, ref, principal)) throw new ItemFailure('not-found', 'No such permission to remove.');
           return 'Permission removed.';
         });
-        return true;
       },
       () => this.requireGrantee(apiKey, grantee),
     );

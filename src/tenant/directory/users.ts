@@ -107,7 +107,6 @@ export class Users {
           grantedAt: this.now(),
         });
         results.ok(input.userId, 'User added.');
-        return true;
       },
       () => this.prepareScope(apiKey, scope, options.createFolder === true),
     );
@@ -127,7 +126,6 @@ export class Users {
         if (input.accessRole !== undefined) this.grants.put(apiKey, scope.organizationId, ref, user, { ...grant, accessRole: input.accessRole });
         return 'User updated.';
       });
-      return true;
     });
     return results.toJSON();
   }
@@ -149,7 +147,6 @@ export class Users {
       await this.db.writeEach(ids, (userId) => {
         if (this.grants.remove(apiKey, organizationId, ref, { kind: 'user', id: userId })) results.ok(userId, 'User removed.');
         else results.fail(userId, 'not-found', 'User does not exist.');
-        return true;
       });
       return results.toJSON();
     }
