@@ -2,7 +2,8 @@
 import { existsSync, mkdirSync, readdirSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { open, type DatabaseOptions } from 'lmdb';
-import { ENVIRONMENT_FOLDER, MSGPACK_OPTIONS, StoreError } from './env.js';
+import { ENVIRONMENT_FOLDER, StoreError } from './env.js';
+import { MSGPACK_OPTIONS } from './record-codec.js';
 import { DB } from './keys.js';
 import { CLUSTER_CACHE_KEY } from './replication.js';
 import { readStamp } from './schema.js';

@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import { open, type Database, type DatabaseOptions, type Key, type RootDatabase } from 'lmdb';
 import type { Logger } from '../log.js';
 import { GroupCommit, type GroupedChange, type TransactionRoot } from './group-commit.js';
-import { DB, type DbName } from './keys.js';
+import { DB, JSON_ROWS, type DbName } from './keys.js';
+import { jsonRows, MSGPACK_OPTIONS } from './record-codec.js';
 import { stampSchema, stampPresent } from './schema.js';
 import { CLUSTER_CACHE_KEY, isRange, keyId, LOCAL_ONLY, numberedKeys, Outgoing, PendingKeys, Recorder, type ChangeListener, type KeyOp, type ReplicatedOp, type Replication } from './replication.js';
 
@@ -21,8 +22,6 @@ const TX: WriteTx = Object.freeze({ brand: 'WriteTx' });
 
 /** A data directory's LMDB environment: a subfolder with no extension (lmdb-js reads a path with one as a single file). */
 export const ENVIRONMENT_FOLDER = 'db';
-/** Plain msgpack maps, decoded as plain objects (see `Store.records`): msgpackr options lmdb-js's typings leave out. */
-export const MSGPACK_OPTIONS: { readonly useRecords?: boolean; readonly mapsAsObjects?: boolean } = { useRecords: false, mapsAsObjects: true };
 
 /** A change for `Store.transactionGrouped`: `single`, `bounded`, `deferrable` and `repeatable` as GroupedChange has them. */
 export interface GroupedWrite {
@@ -131,9 +130,8 @@ export class Store {
   }
 
   /**
-   * A named database of msgpackr-encoded records, written as plain msgpack maps (`useRecords: false`). msgpackr's
-   * default inline record definitions cost twice as much to encode and decode here (no shared structures), and were a
-   * top frame of every REST write (bench/README.md, "REST comment writes"); records written that way still decode.
+   * A named database of records: plain msgpack maps (`useRecords: false`; msgpackr's default inline record definitions
+   * cost twice as much here, bench/README.md "REST comment writes", and still decode), or JSON for JSON_ROWS.
    */
   records<V>(name: DbName): Database<V, Key> {
     return this.named(name, 'msgpack') as Database<V, Key>;
@@ -159,7 +157,8 @@ export class Store {
   private raw(name: DbName, encoding: 'msgpack' | 'binary' = encodingOf(name)): Database<unknown, Key> {
     let db = this.rawOpened.get(name);
     if (db === undefined) {
-      const options: DatabaseOptions & typeof MSGPACK_OPTIONS & { name: string } = { name, encoding, ...(encoding === 'msgpack' ? MSGPACK_OPTIONS : {}) };
+      const records = JSON_ROWS.has(name) ? { encoder: jsonRows } : MSGPACK_OPTIONS;
+      const options: DatabaseOptions & typeof MSGPACK_OPTIONS & { name: string } = { name, encoding, ...(encoding === 'msgpack' ? records : {}) };
       db = this.root.openDB<unknown, Key>(options);
       this.rawOpened.set(name, db);
     }

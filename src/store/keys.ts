@@ -3,7 +3,7 @@ import type { Database, Key } from 'lmdb';
 
 /**
  * Named databases. Keys are lmdb-js ordered-binary arrays, so a key prefix is a range scan.
- * Values are msgpackr records unless marked binary.
+ * Values are msgpackr records unless marked binary, or JSON in the JSON_ROWS databases below.
  */
 export const DB = {
   /** 'schemaVersion' -> number; 'devBootstrapDone' -> true. */
@@ -142,6 +142,12 @@ export const DB = {
 export type DbName = (typeof DB)[keyof typeof DB];
 
 /**
+ * Record databases written as JSON behind a marker byte instead of msgpack (src/store/record-codec.ts; schema 11):
+ * records built as the views the API answers, mostly strings. Their rows of schema 10 and older still read.
+ */
+export const JSON_ROWS: ReadonlySet<DbName> = new Set<DbName>([DB.activities, DB.activityTimes, DB.notifications, DB.notificationTimes]);
+
+/**
  * Upper bound for a key prefix: ordered-binary sorts the single byte 0xff above every string and number, so
  * `{ start: prefix, end: [...prefix, KEY_END] }` is the range of every longer key starting with prefix.
  */
@@ -187,8 +193,10 @@ export function distinctAfter(db: Pick<Database<unknown, Key>, 'getKeys'>, prefi
  * 10: every comment thread has a row in the index by annotation id (`annotation-ids`) that the organization-wide
  * listing of requested ids reads; a build stamped 9 would add and remove threads without their id rows, so it must
  * refuse such a directory.
+ * 11: activity logs, notifications and their time-index rows are written as JSON (JSON_ROWS); a build stamped 10
+ * would fail to decode them, so it must refuse such a directory.
  */
-export const SCHEMA_VERSION = 10;
+export const SCHEMA_VERSION = 11;
 
 /**
  * Older stamps this build reads as they are (and re-stamps): version 1's inline records still decode, and threads
@@ -197,6 +205,6 @@ export const SCHEMA_VERSION = 10;
  * the pending delivery jobs of 1 to 4 by target (DeliveryQueue.buildTargetIndex); 1 to 5 have no lanes, and none is
  * needed; the webhook messages of 1 to 6 hold their bodies and are read as they are; the threads of 1 to 7 are indexed by time
  * once at start (src/doc/annotations/time-index.ts); every webhook message of 1 to 8 has its record; the threads of 1 to 9 are indexed by id
- * once at start (src/doc/annotations/time-index.ts).
+ * once at start (src/doc/annotations/time-index.ts); the msgpack rows of 1 to 10 in JSON_ROWS databases still decode.
  */
-export const READABLE_SCHEMA_VERSIONS: readonly number[] = [1, 2, 3, 4, 5, 6, 7, 8, 9];
+export const READABLE_SCHEMA_VERSIONS: readonly number[] = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10];
