@@ -157,7 +157,7 @@ export class Store {
   private raw(name: DbName, encoding: 'msgpack' | 'binary' = encodingOf(name)): Database<unknown, Key> {
     let db = this.rawOpened.get(name);
     if (db === undefined) {
-      const records = JSON_ROWS.has(name) ? { encoder: jsonRows } : MSGPACK_OPTIONS;
+      const records = JSON_ROWS.has(name) ? { encoder: jsonRows(this.raw(DB.meta)) } : MSGPACK_OPTIONS;
       const options: DatabaseOptions & typeof MSGPACK_OPTIONS & { name: string } = { name, encoding, ...(encoding === 'msgpack' ? records : {}) };
       db = this.root.openDB<unknown, Key>(options);
       this.rawOpened.set(name, db);

@@ -105,15 +105,17 @@ t.test('a schema-10 directory: its msgpack activity and notification rows read, 
 });
 
 t.test('the codec refuses a value JSON cannot hold at all, and reads embedded binary of an old row as a copy', async (t) => {
-  t.throws(() => jsonRows.encode(undefined), { message: /must encode as JSON, not undefined/ });
-  t.throws(() => jsonRows.encode(10n), TypeError, 'a BigInt throws, as msgpack without its extension would');
   const env = open({ path: join(t.testdir(), ENVIRONMENT_FOLDER) });
   t.teardown(() => env.close());
   const db = env.openDB<unknown, string>({ name: 'old', encoding: 'msgpack', ...MSGPACK_OPTIONS });
+  const codec = jsonRows(db);
+  t.throws(() => codec.encode(undefined), { message: /must encode as JSON, not undefined/ });
+  t.throws(() => codec.encode(10n), TypeError, 'a BigInt throws, as msgpack without its extension would');
+  t.throws(() => jsonRows(env.openDB<Uint8Array, string>({ name: 'bytes', encoding: 'binary' })), { message: /encodes as msgpack/ }, 'the old rows need a msgpack decoder');
   await db.put('k', { bytes: new Uint8Array([1, 2, 3]) });
   const raw = db.getBinary('k');
   t.ok(raw !== undefined);
-  const decoded = jsonRows.decode(raw ?? new Uint8Array()) as { bytes: Uint8Array };
+  const decoded = codec.decode(raw ?? new Uint8Array()) as { bytes: Uint8Array };
   raw?.fill(0);
   t.same([...decoded.bytes], [1, 2, 3], 'not a view of the buffer lmdb-js reuses');
 });
