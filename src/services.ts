@@ -200,7 +200,7 @@ export async function openServices(config: Config, log: Logger, publisher: Topic
     documents: documentActors,
     directory: {
       knows: (apiKey, organizationId, documentId) => directory.documents.find(apiKey, organizationId, documentId) !== undefined,
-      rekeyInWrite: (apiKey, organizationId, documentId, newDocumentId) => directory.documents.rekeyInWrite(apiKey, organizationId, documentId, newDocumentId),
+      rekey: (apiKey, organizationId, documentId, newDocumentId) => directory.documents.rekey(apiKey, organizationId, documentId, newDocumentId),
     },
     jobs,
     databases: DOCUMENT_DATABASES,

@@ -1,6 +1,7 @@
 // Owns document migration (upstream 2.14 documents/migrate): re-keying a document's data and directory entry as a durable job.
 import { alreadyExists, CLOSE, invalidArgument, notFound } from '../errors.js';
 import type { Store } from '../store/env.js';
+import { WRITE_BATCH } from '../store/chunked-scan.js';
 import { DB, KEY_END, type DbName } from '../store/keys.js';
 import { moveThreadTime, type TimedThread } from '../store/thread-times.js';
 import type { JobRecord, Jobs } from '../tenant/jobs.js';
@@ -21,11 +22,11 @@ export interface MigrationStatus {
   readonly error?: string;
 }
 
-/** What migration needs of the directory: its document entries, re-keyed inside the same transaction. */
+/** What migration needs of the directory: its document entries and the grants on them, re-keyed after the data. */
 export interface MigrationDirectory {
   knows(apiKey: string, organizationId: string, documentId: string): boolean;
-  /** Only inside a write. */
-  rekeyInWrite(apiKey: string, organizationId: string, documentId: string, newDocumentId: string): boolean;
+  /** Moves the grants on the document in bounded writes, then its entry; idempotent (a re-run moves what is left). */
+  rekey(apiKey: string, organizationId: string, documentId: string, newDocumentId: string): Promise<boolean>;
 }
 
 export interface MigrationDeps {
@@ -38,6 +39,21 @@ export interface MigrationDeps {
 }
 
 const BINARY: ReadonlySet<DbName> = new Set([DB.docUpdates, DB.docSnapshots]);
+
+/**
+ * Rows one write of a migration moves: a moved row is written under the new id and removed under the old, and a thread
+ * counts 3 (its two index rows move with it), so about WRITE_BATCH changes. One transaction for a document of 10,000
+ * updates, 5,000 threads and 1,000 grants held every workspace's writes and the event loop for 166–242 ms
+ * (bench/README.md, "Twenty-fifth session: document migration in bounded writes").
+ */
+export const ROWS_PER_MOVE = WRITE_BATCH / 2;
+const THREAD_ROWS = 3;
+
+/**
+ * The job's progress (`Jobs.recordProgressInWrite`) once its first write has checked the new id and begun: from then
+ * on, rows under the new id are the ones it moved, and a re-run moves the rest instead of refusing the taken id.
+ */
+const MOVING = 'moving';
 
 export class DocumentMigrations {
   constructor(private readonly deps: MigrationDeps) {
@@ -69,9 +85,12 @@ export class DocumentMigrations {
   }
 
   /**
-   * Idempotent: both documents are unloaded and held (their sockets closed with 4410), then one transaction copies
-   * every range to the new id, re-keys the directory entry and removes the old ranges. Run again after a crash, it
-   * finds the work done (old gone, new there) and succeeds.
+   * Both documents are unloaded and held (their sockets closed with 4410) for the whole job. The first write checks
+   * the new id is free and records on the job that the move has begun; then writes of ROWS_PER_MOVE rows each move
+   * every range to the new id (each row written there and removed here in one write), the grants follow in bounded
+   * writes, and the directory entry is re-keyed last. A crash between two writes leaves each row on one side; the
+   * re-run at the next start finds the job begun and moves what is left under the old id. A job from before the
+   * progress was recorded: the old id gone and the new one there means the move committed.
    */
   private async run(job: JobRecord<MigrationParams, { moved: number }>): Promise<{ moved: number }> {
     const { organizationId, documentId, newDocumentId } = job.params;
@@ -80,23 +99,51 @@ export class DocumentMigrations {
     return this.deps.documents.exclusively([from, to], CLOSE.DOCUMENT_MOVED, `moved to ${newDocumentId}`, async () => {
       // Comment and presence writes of the closed connections may still be in the group commit.
       await this.deps.store.group.barrier();
-      return this.deps.store.transaction(() => {
+      const begun = await this.deps.store.transaction(() => {
+        if (this.deps.jobs.get(job.apiKey, job.jobId).progress === MOVING) return true;
         const fromExists = this.exists(from);
-        if (!fromExists && this.exists(to)) return { moved: 0 };
+        if (!fromExists && this.exists(to)) return false;
         if (this.exists(to)) throw alreadyExists(`document "${newDocumentId}" was created while the migration waited`);
-        let moved = 0;
-        for (const name of this.deps.databases) moved += this.moveRange(name, from, newDocumentId);
-        this.deps.directory.rekeyInWrite(job.apiKey, organizationId, documentId, newDocumentId);
-        return { moved };
+        this.deps.jobs.recordProgressInWrite(job, MOVING);
+        return true;
       });
+      if (!begun) return { moved: 0 };
+      let moved = 0;
+      for (;;) {
+        const rows = await this.deps.store.transaction(() => this.moveSome(from, newDocumentId));
+        moved += rows.moved;
+        if (!rows.full) break;
+      }
+      await this.deps.directory.rekey(job.apiKey, organizationId, documentId, newDocumentId);
+      return { moved };
     });
   }
 
-  /** Only inside a transaction. Copies a document's entries of one database to the new id and removes the old ones. */
-  private moveRange(name: DbName, from: DocumentKey, newDocumentId: string): number {
+  /**
+   * Only inside a transaction. Moves up to ROWS_PER_MOVE rows of the document, the databases in turn; `full` when it
+   * filled the write (more may be left), otherwise every range was read to its end.
+   */
+  private moveSome(from: DocumentKey, newDocumentId: string): { moved: number; full: boolean } {
+    let room = ROWS_PER_MOVE;
+    let moved = 0;
+    for (const name of this.deps.databases) {
+      const cost = name === DB.annotations ? THREAD_ROWS : 1;
+      const limit = Math.floor(room / cost);
+      if (limit === 0) return { moved, full: true };
+      const taken = this.moveRange(name, from, newDocumentId, limit);
+      moved += taken;
+      room -= taken * cost;
+      if (taken === limit) return { moved, full: true };
+    }
+    return { moved, full: false };
+  }
+
+  /** Only inside a transaction. Moves at most `limit` of a document's entries of one database to the new id; answers how many. */
+  private moveRange(name: DbName, from: DocumentKey, newDocumentId: string, limit: number): number {
     const db = this.database(name);
     const prefix = [from.apiKey, from.organizationId, from.documentId];
-    const entries = Array.from(db.getRange({ start: prefix, end: [...prefix, KEY_END] }));
+    // Collected first: removing while a cursor walks the same range would skip entries.
+    const entries = Array.from(db.getRange({ start: prefix, end: [...prefix, KEY_END], limit }));
     for (const { key, value } of entries) {
       const rest = (key as unknown[]).slice(3) as Array<string | number>;
       db.putSync([from.apiKey, from.organizationId, newDocumentId, ...rest], this.retarget(name, value, newDocumentId));

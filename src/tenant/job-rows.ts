@@ -15,6 +15,8 @@ export interface JobRecord<P = unknown, R = unknown> {
   result?: R;
   /** Why it failed, for the status answer. */
   error?: string;
+  /** How far the job has come, recorded by it (`Jobs.recordProgressInWrite`) and kept across its re-runs. */
+  progress?: string;
 }
 
 /**

@@ -367,8 +367,22 @@ export class Jobs {
     }
   }
 
+  /**
+   * Only inside a transaction: records on the job's row how far it has come, committed with the work it describes; a
+   * re-run reads it there (`get`). Kept by every later status change of the job.
+   */
+  recordProgressInWrite(job: JobRecord, progress: string): void {
+    const stored = this.db.get([job.apiKey, job.jobId]);
+    this.write({ ...(isJob(stored) ? stored : job), progress });
+  }
+
   private async save(job: JobRecord): Promise<void> {
-    await this.store.transaction(() => this.write(job));
+    await this.store.transaction(() => {
+      // The record held here may predate the progress the run has recorded since: the row's stays.
+      const stored = this.db.get([job.apiKey, job.jobId]);
+      const progress = isJob(stored) ? stored.progress : undefined;
+      this.write(progress === undefined ? job : { ...job, progress });
+    });
   }
 
   /** The row and its index entries, in the caller's transaction (job-rows.ts). */

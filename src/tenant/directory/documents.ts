@@ -52,12 +52,19 @@ export class Documents {
     return this.db.get<DocumentRecord>(keys.doc(apiKey, organizationId, documentId));
   }
 
-  /** Only inside a write: re-keys the document (migration); false when the directory does not know it. */
-  rekeyInWrite(apiKey: string, organizationId: string, documentId: string, newDocumentId: string): boolean {
-    const record = this.find(apiKey, organizationId, documentId);
-    if (record === undefined) return false;
-    rekeyDocument(this.db, this.grants, apiKey, organizationId, record, newDocumentId, this.now());
-    return true;
+  /**
+   * Re-keys the document (migration): the grants on it first, in bounded writes, then its entry in one write (with any
+   * grant made meanwhile); false when the directory does not know it. Idempotent: run again after a crash between
+   * writes, it moves what is left under the old id.
+   */
+  async rekey(apiKey: string, organizationId: string, documentId: string, newDocumentId: string): Promise<boolean> {
+    await this.grants.moveResourceInWrites(apiKey, organizationId, { level: 'document', resourceId: documentId }, { level: 'document', resourceId: newDocumentId });
+    return this.db.write(() => {
+      const record = this.find(apiKey, organizationId, documentId);
+      if (record === undefined) return false;
+      rekeyDocument(this.db, this.grants, apiKey, organizationId, record, newDocumentId, this.now());
+      return true;
+    });
   }
 
   /** Only inside a write: the document, registered with its id as name when missing (grants may name documents first). */
