@@ -315,3 +315,24 @@ t.test('the full pass adds the per-key entry an unfinished row lacks and removes
   await t.rejects(jobs.submit('ak', 'count', {}), { status: 'RESOURCE_EXHAUSTED', message: /MAX_PENDING_JOBS_PER_KEY/ }, 'the pending job counts');
   await jobs.stop();
 });
+
+t.test('progress a job records stays on its row through its later status changes, and its re-run reads it', async (t) => {
+  const store = openStore(t.testdir());
+  t.teardown(() => store.close());
+  const jobs = new Jobs(store, createLogger('silent'));
+  const seen: Array<string | undefined> = [];
+  jobs.register('resumable', async (job) => {
+    seen.push(jobs.get(job.apiKey, job.jobId).progress);
+    if (seen.length > 1) return { done: true };
+    await store.transaction(() => jobs.recordProgressInWrite(job, 'half'));
+    // Postponed after recording progress: the record this run was given has none, and its save must not drop the row's.
+    throw unavailable('this document is served by another node; retry shortly');
+  });
+  const job = await jobs.submit('ak', 'resumable', {});
+  await jobs.idle();
+  t.match(jobs.get('ak', job.jobId), { status: 'pending', progress: 'half' }, 'postponed with its progress');
+  t.equal(await jobs.resume(), 1);
+  await jobs.idle();
+  t.same(seen, [undefined, 'half'], 'the re-run reads the progress the first run recorded');
+  t.match(jobs.get('ak', job.jobId), { status: 'completed', result: { done: true } });
+});
