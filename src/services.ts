@@ -204,6 +204,7 @@ export async function openServices(config: Config, log: Logger, publisher: Topic
     },
     jobs,
     databases: DOCUMENT_DATABASES,
+    holdPartMovedAtStart: options.ownership === undefined,
   });
   const liveStates = new LiveStates({ store, actors: documentActors, encode: encodeLiveStateMessage, now: Date.now, log });
   documentActors.onConnection(liveStates.connectionListener());

@@ -36,6 +36,11 @@ export interface MigrationDeps {
   readonly jobs: Jobs;
   /** Every database keyed [apiKey, organizationId, documentId, ...] (src/tenant/directory/data-owners.ts). */
   readonly databases: readonly DbName[];
+  /**
+   * Hold the documents of migrations a crash stopped part-way from construction (before the server listens) until
+   * their jobs run again. One process only: in a cluster the hold would claim leases at start (docs/limits.md).
+   */
+  readonly holdPartMovedAtStart?: boolean;
 }
 
 const BINARY: ReadonlySet<DbName> = new Set([DB.docUpdates, DB.docSnapshots]);
@@ -56,8 +61,35 @@ const THREAD_ROWS = 3;
 const MOVING = 'moving';
 
 export class DocumentMigrations {
+  /** Releases of the holds taken at start on part-moved documents, by job id: each goes once its job holds them itself. */
+  private readonly startHolds = new Map<string, () => void>();
+
   constructor(private readonly deps: MigrationDeps) {
     deps.jobs.register<MigrationParams, { moved: number }>(MIGRATION_JOB, (job) => this.run(job));
+    if (deps.holdPartMovedAtStart === true) this.holdPartMoved();
+  }
+
+  /**
+   * A migration a crash stopped between two writes left its document part-moved, and its job runs again only after
+   * the server listens (the worker's first scan, maybe a wait for a slot): both ids are held from now until then, so
+   * no connection or REST call that comes first loads either half. `exclusively` holds them before its first await.
+   */
+  private holdPartMoved(): void {
+    for (const job of this.deps.jobs.unfinished(MIGRATION_JOB)) {
+      if (job.progress !== MOVING) continue;
+      const { organizationId, documentId, newDocumentId } = job.params as MigrationParams;
+      const from = { apiKey: job.apiKey, organizationId, documentId };
+      const released = new Promise<void>((resolve) => this.startHolds.set(job.jobId, resolve));
+      this.deps.documents
+        .exclusively([from, { ...from, documentId: newDocumentId }], CLOSE.DOCUMENT_MOVED, `moved to ${newDocumentId}`, () => released)
+        .catch((error: unknown) => process.emitWarning(`holding a part-moved document until its migration resumes failed: ${String(error)}`));
+    }
+  }
+
+  /** Lets the hold taken at start on the job's documents go (the job holds them itself by now, or has failed). */
+  private releaseStartHold(jobId: string): void {
+    this.startHolds.get(jobId)?.();
+    this.startHolds.delete(jobId);
   }
 
   /** Checks the request now (so the caller gets its error), then records the job; answers its id. */
@@ -89,34 +121,45 @@ export class DocumentMigrations {
    * the new id is free and records on the job that the move has begun; then writes of ROWS_PER_MOVE rows each move
    * every range to the new id (each row written there and removed here in one write), the grants follow in bounded
    * writes, and the directory entry is re-keyed last. A crash between two writes leaves each row on one side; the
-   * re-run at the next start finds the job begun and moves what is left under the old id. A job from before the
+   * re-run at the next start finds the job begun and moves what is left under the old id (until then both ids are
+   * held from start: `holdPartMoved`). A job from before the
    * progress was recorded: the old id gone and the new one there means the move committed.
    */
   private async run(job: JobRecord<MigrationParams, { moved: number }>): Promise<{ moved: number }> {
     const { organizationId, documentId, newDocumentId } = job.params;
     const from = { apiKey: job.apiKey, organizationId, documentId };
     const to = { ...from, documentId: newDocumentId };
-    return this.deps.documents.exclusively([from, to], CLOSE.DOCUMENT_MOVED, `moved to ${newDocumentId}`, async () => {
-      // Comment and presence writes of the closed connections may still be in the group commit.
-      await this.deps.store.group.barrier();
-      const begun = await this.deps.store.transaction(() => {
-        if (this.deps.jobs.get(job.apiKey, job.jobId).progress === MOVING) return true;
-        const fromExists = this.exists(from);
-        if (!fromExists && this.exists(to)) return false;
-        if (this.exists(to)) throw alreadyExists(`document "${newDocumentId}" was created while the migration waited`);
-        this.deps.jobs.recordProgressInWrite(job, MOVING);
-        return true;
-      });
-      if (!begun) return { moved: 0 };
-      let moved = 0;
-      for (;;) {
-        const rows = await this.deps.store.transaction(() => this.moveSome(from, newDocumentId));
-        moved += rows.moved;
-        if (!rows.full) break;
-      }
-      await this.deps.directory.rekey(job.apiKey, organizationId, documentId, newDocumentId);
-      return { moved };
+    try {
+      return await this.deps.documents.exclusively([from, to], CLOSE.DOCUMENT_MOVED, `moved to ${newDocumentId}`, () => this.move(job, from, to));
+    } finally {
+      this.releaseStartHold(job.jobId);
+    }
+  }
+
+  /** The job's work, with both documents held. */
+  private async move(job: JobRecord<MigrationParams, { moved: number }>, from: DocumentKey, to: DocumentKey): Promise<{ moved: number }> {
+    const { organizationId, documentId, newDocumentId } = job.params;
+    // Held here now: a hold taken at start for this job can go.
+    this.releaseStartHold(job.jobId);
+    // Comment and presence writes of the closed connections may still be in the group commit.
+    await this.deps.store.group.barrier();
+    const begun = await this.deps.store.transaction(() => {
+      if (this.deps.jobs.get(job.apiKey, job.jobId).progress === MOVING) return true;
+      const fromExists = this.exists(from);
+      if (!fromExists && this.exists(to)) return false;
+      if (this.exists(to)) throw alreadyExists(`document "${newDocumentId}" was created while the migration waited`);
+      this.deps.jobs.recordProgressInWrite(job, MOVING);
+      return true;
     });
+    if (!begun) return { moved: 0 };
+    let moved = 0;
+    for (;;) {
+      const rows = await this.deps.store.transaction(() => this.moveSome(from, newDocumentId));
+      moved += rows.moved;
+      if (!rows.full) break;
+    }
+    await this.deps.directory.rekey(job.apiKey, organizationId, documentId, newDocumentId);
+    return { moved };
   }
 
   /**

@@ -54,3 +54,13 @@ export function writeJobRow(db: Database<Row, Key>, job: JobRecord): void {
   if (db.get(key) !== job.apiKey) db.putSync(key, job.apiKey);
   if (db.get(byKey) === undefined) db.putSync(byKey, true);
 }
+
+/** The unfinished jobs of `kind`, read through the [0] index (a few rows: only jobs pending or running). */
+export function unfinishedJobs(db: Database<Row, Key>, kind: string): JobRecord[] {
+  const found: JobRecord[] = [];
+  for (const { key, value } of db.getRange({ start: [UNFINISHED], end: [UNFINISHED + 1] })) {
+    const job = typeof value === 'string' ? db.get([value, jobIdOf(key)]) : undefined;
+    if (isUnfinished(job) && job.kind === kind) found.push(job);
+  }
+  return found;
+}

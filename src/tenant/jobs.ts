@@ -8,7 +8,7 @@ import { limitRefusals } from '../metrics/instruments.js';
 import type { Store } from '../store/env.js';
 import { DB, KEY_END } from '../store/keys.js';
 import { LocalWorkerRole, type WorkerRole } from '../worker-role.js';
-import { BY_KEY, byKeyKey, isJob, isUnfinished, jobIdOf, UNFINISHED, unfinishedKey, writeJobRow, type JobRecord, type Row } from './job-rows.js';
+import { BY_KEY, byKeyKey, isJob, isUnfinished, jobIdOf, UNFINISHED, unfinishedJobs, unfinishedKey, writeJobRow, type JobRecord, type Row } from './job-rows.js';
 
 export type { JobRecord, JobStatus } from './job-rows.js';
 
@@ -365,6 +365,11 @@ export class Jobs {
         this.log.error('could not record a failed job', { jobId: job.jobId, error: saveError }),
       );
     }
+  }
+
+  /** The stored jobs of `kind` pending or in progress, on any node's behalf (a document migration's start-up holds). */
+  unfinished(kind: string): JobRecord[] {
+    return unfinishedJobs(this.db, kind);
   }
 
   /**

@@ -1,6 +1,9 @@
-// Tests document migration over more rows than one write moves: bounded writes, every row moved once, and a job stopped between two writes finishing when run again.
+// Tests document migration over more rows than one write moves: bounded writes, every row moved once, a job stopped between two writes finishing when run again, and its documents held until then.
 import t, { type Test } from 'tap';
+import * as Y from 'yjs';
+import { loadConfig } from '../../src/config.js';
 import { DocumentMigrations, MIGRATION_JOB, ROWS_PER_MOVE } from '../../src/doc/migration.js';
+import { DocumentActors } from '../../src/doc/registry.js';
 import { createLogger } from '../../src/log.js';
 import { Store } from '../../src/store/env.js';
 import { DB, KEY_END } from '../../src/store/keys.js';
@@ -9,6 +12,7 @@ import { Directory } from '../../src/tenant/directory.js';
 import { DOCUMENT_DATABASES } from '../../src/tenant/directory/data-owners.js';
 import { ITEMS_PER_WRITE } from '../../src/tenant/directory/db.js';
 import { Jobs, type JobRecord } from '../../src/tenant/jobs.js';
+import { FakeHub } from '../helpers/fake-peer.js';
 import { countingTransactions } from '../helpers/store.js';
 
 const KEY = 'key1';
@@ -21,18 +25,23 @@ const THREADS = Math.ceil(ROWS_PER_MOVE / 3) + 11;
 const GRANTS = ITEMS_PER_WRITE + 9;
 
 /** A directory on a real store holding OLD: its entry with GRANTS user grants, updates, threads with index rows and one row of each other kind. */
-async function setup(t: Test): Promise<{ store: Store; directory: Directory }> {
-  const store = Store.open(t.testdir());
+async function setup(t: Test): Promise<{ store: Store; directory: Directory; dir: string }> {
+  const dir = t.testdir();
+  const store = Store.open(dir);
   t.teardown(() => store.close());
   const directory = new Directory(store, { defaultAccessType: () => 'public' });
   await directory.documents.add(KEY, ORG, [{ documentId: OLD, documentName: 'Plan' }]);
   const users = Array.from({ length: GRANTS }, (_, i) => ({ userId: `u${String(i).padStart(4, '0')}`, name: 'n' }));
   await directory.users.add(KEY, { organizationId: ORG, documentId: OLD }, users);
   await store.transaction(() => {
+    // Real Yjs updates (one typed character each) on an empty snapshot: a test loads the document.
     const updates = store.binary(DB.docUpdates);
-    for (let seq = 1; seq <= UPDATES; seq++) updates.putSync([KEY, ORG, OLD, 'main', seq], Buffer.from([seq % 256, 1, 2]));
-    store.binary(DB.docSnapshots).putSync([KEY, ORG, OLD, 'main'], Buffer.from([9, 9]));
-    store.records(DB.editorDocMeta).putSync([KEY, ORG, OLD, 'main'], { type: 'text', nextSeq: UPDATES + 1 });
+    const doc = new Y.Doc();
+    let seq = 0;
+    doc.on('update', (update: Uint8Array) => updates.putSync([KEY, ORG, OLD, 'main', ++seq], update));
+    for (let i = 0; i < UPDATES; i++) doc.getText('content').insert(i, 'x');
+    store.binary(DB.docSnapshots).putSync([KEY, ORG, OLD, 'main'], Y.encodeStateAsUpdate(new Y.Doc()));
+    store.records(DB.editorDocMeta).putSync([KEY, ORG, OLD, 'main'], { type: 'text', contentKey: 'content', lastUpdate: 1, lastUpdatedBy: 'u0000', sessionId: null, foldedSeq: 1 });
     store.records(DB.liveState).putSync([KEY, ORG, OLD, 'mode'], { data: 'draw', updatedAt: 1 });
     store.records(DB.presence).putSync([KEY, ORG, OLD, 'u0000'], { userId: 'u0000', updatedAt: 1 });
     store.records(DB.recordings).putSync([KEY, ORG, OLD, 'r1'], { documentId: OLD, annotationId: 'r1' });
@@ -43,15 +52,19 @@ async function setup(t: Test): Promise<{ store: Store; directory: Directory }> {
       store.records(DB.annotationIds).putSync(threadIdKey(KEY, ORG, OLD, thread.annotationId), i + 1);
     }
   });
-  return { store, directory };
+  return { store, directory, dir };
 }
 
-/** Migrations on `store` with real jobs (a new pair is what a restart builds); documents are held by no actor here. */
-function migrations(store: Store, directory: Directory): Jobs {
+/**
+ * Migrations on `store` with real jobs (a new pair is what a restart builds); without `actors` no actor holds a
+ * document, with them the migrations hold part-moved documents from construction as a server does.
+ */
+function migrations(store: Store, directory: Directory, actors?: DocumentActors): Jobs {
   const jobs = new Jobs(store, createLogger('error'));
   new DocumentMigrations({
     store,
-    documents: { exclusively: (_keys, _code, _reason, work) => work() },
+    documents: actors ?? { exclusively: (_keys, _code, _reason, work) => work() },
+    holdPartMovedAtStart: actors !== undefined,
     directory: {
       knows: (apiKey, organizationId, documentId) => directory.documents.find(apiKey, organizationId, documentId) !== undefined,
       rekey: (apiKey, organizationId, documentId, newDocumentId) => directory.documents.rekey(apiKey, organizationId, documentId, newDocumentId),
@@ -106,14 +119,13 @@ t.test('a document with more rows than one write holds moves in bounded writes, 
   t.equal(directory.documents.find(KEY, ORG, NEW)?.documentName, 'Plan', 'the directory entry moved');
 });
 
-t.test('a migration stopped after its first write finishes when run again: every row moved once, none left', async (t) => {
-  const { store, directory } = await setup(t);
-  const before = rowsOf(store, OLD);
-  const jobs = migrations(store, directory);
-
-  // The crash: once a write has put rows under the new id, no later transaction commits (each never settles).
+/**
+ * Submits the migration and crashes it once a write has put rows under the new id: no later transaction commits (each
+ * never settles). Answers the job's id once the crash has come, the store's own transaction put back.
+ */
+async function crashAfterFirstMove(store: Store, jobs: Jobs): Promise<string> {
   const transaction = store.transaction.bind(store);
-  let crashed: (() => void) | undefined;
+  let crashed = (): void => undefined;
   const crash = new Promise<void>((resolve) => (crashed = resolve));
   let down = false;
   store.transaction = (async (body) => {
@@ -121,14 +133,21 @@ t.test('a migration stopped after its first write finishes when run again: every
     const answer = await transaction(body);
     if (rowsOf(store, NEW).size > 0) {
       down = true;
-      crashed?.();
+      crashed();
     }
     return answer;
   }) as typeof store.transaction;
   const submitted = await jobs.submit(KEY, MIGRATION_JOB, { organizationId: ORG, documentId: OLD, newDocumentId: NEW });
   await crash;
   store.transaction = transaction;
-  t.equal(jobOf(store, submitted.jobId)?.status, 'in_progress', 'the crash left the job in progress');
+  return submitted.jobId;
+}
+
+t.test('a migration stopped after its first write finishes when run again: every row moved once, none left', async (t) => {
+  const { store, directory } = await setup(t);
+  const before = rowsOf(store, OLD);
+  const jobId = await crashAfterFirstMove(store, migrations(store, directory));
+  t.equal(jobOf(store, jobId)?.status, 'in_progress', 'the crash left the job in progress');
   const left = rowsOf(store, OLD).size;
   t.ok(left > 0 && rowsOf(store, NEW).size > 0, `the first write moved part of the document (${left} of ${before.size} rows left)`);
 
@@ -136,10 +155,25 @@ t.test('a migration stopped after its first write finishes when run again: every
   const restarted = migrations(store, directory);
   t.equal(await restarted.resume({ full: true }), 1, 'the job runs again');
   await restarted.idle();
-  const job = jobOf(store, submitted.jobId);
+  const job = jobOf(store, jobId);
   t.equal(job?.status, 'completed', job?.error ?? 'the job completed');
   t.same(rowsOf(store, OLD), new Map(), 'nothing is left under the old id');
   t.same(rowsOf(store, NEW), renamed(before), 'every row, index row and grant moved exactly once');
   t.equal(directory.documents.find(KEY, ORG, OLD), undefined);
   t.equal(directory.documents.find(KEY, ORG, NEW)?.documentName, 'Plan', 'the directory entry moved last');
+});
+
+t.test('after a crash part-way both ids are held from start: a reader that comes before the job re-runs waits for it', async (t) => {
+  const { store, directory, dir } = await setup(t);
+  const jobId = await crashAfterFirstMove(store, migrations(store, directory));
+  const config = loadConfig({}, [], { dataDir: dir, groupCommitMs: 0 });
+  const actors = new DocumentActors(config, store, createLogger('silent'), new FakeHub());
+  const restarted = migrations(store, directory, actors);
+  // As a connection or REST call before the worker's first scan: each reads what is left under the old id when it gets the document.
+  const reads = [OLD, NEW].map((documentId) => actors.use({ apiKey: KEY, organizationId: ORG, documentId }, () => rowsOf(store, OLD).size));
+  await restarted.resume({ full: true });
+  await restarted.idle();
+  t.equal(jobOf(store, jobId)?.status, 'completed');
+  t.same(await Promise.all(reads), [0, 0], 'neither id was loaded before the job had moved every row');
+  await actors.shutdown();
 });
