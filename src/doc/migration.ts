@@ -38,7 +38,7 @@ export interface MigrationDeps {
   readonly databases: readonly DbName[];
   /**
    * Hold the documents of migrations a crash stopped part-way from construction (before the server listens) until
-   * their jobs run again. One process only: in a cluster the hold would claim leases at start (docs/limits.md).
+   * their jobs run again. One process only: in a cluster the hold would claim leases at start (docs/cluster.md).
    */
   readonly holdPartMovedAtStart?: boolean;
 }
