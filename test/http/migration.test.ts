@@ -122,3 +122,53 @@ t.test('a migration a crash left in progress finishes at the next start', async 
   const still = await third.api.call<Array<{ data: unknown }>>(credentials, '/v2/crdt/get', { ...newRoom });
   t.same(still.body.result?.data.map((r) => r.data), ['moved after a crash']);
 });
+
+t.test('a migration a crash stopped between two writes finishes at the next start, its text and grants whole', async (t) => {
+  const first = await startTestServer(t);
+  const credentials = await first.api.createWorkspace();
+  await first.api.call(credentials, '/v2/organizations/documents/add', { organizationId: ORG, documents: [{ documentId: 'old-doc' }] });
+  await first.api.call(credentials, '/v2/crdt/add', { ...oldRoom, data: 'half moved', type: 'text' });
+  await first.api.call(credentials, '/v2/users/add', { organizationId: ORG, documentId: 'old-doc', users: [{ userId: 'ann', accessRole: 'editor' }] });
+  await first.server.stop();
+  // What a SIGKILL between two writes leaves: the job begun (its progress recorded), the editor's metadata and
+  // snapshot already under the new id, its update log, the grant and the directory entry still under the old one.
+  const store = Store.open(first.config.dataDir);
+  const job: JobRecord = {
+    jobId: 'half-job',
+    apiKey: credentials.apiKey,
+    kind: 'document-migration',
+    params: { organizationId: ORG, documentId: 'old-doc', newDocumentId: 'new-doc' },
+    status: 'in_progress',
+    createdAt: 1,
+    updatedAt: 1,
+    progress: 'moving',
+  };
+  const movedByHand = await store.transaction(() => {
+    let count = 0;
+    store.records<JobRecord>(DB.jobs).putSync([credentials.apiKey, 'half-job'], job);
+    for (const db of [store.records<unknown>(DB.editorDocMeta), store.binary(DB.docSnapshots)]) {
+      const from = [credentials.apiKey, ORG, 'old-doc', 'main'];
+      const value = db.get(from);
+      if (value === undefined) continue;
+      db.putSync([credentials.apiKey, ORG, 'new-doc', 'main'], value);
+      db.removeSync(from);
+      count++;
+    }
+    return count;
+  });
+  await store.close();
+  t.equal(movedByHand, 2, 'the metadata and snapshot are under the new id, the rest under the old');
+
+  const second = await first.restart();
+  await second.server.services.jobs.idle();
+  const status = await second.api.call<{ status: string }>(credentials, '/v2/organizations/documents/migrate/status', { organizationId: ORG, migrationId: 'half-job' });
+  t.equal(status.body.result?.data.status, 'completed', 'the re-run takes the rows under the new id as its own');
+  const moved = await second.api.call<Array<{ data: unknown }>>(credentials, '/v2/crdt/get', { ...newRoom });
+  t.same(moved.body.result?.data.map((r) => r.data), ['half moved'], 'the text is whole under the new id');
+  const old = await second.api.call<unknown[]>(credentials, '/v2/crdt/get', { ...oldRoom });
+  t.same(old.body.result?.data, [], 'nothing under the old id');
+  const users = await second.api.call<Array<{ userId: string; accessRole: string }>>(credentials, '/v2/users/get', { organizationId: ORG, documentId: 'new-doc' });
+  t.same(users.body.result?.data.map((u) => [u.userId, u.accessRole]), [['ann', 'editor']], 'the grant moved');
+  const docs = await second.api.call<Array<{ id: string }>>(credentials, '/v2/organizations/documents/get', { organizationId: ORG });
+  t.same(docs.body.result?.data.map((d) => d.id), ['new-doc'], 'the directory entry moved');
+});
