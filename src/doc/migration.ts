@@ -48,7 +48,7 @@ const BINARY: ReadonlySet<DbName> = new Set([DB.docUpdates, DB.docSnapshots]);
 /**
  * Rows one write of a migration moves: a moved row is written under the new id and removed under the old, and a thread
  * counts 3 (its two index rows move with it), so about WRITE_BATCH changes. One transaction for a document of 10,000
- * updates, 5,000 threads and 1,000 grants held every workspace's writes and the event loop for 166–242 ms
+ * updates, 5,000 threads and 1,000 grants held every workspace's writes and the event loop for 139–194 ms
  * (bench/README.md, "Twenty-fifth session: document migration in bounded writes").
  */
 export const ROWS_PER_MOVE = WRITE_BATCH / 2;

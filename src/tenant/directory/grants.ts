@@ -67,7 +67,8 @@ export class Grants {
    * Moves every grant on `from` to `to` (a document migration), ITEMS_PER_WRITE grants to a committed write, one write
    * after another (not inside a write); answers how many moved. Each grant moves whole in its write (both of its rows
    * written under `to`, both removed under `from`), so a crash between writes leaves each on one side and a re-run
-   * moves the rest. One write for a document's 1,000 grants held every workspace's writes for ~10 ms.
+   * moves the rest. A migration of a document with 1,000 grants and no other rows held every workspace's writes for
+   * 14–26 ms in one write.
    */
   async moveResourceInWrites(apiKey: string, organizationId: string, from: GrantRef, to: GrantRef): Promise<number> {
     let moved = 0;
