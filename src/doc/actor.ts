@@ -2,13 +2,12 @@
 import * as Y from 'yjs';
 import { CLOSE } from '../errors.js';
 import { limitRefusals } from '../metrics/instruments.js';
-import type { LoadedStore } from '../store/snapshots.js';
 import { EXTENSION_TYPE_MIN, messageType, writeReadOnly, writeSyncStep1, type ClientMessage } from '../sync/protocol.js';
 import type { AwarenessRefusal } from './awareness-guard.js';
 import { DocumentAwareness, type AwarenessOwner } from './document-awareness.js';
 import { defineRoot } from './crdt.js';
 import type { StoreWrite } from './crdt-write.js';
-import type { StoreType } from '../store/snapshots.js';
+import type { LoadedStore, StoreType } from '../store/snapshots.js';
 import { EditorDoc, LOADING, type CrdtRecord, type EditorDocUpdates } from './editor-doc.js';
 import { EditorDocs } from './editor-docs.js';
 import { handleClientFrame, type FrameTarget } from './client-frames.js';
@@ -381,11 +380,12 @@ export class DocumentActor implements DocumentActorView, TaskFailures, EditorDoc
     await Promise.all(pending.map((store) => this.deps.updateLog.requestSnapshot(store)));
   }
 
-  dispose(): void {
+  /** `deleted`: the document is deleted, so its stores' pending crdt events are dropped rather than raised. */
+  dispose(deleted = false): void {
     this.fanoutState?.cancel();
     this.awareness?.dispose();
     this.awareness = undefined;
-    this.deps.crdtEvents?.unloading(this.stores.values());
+    this.deps.crdtEvents?.[deleted ? 'deleted' : 'unloading'](this.stores.values());
     for (const store of this.stores.values()) store.doc.destroy();
     this.stores.clear();
   }

@@ -54,7 +54,7 @@ export class CrdtEvents {
     this.timer ??= setInterval(() => this.raiseDue(false), TICK_MS).unref();
   }
 
-  /** The actor of `stores` is being disposed (unloaded, deleted, moved, stopping): their pending events go now. */
+  /** The actor of `stores` is being disposed (unloaded, moved, its lease lost, stopping): their pending events go now. */
   unloading(stores: Iterable<EditorDoc>): void {
     const due: Array<[EditorDoc, Pending]> = [];
     for (const store of stores) {
@@ -62,6 +62,16 @@ export class CrdtEvents {
       if (pending !== undefined) due.push([store, pending]);
     }
     this.raise(due);
+  }
+
+  /**
+   * The document of `stores` is deleted (its actor is disposed by the delete): their pending events are dropped, not
+   * raised, so nothing is said about a document that is gone. An event raised before is in a transaction queued ahead
+   * of the delete's last one, which removes it from the outbox (src/delivery/document-data.ts).
+   */
+  deleted(stores: Iterable<EditorDoc>): void {
+    for (const store of stores) this.pending.delete(store);
+    this.stopWhenIdle();
   }
 
   /** Resolves once every event raised so far is committed (the server's stop, before the store closes). */
@@ -87,6 +97,13 @@ export class CrdtEvents {
     this.raise(due);
   }
 
+  /** Nothing pending: the tick stops until the next change. */
+  private stopWhenIdle(): void {
+    if (this.pending.size > 0 || this.timer === undefined) return;
+    clearInterval(this.timer);
+    this.timer = undefined;
+  }
+
   /** One transaction for every due store: each event with the store's content as it is now. */
   private raise(due: ReadonlyArray<readonly [EditorDoc, Pending]>): void {
     if (due.length === 0) return;
@@ -95,10 +112,7 @@ export class CrdtEvents {
       this.pending.delete(store);
       return { type: 'crdt.update_data' as const, apiKey: key.apiKey, organizationId: key.organizationId, documentId: key.documentId, data: payload(key, store.record()) };
     });
-    if (this.pending.size === 0 && this.timer !== undefined) {
-      clearInterval(this.timer);
-      this.timer = undefined;
-    }
+    this.stopWhenIdle();
     const { store, outbox, log } = this.deps;
     const written = store.transaction((tx) => {
       for (const draft of drafts) outbox.raise(tx, draft, now);

@@ -277,11 +277,11 @@ export class DocumentActors {
   }
 
   /**
-   * Closes a document's connections with `code`, drains its mailbox, lets `keep` write what must be kept, disposes it and
-   * forgets it (the unload listeners are told). A load still in flight is finished first; its failure rejects here, as
-   * it did for the callers waiting on it (the entry is already gone then).
+   * Closes a document's connections with `code`, drains its mailbox, lets `keep` write what must be kept (no `keep`: it is
+   * deleted, its pending crdt events dropped too), disposes it and forgets it (the unload listeners are told). A load in
+   * flight is finished first; its failure rejects here, as for the callers waiting on it (the entry is already gone then).
    */
-  private takeDown(id: string, entry: Entry, code: number, reason: string, keep: (actor: DocumentActor) => Promise<void>): Promise<void> {
+  private takeDown(id: string, entry: Entry, code: number, reason: string, keep?: (actor: DocumentActor) => Promise<void>): Promise<void> {
     this.idleTimers.stop(entry);
     this.budget.remove(entry);
     entry.unloading = (async () => {
@@ -289,8 +289,8 @@ export class DocumentActors {
       if (actor !== undefined) {
         actor.closeAll(code, reason);
         await actor.whenIdle();
-        await keep(actor);
-        actor.dispose();
+        if (keep !== undefined) await keep(actor);
+        actor.dispose(keep === undefined);
       }
       this.entries.delete(id);
       for (const listener of this.unloadListeners) listener(entry.key);
@@ -333,7 +333,7 @@ export class DocumentActors {
   private async evictOne(id: string, entry: Entry): Promise<void> {
     if (entry.unloading !== undefined) await entry.unloading;
     if (this.entries.get(id) !== entry) return;
-    await this.takeDown(id, entry, CLOSE.DOCUMENT_DELETED, 'the document was deleted', () => Promise.resolve());
+    await this.takeDown(id, entry, CLOSE.DOCUMENT_DELETED, 'the document was deleted');
   }
 
   /**
