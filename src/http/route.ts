@@ -8,7 +8,7 @@ import type { Operation } from './operation.js';
 import { normalizeAddress } from './client-address.js';
 import { errorEnvelope, writeError, writeJson, type ResponseState } from '../edge/reply.js';
 import { compileValidator, type Validator } from './validate.js';
-import { errorAnswer, Exchange, failed, serveStep, type Answer, type ForwardedRequest, type Incoming, type RouteDeps } from './serve.js';
+import { CREDENTIAL_HEADERS, errorAnswer, Exchange, failed, SENT_EMPTY, serveStep, type Answer, type ForwardedRequest, type Incoming, type RouteDeps } from './serve.js';
 
 export type { Answer, Authenticator, ForwardedRequest, RouteDeps } from './serve.js';
 
@@ -68,7 +68,7 @@ function httpHandler(op: Operation, deps: RouteDeps, validate: Validator<unknown
       return;
     }
     const contentType = req.getHeader('content-type');
-    const presented = credentials(op, (name) => req.getHeader(name));
+    const presented = credentials(op, (name) => credentialHeader(req, name));
     if (op.auth === 'apiKey' && deps.originPolicy !== undefined) exchange.origin = pageOrigin(req);
     if (deps.forward !== undefined) exchange.forwardHeaders = forwardHeaders(op, req, contentType, requestId);
     readBody(res, deps.maxBodyBytes).then(
@@ -115,14 +115,18 @@ export function pageOrigin(req: HttpRequest): string {
 
 /** The credentials the operation's auth level reads (other headers are not copied); `header` answers '' when absent. */
 function credentials(op: Operation, header: (name: string) => string): readonly [string, string] | undefined {
-  switch (op.auth) {
-    case 'public':
-      return undefined;
-    case 'workspace':
-      return [header('x-svc-workspace-id'), header('x-svc-workspace-auth-token')];
-    case 'apiKey':
-      return [header('x-svc-api-key'), header('x-svc-auth-token')];
-  }
+  if (op.auth === 'public') return undefined;
+  const [[id], [token]] = CREDENTIAL_HEADERS[op.auth];
+  return [header(id), header(token)];
+}
+
+/** A credential header's value, or SENT_EMPTY when it was sent but reads as '' (uWS lists it; only then is it looked for). */
+function credentialHeader(req: HttpRequest, name: string): string {
+  const value = req.getHeader(name);
+  if (value !== '') return value;
+  let sent = false;
+  req.forEach((key) => (sent ||= key === name));
+  return sent ? SENT_EMPTY : '';
 }
 
 /**
@@ -131,8 +135,7 @@ function credentials(op: Operation, header: (name: string) => string): readonly 
  */
 function forwardHeaders(op: Operation, req: HttpRequest, contentType: string, requestId: string): Record<string, string> {
   const headers: Record<string, string> = { 'content-type': contentType, 'x-request-id': requestId };
-  const names = op.auth === 'workspace' ? ['x-svc-workspace-id', 'x-svc-workspace-auth-token'] : op.auth === 'apiKey' ? ['x-svc-api-key', 'x-svc-auth-token'] : [];
-  for (const name of names) {
+  for (const [name] of op.auth === 'public' ? [] : CREDENTIAL_HEADERS[op.auth]) {
     const value = req.getHeader(name);
     if (value !== '') headers[name] = value;
   }

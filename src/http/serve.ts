@@ -229,18 +229,54 @@ function takeRateLimits(op: Operation, deps: RouteDeps, exchange: Exchange, body
   }
 }
 
+/** The credential headers of each auth level, in the order they are checked, and what each holds (the uWS edge reads these). */
+export const CREDENTIAL_HEADERS = {
+  workspace: [
+    ['x-svc-workspace-id', 'workspace id'],
+    ['x-svc-workspace-auth-token', 'workspace auth token'],
+  ],
+  apiKey: [
+    ['x-svc-api-key', 'API key'],
+    ['x-svc-auth-token', 'auth token'],
+  ],
+} as const;
+
+type CredentialHeader = (typeof CREDENTIAL_HEADERS)[keyof typeof CREDENTIAL_HEADERS][number];
+
 function authenticate(op: Operation, auth: RouteDeps['auth'], presented: readonly [string, string] | undefined): RequestContext['identity'] {
+  if (op.auth === 'public') return null;
   const [id, token] = presented ?? ['', ''];
-  switch (op.auth) {
-    case 'public':
-      return null;
-    case 'workspace':
-      if (id === '') throw permissionDenied('the x-svc-workspace-id header is required');
-      if (token === '') throw permissionDenied('the x-svc-workspace-auth-token header is required');
-      return auth.workspace(id, token);
-    case 'apiKey':
-      if (id === '') throw permissionDenied('the x-svc-api-key header is required');
-      if (token === '') throw permissionDenied('the x-svc-auth-token header is required');
-      return auth.apiKey(id, token);
+  const [idHeader, tokenHeader] = CREDENTIAL_HEADERS[op.auth];
+  sent(id, idHeader);
+  sent(token, tokenHeader);
+  try {
+    return op.auth === 'workspace' ? auth.workspace(id, token) : auth.apiKey(id, token);
+  } catch (error) {
+    // Looked at only once refused: every id, key and token Plait mints is printable ASCII (src/auth/secrets.ts), so an
+    // accepted value never needs the check (two regex tests cost 60-110 ns a request).
+    printable(id, idHeader);
+    printable(token, tokenHeader);
+    throw error;
   }
+}
+
+/**
+ * What the uWS edge reads for a credential header that was sent but reads as empty (src/http/route.ts): uWS trims the
+ * bytes of 0x80 and above at a value's ends as it trims whitespace, so a value of only non-ASCII characters reads as ''
+ * (and was answered "header is required"). A line feed, which no header value holds, so it is never a real value.
+ */
+export const SENT_EMPTY = '\n';
+
+/** uWS hands a value's bytes as latin1 characters: UTF-8 'ö' is two characters here, neither of them printable ASCII. */
+const PRINTABLE_ASCII = /^[\x20-\x7e]*$/;
+
+/** The header is there, with a value; else PERMISSION_DENIED naming it. */
+function sent(value: string, [header, what]: CredentialHeader): void {
+  if (value === '') throw permissionDenied(`the ${header} header is required`);
+  if (value === SENT_EMPTY) throw permissionDenied(`the ${header} header is not a valid ${what}: it reads as empty (so does a value of only non-ASCII characters)`);
+}
+
+/** The header's value could be a credential; else PERMISSION_DENIED naming it and saying why it cannot. */
+function printable(value: string, [header, what]: CredentialHeader): void {
+  if (!PRINTABLE_ASCII.test(value)) throw permissionDenied(`the ${header} header is not a valid ${what}: it holds characters other than printable ASCII`);
 }
