@@ -201,7 +201,8 @@ export class Relay implements DocumentRelay {
       const answer = this.deps.nc.request(subjects.attach(session.owner), json(request), { timeout: ATTACH_TIMEOUT_MS });
       session.requested();
       const reply = parse<AttachReply>((await answer).data);
-      if (!reply.ok) peer.close(CLOSE.SERVICE_RESTART, reply.message);
+      // NOT_FOUND: the owner refused it after waiting on a delete of the document (4404, final, as on the owner).
+      if (!reply.ok) peer.close(reply.status === 'NOT_FOUND' ? CLOSE.DOCUMENT_DELETED : CLOSE.SERVICE_RESTART, reply.message);
     } catch (error) {
       // The owner is gone (its lease will lapse) or NATS is away: the client reconnects and is served anew.
       this.deps.log.warn('relay attach failed', { owner: session.owner, error: String(error) });

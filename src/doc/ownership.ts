@@ -32,3 +32,15 @@ export class NotOwnerError extends AppError {
     super('UNAVAILABLE', 'this document is served by another node; retry shortly', { retryAfterSeconds: 1 });
   }
 }
+
+/**
+ * Claims every document not owned yet; one owned by another node answers NotOwnerError (a background job then runs on
+ * that node, src/tenant/jobs.ts). Work that needs every document's lease (a migration) asks this first.
+ */
+export async function claimAll(ownership: DocumentOwnership, keys: readonly DocumentKey[]): Promise<void> {
+  for (const key of keys) {
+    if (ownership.owns(key)) continue;
+    const claim = await ownership.claim(key);
+    if (!claim.mine) throw new NotOwnerError(claim.owner);
+  }
+}

@@ -13,7 +13,8 @@ import { LoadedBudget, type LoadedLimits } from './loaded-budget.js';
 import { ActorLease, type Lease } from './lease.js';
 import { type ConnectionListener, type TopicPublisher } from './peer.js';
 import { documentKeyString, type DocumentKey } from '../document-key.js';
-import { NotOwnerError, SINGLE_PROCESS, type DocumentOwnership } from './ownership.js';
+import { claimAll, NotOwnerError, SINGLE_PROCESS, type DocumentOwnership } from './ownership.js';
+import { DELETED, DocumentHolds, documentDeleted, inOrganizations, type HoldScope } from './document-holds.js';
 
 export type RegistryConfig = Pick<Config, 'persistence' | 'groupCommitMs' | 'compactAfterUpdates' | 'compactAfterBytes' | 'docIdleUnloadMs'> &
   ActorConfig &
@@ -37,8 +38,8 @@ export class DocumentActors {
   /** What the budget counts of each loaded document. */
   private readonly held = new HeldBytes();
   private closing = false;
-  /** Documents being re-keyed (exclusively): acquirers wait until the work is done. */
-  private readonly holds = new Map<string, Promise<void>>();
+  /** Documents being re-keyed (exclusively) or deleted (whileDeleting): acquirers wait until the work is done. */
+  readonly holds = new DocumentHolds();
   readonly updateLog: UpdateLog;
   /** Late-join frames kept over every loaded document, within JOIN_STATE_CACHE_BYTES. */
   readonly joinFrames: JoinFrames;
@@ -72,7 +73,7 @@ export class DocumentActors {
     this.budget = new LoadedBudget<Entry>(config, {
       // No connection, no lease, nothing queued, loaded and staying.
       unloadable: ({ key, actor, loading, unloading }) =>
-        actor !== undefined && loading === undefined && unloading === undefined && !this.closing && actor.idle && actor.queued === 0 && !this.holds.has(documentKeyString(key)),
+        actor !== undefined && loading === undefined && unloading === undefined && !this.closing && actor.idle && actor.queued === 0 && this.holds.of(key) === undefined,
       inUse: (entry) => entry.actor !== undefined && !entry.actor.idle,
       // The same path as the idle unload; out of the budget in any case, so the budget's loops always end.
       unload: (entry) => (this.unload(documentKeyString(entry.key), entry), this.budget.remove(entry)),
@@ -132,7 +133,7 @@ export class DocumentActors {
    */
   leasableNow(key: DocumentKey): boolean {
     const id = documentKeyString(key);
-    return this.ownership.owns(key) && !this.holds.has(id) && this.entries.get(id)?.unloading === undefined;
+    return this.ownership.owns(key) && this.holds.of(key, id) === undefined && this.entries.get(id)?.unloading === undefined;
   }
 
   /** Loads the actor if needed (concurrent first callers share one load) and leases it. */
@@ -140,21 +141,25 @@ export class DocumentActors {
     return this.acquireAs(key, false);
   }
 
-  /** `admitted`: a request's load, which passes the key's budget or is refused (a sync connection's never is). */
+  /**
+   * `admitted`: a request's load, which passes the key's budget or is refused (a sync connection's never is). A held
+   * document is waited for before its lease is claimed; a sync connection that waited on a delete is refused with
+   * NOT_FOUND (closed 4404, as those open when it began), a request goes on with the document as the delete left it.
+   */
   private async acquireAs(key: DocumentKey, admitted: boolean): Promise<Lease> {
     const id = documentKeyString(key);
     let claimed = false;
     for (;;) {
       if (this.closing) throw unavailable('the server is shutting down; reconnect shortly');
+      const hold = this.holds.of(key, id);
+      if (hold !== undefined) {
+        if ((await this.holds.wait(key, hold)) === 'deleted' && !admitted) throw documentDeleted();
+        continue;
+      }
       if (!this.ownership.owns(key)) {
         const claim = await this.ownership.claim(key);
         if (!claim.mine) throw new NotOwnerError(claim.owner);
         claimed = true;
-        if (this.closing) throw unavailable('the server is shutting down; reconnect shortly');
-      }
-      const hold = this.holds.get(id);
-      if (hold !== undefined) {
-        await hold;
         continue;
       }
       const entry = this.entries.get(id) ?? this.load(id, key, admitted && { claimed });
@@ -184,7 +189,7 @@ export class DocumentActors {
   private leaseNow(key: DocumentKey): Lease | undefined {
     if (this.closing || !this.ownership.owns(key)) return undefined;
     const id = documentKeyString(key);
-    if (this.holds.has(id)) return undefined;
+    if (this.holds.of(key, id) !== undefined) return undefined;
     const entry = this.entries.get(id);
     if (entry === undefined || entry.actor === undefined || entry.loading !== undefined || entry.unloading !== undefined) return undefined;
     return this.leaseOf(entry, entry.actor);
@@ -298,42 +303,44 @@ export class DocumentActors {
     return entry.unloading;
   }
 
-  /** DocumentDataOwner (src/tenant/directory): the document is deleted, so its actor goes without a snapshot. */
-  async deleteDocumentData(ref: DocumentKey): Promise<void> {
-    // Its entry by key: a walk of every loaded document (every tenant's) per deleted document made a folder of 1,000
-    // cost 1,000 walks of them all.
-    const id = documentKeyString(ref);
-    const entry = this.entries.get(id);
-    await this.evict(entry === undefined ? [] : [[id, entry]], [ref.apiKey, ref.organizationId, ref.documentId]);
+  /** DocumentDataOwner (src/tenant/directory): its actor goes without a snapshot (by key: not a walk of every entry). */
+  deleteDocumentData(ref: DocumentKey): Promise<void> {
+    return this.evict([ref], [ref.apiKey, ref.organizationId, ref.documentId]);
   }
 
   /** DocumentDataOwner: every document of the organization, loaded or not. */
-  async deleteOrganizationData(apiKey: string, organizationId: string): Promise<void> {
-    const evicted = [...this.entries.entries()].filter(([, entry]) => entry.key.apiKey === apiKey && entry.key.organizationId === organizationId);
-    await this.evict(evicted, [apiKey, organizationId]);
+  deleteOrganizationData(apiKey: string, organizationId: string): Promise<void> {
+    return this.evict(inOrganizations(Array.from(this.entries.values(), (entry) => entry.key), [{ apiKey, organizationId }]), [apiKey, organizationId]);
   }
 
   /**
-   * Closes the connections of matching actors, drains them, drops them without a final snapshot (so nothing
-   * writes the data back) and removes their stores from LMDB. Acquirers wait and then load an empty document. As at
-   * an idle unload, the unload listeners are told and the ownership released: else the collab layer's writes entry and
-   * a cluster lease (renewed over NATS every few seconds) stayed for good per deleted document (bench/README.md).
+   * DocumentDataOwner: runs a whole delete (every owner, then the directory entries) with its documents held, their
+   * loaded actors taken down first, so what they were writing lands before any owner removes rows, and nothing loads a
+   * half-removed document until the delete is done (docs/directory.md, "A write racing a delete").
    */
-  private async evict(evicted: ReadonlyArray<readonly [string, Entry]>, prefix: readonly string[]): Promise<void> {
-    try {
-      await Promise.all(evicted.map(([id, entry]) => this.evictOne(id, entry)));
-      await this.updateLog.removeAll(prefix);
-    } finally {
-      // Once the rows are gone (the next owner must not load them); not if a waiting caller already loaded it again.
-      for (const [id, entry] of evicted) if (!this.entries.has(id) && this.ownership.owns(entry.key)) this.ownership.release(entry.key);
-    }
+  whileDeleting<T>(scope: HoldScope, work: () => Promise<T>): Promise<T> {
+    const keys = [...(scope.documents ?? [])];
+    const held = async (): Promise<T> => {
+      keys.push(...inOrganizations(Array.from(this.entries.values(), (entry) => entry.key), scope.organizations));
+      await Promise.all(keys.map((key) => this.unloadNow(documentKeyString(key), CLOSE.DOCUMENT_DELETED, DELETED)));
+      return work();
+    };
+    // Their leases go once the rows are gone (an organization's documents are not all named to its owner's delete).
+    return this.holds.run('delete', scope, held, () => this.releaseUnloaded(keys));
   }
 
-  /** Drains and drops one actor (after an unload under way); a no-op when it is gone by then. */
-  private async evictOne(id: string, entry: Entry): Promise<void> {
-    if (entry.unloading !== undefined) await entry.unloading;
-    if (this.entries.get(id) !== entry) return;
-    await this.takeDown(id, entry, CLOSE.DOCUMENT_DELETED, 'the document was deleted');
+  /**
+   * Closes the documents' connections (4404), drains and drops them without a final snapshot (nothing writes the data
+   * back), removes their stores under `prefix`. As at an idle unload, the unload listeners are told and the ownership
+   * released: else the collab layer's writes entry and a cluster lease stayed for good per deleted document.
+   */
+  private async evict(keys: readonly DocumentKey[], prefix: readonly string[]): Promise<void> {
+    try {
+      await Promise.all(keys.map((key) => this.unloadNow(documentKeyString(key), CLOSE.DOCUMENT_DELETED, DELETED)));
+      await this.updateLog.removeAll(prefix);
+    } finally {
+      this.releaseUnloaded(keys); // once the rows are gone: the next owner must not load them
+    }
   }
 
   /**
@@ -341,41 +348,34 @@ export class DocumentActors {
    * drained, final snapshots written and the update log flushed, so everything is in LMDB; no load starts until
    * `work` is done (callers wait, then load what `work` left). Document migration re-keys data this way.
    */
-  async exclusively<T>(keys: readonly DocumentKey[], code: number, reason: string, work: () => Promise<T>): Promise<T> {
-    let release = (): void => undefined;
-    const held = new Promise<void>((resolve) => (release = resolve));
-    const ids = keys.map((key) => documentKeyString(key));
-    for (const id of ids) this.holds.set(id, held);
-    try {
-      // A cluster: the work needs every document's lease. One owned by another node answers NotOwnerError (a
-      // background job then runs on that node, src/tenant/jobs.ts); nothing was unloaded or written here.
-      for (const key of keys) {
-        if (this.ownership.owns(key)) continue;
-        const claim = await this.ownership.claim(key);
-        if (!claim.mine) throw new NotOwnerError(claim.owner);
-      }
-      await Promise.all(ids.map((id) => this.unloadNow(id, code, reason)));
+  exclusively<T>(keys: readonly DocumentKey[], code: number, reason: string, work: () => Promise<T>): Promise<T> {
+    const unloaded = async (): Promise<T> => {
+      // A cluster: the work needs every document's lease (NotOwnerError before anything was unloaded or written here).
+      await claimAll(this.ownership, keys);
+      await Promise.all(keys.map((key) => this.unloadNow(documentKeyString(key), code, reason, (actor) => actor.finalSnapshot())));
       await this.updateLog.flush();
-      return await work();
-    } finally {
-      // Unloaded (or never loaded) documents give their lease up, so the node that needs them next takes them at once;
-      // before the holds go, so no acquirer waiting on them loads a document whose lease is being released.
-      for (const key of keys) if (!this.entries.has(documentKeyString(key)) && this.ownership.owns(key)) this.ownership.release(key);
-      for (const id of ids) if (this.holds.get(id) === held) this.holds.delete(id);
-      release();
-    }
+      return work();
+    };
+    return this.holds.run('migration', { documents: keys }, unloaded, () => this.releaseUnloaded(keys));
   }
 
-  private async unloadNow(id: string, code: number, reason: string): Promise<void> {
+  /** Unloaded (or never loaded) documents give their lease up, so the node that needs them next takes them at once. */
+  private releaseUnloaded(keys: readonly DocumentKey[]): void {
+    // Before the holds go, so no acquirer waiting on them loads a document whose lease is being released.
+    for (const key of keys) if (!this.entries.has(documentKeyString(key)) && this.ownership.owns(key)) this.ownership.release(key);
+  }
+
+  /** Takes the document down once an unload under way is done (`keep`: what it writes first; none: it is deleted). */
+  private async unloadNow(id: string, code: number, reason: string, keep?: (actor: DocumentActor) => Promise<void>): Promise<void> {
     const entry = this.entries.get(id);
     if (entry === undefined) return;
     if (entry.unloading !== undefined) {
       // An idle unload or an eviction is under way; once it is done the document may be loaded again only by us.
       // Its failure (a failed load) is reported to the callers that started it; here only its end matters.
       await entry.unloading.catch(() => undefined);
-      return this.unloadNow(id, code, reason);
+      return this.unloadNow(id, code, reason, keep);
     }
-    await this.takeDown(id, entry, code, reason, (actor) => actor.finalSnapshot());
+    await this.takeDown(id, entry, code, reason, keep);
   }
 
   /** Graceful stop: close every connection with SERVICE_RESTART, drain mailboxes, final snapshots, flush. */

@@ -116,6 +116,9 @@ export class DeferredLease implements ConnectionLease, ConnectionTarget {
     if (appError.status === 'INTERNAL') {
       this.log.error('sync connection could not reach its document', { error });
       this.failure = { code: CLOSE.INTERNAL, reason: 'the document could not be opened; reconnect' };
+    } else if (appError.status === 'NOT_FOUND') {
+      // It waited on a delete of its document (DocumentActors.whileDeleting): final, as for the connections open then.
+      this.failure = { code: CLOSE.DOCUMENT_DELETED, reason: appError.message };
     } else {
       this.log.info('sync connection closed before it reached its document', { status: appError.status, message: appError.message });
       this.failure = { code: CLOSE.SERVICE_RESTART, reason: 'the document is not reachable from this node now; reconnect' };

@@ -15,6 +15,17 @@ export interface DocumentDataOwner {
   deleteDocumentsData?(refs: readonly DocumentKey[]): Promise<void>;
   /** Everything of the organization, including documents the directory never registered (opened by the sync endpoint only). */
   deleteOrganizationData(apiKey: string, organizationId: string): Promise<void>;
+  /**
+   * Optional: runs a whole delete (every owner's part, then the directory entries) with its documents held, so a write
+   * or sync connection arriving meanwhile lands wholly before or wholly after it (the document registry's).
+   */
+  whileDeleting?<T>(scope: DeleteScope, work: () => Promise<T>): Promise<T>;
+}
+
+/** What a delete removes: documents by key, or whole organizations (their documents, registered or not). */
+export interface DeleteScope {
+  readonly documents?: readonly DocumentKey[];
+  readonly organizations?: ReadonlyArray<{ readonly apiKey: string; readonly organizationId: string }>;
 }
 
 /** The databases keyed [apiKey, organizationId, documentId, ...] that hold document data. */
@@ -41,6 +52,14 @@ export class LmdbDocumentData implements DocumentDataOwner {
     const databases = DOCUMENT_DATABASES.filter((name) => name !== DB.annotations).map((name): RangeHolder => (name === DB.docUpdates || name === DB.docSnapshots ? this.store.binary(name) : this.store.records<unknown>(name)));
     await removeRangeInBatches(this.store, [...threadRanges(this.store, prefix), ...databases], prefix);
   }
+}
+
+/** Runs `work` (the owners, then the directory entries) inside every owner's `whileDeleting`, the first owner's outermost. */
+export function whileDeleting<T>(owners: readonly DocumentDataOwner[], scope: DeleteScope, work: () => Promise<T>): Promise<T> {
+  const [first, ...rest] = owners;
+  if (first === undefined) return work();
+  const inner = (): Promise<T> => whileDeleting(rest, scope, work);
+  return first.whileDeleting === undefined ? inner() : first.whileDeleting(scope, inner);
 }
 
 /** Runs every owner for each document, one after another (all of them at once for an owner that takes many). */

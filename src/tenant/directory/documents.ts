@@ -2,7 +2,7 @@
 import { invalidArgument, notFound } from '../../errors.js';
 import type { AccessType } from '../api-key-config.js';
 import { BulkResults, ItemFailure, type BulkMap } from './bulk.js';
-import { deleteDocumentData, type DocumentDataOwner } from './data-owners.js';
+import { deleteDocumentData, whileDeleting, type DocumentDataOwner } from './data-owners.js';
 import type { DirectoryDb } from './db.js';
 import { insertDocument, placeDocument, rekeyDocument, removeDocument } from './document-entries.js';
 import type { Folders } from './folders.js';
@@ -180,14 +180,20 @@ export class Documents {
     });
   }
 
-  /** The documents' data first, then the grants on them in bounded writes (Grants.removeResourcesInWrites), then their entries. */
+  /**
+   * The documents' data first, then the grants on them in bounded writes (Grants.removeResourcesInWrites), then their
+   * entries; all with the documents held (`whileDeleting`: a write or connection meanwhile waits for the end).
+   */
   async delete(apiKey: string, organizationId: string, documentIds: readonly string[]): Promise<BulkMap> {
-    const known = [...new Set(documentIds.filter((id) => this.find(apiKey, organizationId, id) !== undefined))];
-    await deleteDocumentData(this.owners, known.map((documentId) => ({ apiKey, organizationId, documentId })));
-    await this.grants.removeResourcesInWrites(apiKey, organizationId, known.map((documentId) => ({ level: 'document', resourceId: documentId })));
-    return this.eachDocument(apiKey, organizationId, documentIds, (id) => id, (record) => {
-      removeDocument(this.db, this.grants, apiKey, organizationId, record);
-      return 'Deleted Successfully';
+    const documents = [...new Set(documentIds)].map((documentId) => ({ apiKey, organizationId, documentId }));
+    return whileDeleting(this.owners, { documents }, async () => {
+      const known = documents.filter((ref) => this.find(apiKey, organizationId, ref.documentId) !== undefined);
+      await deleteDocumentData(this.owners, known);
+      await this.grants.removeResourcesInWrites(apiKey, organizationId, known.map((ref) => ({ level: 'document', resourceId: ref.documentId })));
+      return this.eachDocument(apiKey, organizationId, documentIds, (id) => id, (record) => {
+        removeDocument(this.db, this.grants, apiKey, organizationId, record);
+        return 'Deleted Successfully';
+      });
     });
   }
 

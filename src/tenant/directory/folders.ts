@@ -2,7 +2,7 @@
 import { notFound } from '../../errors.js';
 import type { AccessType } from '../api-key-config.js';
 import { BulkResults, ItemFailure, type BulkMap } from './bulk.js';
-import { deleteDocumentData, type DocumentDataOwner } from './data-owners.js';
+import { deleteDocumentData, whileDeleting, type DocumentDataOwner } from './data-owners.js';
 import type { DirectoryDb } from './db.js';
 import { documentsInFolder, removeDocument } from './document-entries.js';
 import type { GrantRef, Grants } from './grants.js';
@@ -149,13 +149,19 @@ export class Folders {
     return { ...folder, parentFolderId: parentId, ancestors };
   }
 
-  /** Deletes the folder, its subfolders and every document in them, with the documents' data. */
+  /** Deletes the folder, its subfolders and every document in them, with the documents' data, the documents held meanwhile. */
   async delete(apiKey: string, organizationId: string, folderId: string): Promise<{ folders: number; documents: number }> {
     const root = this.find(apiKey, organizationId, folderId);
     if (root === undefined) throw notFound(`data.folderId: folder "${folderId}" does not exist in organization "${organizationId}"`);
     const below = this.descendants(apiKey, organizationId, folderId);
+    const documents = [root, ...below].flatMap((folder) => documentsInFolder(this.db, apiKey, organizationId, folder.folderId));
+    const refs = documents.map((doc) => ({ apiKey, organizationId, documentId: doc.documentId }));
+    return whileDeleting(this.owners, { documents: refs }, () => this.deleteHeld(apiKey, organizationId, root, below, documents));
+  }
+
+  private async deleteHeld(apiKey: string, organizationId: string, root: FolderRecord, below: readonly FolderRecord[], documents: readonly DocumentRecord[]): Promise<{ folders: number; documents: number }> {
+    const folderId = root.folderId;
     const subtree = [root, ...below];
-    const documents = subtree.flatMap((folder) => documentsInFolder(this.db, apiKey, organizationId, folder.folderId));
     await deleteDocumentData(this.owners, documents.map((doc) => ({ apiKey, organizationId, documentId: doc.documentId })));
     const granted: GrantRef[] = [
       ...documents.map((doc) => ({ level: 'document' as const, resourceId: doc.documentId })),

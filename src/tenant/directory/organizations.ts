@@ -1,5 +1,5 @@
 // Owns organizations: add, paged get, update, disable state and delete (which removes everything the organization holds).
-import { deleteOrganizationData, type DocumentDataOwner } from './data-owners.js';
+import { deleteOrganizationData, whileDeleting, type DocumentDataOwner } from './data-owners.js';
 import { BulkResults, ItemFailure, type BulkMap } from './bulk.js';
 import type { DirectoryDb } from './db.js';
 import { decodePageToken, encodePageToken, type Page } from './paging.js';
@@ -123,11 +123,17 @@ export class Organizations {
    * other modules hold. Data owners run first, then the organization's rows go kind by kind in batches of bounded
    * transactions (an organization may hold 100,000 documents: one transaction would hold the event loop for all of
    * them), and the organization entry last, with whatever was written under it meanwhile. A crash part-way leaves
-   * the entry in place, so the retried delete finishes the job.
+   * the entry in place, so the retried delete finishes the job. Every document of the organizations, loaded or not, is
+   * held until the entries are gone (`whileDeleting`: a write or sync connection meanwhile waits for the end).
    */
   async delete(apiKey: string, organizationIds: readonly string[]): Promise<BulkMap> {
     const results = new BulkResults((id) => ({ id }));
     const ids = results.unique(organizationIds, (id) => id, 'organizationId');
+    const organizations = ids.map((organizationId) => ({ apiKey, organizationId }));
+    return whileDeleting(this.owners, { organizations }, () => this.deleteHeld(apiKey, ids, results));
+  }
+
+  private async deleteHeld(apiKey: string, ids: readonly string[], results: BulkResults): Promise<BulkMap> {
     for (const id of ids) {
       if (this.find(apiKey, id) === undefined) continue;
       await deleteOrganizationData(this.owners, apiKey, id);
