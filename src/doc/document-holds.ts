@@ -42,11 +42,13 @@ export const DELETED = 'the document was deleted';
 /** A sync connection that waited on a delete of its document: closed with 4404 as the connections open then were. */
 export const documentDeleted = (): AppError => new AppError('NOT_FOUND', DELETED);
 
-/** The keys among `keys` of documents of the organizations. */
-export function inOrganizations(keys: Iterable<DocumentKey>, organizations: HoldScope['organizations'] = []): DocumentKey[] {
+/** The keys of the entries that are documents of the organizations (none asked: `entries` is not walked). */
+export function inOrganizations(entries: Iterable<{ readonly key: DocumentKey }>, organizations: HoldScope['organizations'] = []): DocumentKey[] {
   if (organizations.length === 0) return [];
   const wanted = new Set(organizations.map((org) => organizationString(org.apiKey, org.organizationId)));
-  return [...keys].filter((key) => wanted.has(organizationString(key.apiKey, key.organizationId)));
+  const keys: DocumentKey[] = [];
+  for (const { key } of entries) if (wanted.has(organizationString(key.apiKey, key.organizationId))) keys.push(key);
+  return keys;
 }
 
 export class DocumentHolds {

@@ -310,7 +310,7 @@ export class DocumentActors {
 
   /** DocumentDataOwner: every document of the organization, loaded or not. */
   deleteOrganizationData(apiKey: string, organizationId: string): Promise<void> {
-    return this.evict(inOrganizations(Array.from(this.entries.values(), (entry) => entry.key), [{ apiKey, organizationId }]), [apiKey, organizationId]);
+    return this.evict(inOrganizations(this.entries.values(), [{ apiKey, organizationId }]), [apiKey, organizationId]);
   }
 
   /**
@@ -321,7 +321,7 @@ export class DocumentActors {
   whileDeleting<T>(scope: HoldScope, work: () => Promise<T>): Promise<T> {
     const keys = [...(scope.documents ?? [])];
     const held = async (): Promise<T> => {
-      keys.push(...inOrganizations(Array.from(this.entries.values(), (entry) => entry.key), scope.organizations));
+      keys.push(...inOrganizations(this.entries.values(), scope.organizations));
       await Promise.all(keys.map((key) => this.unloadNow(documentKeyString(key), CLOSE.DOCUMENT_DELETED, DELETED)));
       return work();
     };
