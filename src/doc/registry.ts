@@ -314,9 +314,9 @@ export class DocumentActors {
   }
 
   /**
-   * DocumentDataOwner: runs a whole delete (every owner, then the directory entries) with its documents held, their
-   * loaded actors taken down first, so what they were writing lands before any owner removes rows, and nothing loads a
-   * half-removed document until the delete is done (docs/directory.md, "A write racing a delete").
+   * DocumentDataOwner: runs a whole delete (every owner, then the directory entries) with its documents held, loaded
+   * ones taken down first (what they were writing lands before any owner removes rows), their leases kept: nothing
+   * loads a half-removed document here or elsewhere until it is done (docs/directory.md, "A write racing a delete").
    */
   whileDeleting<T>(scope: HoldScope, work: () => Promise<T>): Promise<T> {
     const keys = [...(scope.documents ?? [])];
@@ -325,7 +325,6 @@ export class DocumentActors {
       await Promise.all(keys.map((key) => this.unloadNow(documentKeyString(key), CLOSE.DOCUMENT_DELETED, DELETED)));
       return work();
     };
-    // Their leases go once the rows are gone (an organization's documents are not all named to its owner's delete).
     return this.holds.run('delete', scope, held, () => this.releaseUnloaded(keys));
   }
 
@@ -339,7 +338,8 @@ export class DocumentActors {
       await Promise.all(keys.map((key) => this.unloadNow(documentKeyString(key), CLOSE.DOCUMENT_DELETED, DELETED)));
       await this.updateLog.removeAll(prefix);
     } finally {
-      this.releaseUnloaded(keys); // once the rows are gone: the next owner must not load them
+      // Once the rows are gone; inside a delete's hold, at its end (another node must not serve it meanwhile).
+      this.releaseUnloaded(keys.filter((key) => this.holds.of(key) === undefined));
     }
   }
 
