@@ -11,6 +11,20 @@ const ORG = 'org-mig';
 const oldRoom: Room = { organizationId: ORG, documentId: 'old-doc', editorId: 'main' };
 const newRoom: Room = { ...oldRoom, documentId: 'new-doc' };
 
+/** The job row of a migration of old-doc to new-doc that a crash left in progress (`progress`: how far it had come). */
+function crashedMigration(apiKey: string, jobId: string, progress?: string): JobRecord {
+  return {
+    jobId,
+    apiKey,
+    kind: 'document-migration',
+    params: { organizationId: ORG, documentId: 'old-doc', newDocumentId: 'new-doc' },
+    status: 'in_progress',
+    createdAt: 1,
+    updatedAt: 1,
+    ...(progress === undefined ? {} : { progress }),
+  };
+}
+
 t.test('a migrated document opens under its new id with its text and comments; old sockets close with 4410', async (t) => {
   const { api, url, server } = await startTestServer(t);
   const credentials = await api.createWorkspace();
@@ -91,15 +105,7 @@ t.test('a migration a crash left in progress finishes at the next start', async 
   await first.server.stop();
   // What a SIGKILL after the job was recorded, and before its transaction committed, leaves behind.
   const store = Store.open(first.config.dataDir);
-  const job: JobRecord = {
-    jobId: 'crashed-job',
-    apiKey: credentials.apiKey,
-    kind: 'document-migration',
-    params: { organizationId: ORG, documentId: 'old-doc', newDocumentId: 'new-doc' },
-    status: 'in_progress',
-    createdAt: 1,
-    updatedAt: 1,
-  };
+  const job = crashedMigration(credentials.apiKey, 'crashed-job');
   await store.transaction(() => store.records<JobRecord>(DB.jobs).putSync([credentials.apiKey, 'crashed-job'], job));
   await store.close();
 
@@ -133,16 +139,7 @@ t.test('a migration a crash stopped between two writes finishes at the next star
   // What a SIGKILL between two writes leaves: the job begun (its progress recorded), the editor's metadata and
   // snapshot already under the new id, its update log, the grant and the directory entry still under the old one.
   const store = Store.open(first.config.dataDir);
-  const job: JobRecord = {
-    jobId: 'half-job',
-    apiKey: credentials.apiKey,
-    kind: 'document-migration',
-    params: { organizationId: ORG, documentId: 'old-doc', newDocumentId: 'new-doc' },
-    status: 'in_progress',
-    createdAt: 1,
-    updatedAt: 1,
-    progress: 'moving',
-  };
+  const job = crashedMigration(credentials.apiKey, 'half-job', 'moving');
   const movedByHand = await store.transaction(() => {
     let count = 0;
     store.records<JobRecord>(DB.jobs).putSync([credentials.apiKey, 'half-job'], job);
