@@ -57,6 +57,11 @@ export class OrganizationRecords<R extends OrganizationRecord, S, F extends { re
     this.rows.put(tx, scopeOf(record), record);
   }
 
+  /** A record whose id no stored record has (an event's, at its raise): written without reading first (`TimeIndexed.putNew`). */
+  putNew(tx: WriteTx, record: R): void {
+    this.rows.putNew(tx, scopeOf(record), record);
+  }
+
   remove(tx: WriteTx, record: R): void {
     this.rows.remove(tx, scopeOf(record), record);
   }

@@ -87,6 +87,15 @@ export class TimeIndexed<R extends { readonly id: string }, S> {
   }
 
   /**
+   * Writes `record` and its index row without reading what is stored: only for an id no stored record has (the
+   * records of an event at its raise, whose id the raise made). `put`'s read was ~1.5 µs a record on the comment path.
+   */
+  putNew(_tx: WriteTx, [apiKey, scope]: Scope, record: R): void {
+    this.records.putSync([apiKey, scope, record.id], record);
+    this.index.putSync([apiKey, scope, this.timeOf(record), record.id], this.summarize(record));
+  }
+
+  /**
    * Writes the index row of a record the caller knows is not stored (planning checked), and not the record: reads
    * make it from the row (`TimeIndexOptions.implied`) until a `put` writes it.
    */

@@ -119,7 +119,10 @@ export interface EventRecorder {
   readonly name: string;
   /** Whether it records events of `type` under `apiKey` in the raising transaction, as configured now. */
   wants(apiKey: string, type: EventType): boolean;
-  /** Writes its record of `event` with the raising change (synchronous; it may decide per event to keep none). */
+  /**
+   * Writes its record of `event` with the raising change (synchronous; it may decide per event to keep none). The
+   * event is new (`Outbox.raise` made its id), so no record made from it is stored yet.
+   */
   record(tx: WriteTx, event: StampedEvent): void;
   /**
    * Whether `record` for an event of this organization is bounded: every key it writes is made of the API key, the

@@ -36,6 +36,16 @@ function countingStore(path: string): { store: Store; children: () => number } {
 }
 
 /** A new thread's change on `ref`, as Add Comment Annotations makes it (its event included). */
+/** From now on, counts the `get` calls on the databases (answers the count so far). */
+function countGets(dbs: ReadonlyArray<{ get: (key: never) => unknown }>): () => number {
+  let count = 0;
+  for (const db of dbs) {
+    const get = db.get.bind(db);
+    db.get = (key: never) => (count++, get(key));
+  }
+  return () => count;
+}
+
 function newThread(store: Store, outbox: Outbox, ref: DocumentKey, number: number, comment: Record<string, unknown> = {}): ThreadChanges {
   const built = buildAnnotation({ commentData: [{ commentText: 'x', from: { userId: 'u1' }, ...comment }] }, `thread${number}`, number, NOW);
   if (!built.ok) throw new Error(built.message);
@@ -101,9 +111,11 @@ t.test('a thread change whose event only the activity log and notifications reco
   const mention = { commentText: '@u2 x', taggedUserContacts: [{ text: '@u2', userId: 'u2', contact: { userId: 'u2', name: 'U2', email: 'u2@example.com' } }] };
   const changes = [1, 2, 3].map((n) => newThread(store, outbox, ref, n, mention));
   t.ok(changes.every((change) => change.bounded), 'its records are keyed by the organization and ids Plait makes');
+  const recordReads = countGets([store.records<unknown>(DB.activities), store.records<unknown>(DB.notifications)]);
   const writes = new DocumentWrites(store);
   await Promise.all(changes.map((change) => writes.submit(change)));
   t.equal(children() - before, 1, "the batch's child transaction only");
+  t.equal(recordReads(), 0, 'the records of a new event are written without reading for a stored one first (putNew)');
   t.equal(Array.from(activities.all(ref.apiKey, ref.organizationId)).length, 3, 'each thread its activity record, in the same transaction');
   t.same(Array.from(notifications.all(ref.apiKey, ref.organizationId), (n) => Object.keys(n.notifyUsersByUserId)), [['u2'], ['u2'], ['u2']], 'and its notification to the mentioned user');
   t.ok(notification.recorder.bounded?.(ref.apiKey, ref.organizationId), 'the notification recorder says so');

@@ -30,13 +30,20 @@ export class ActivityChannel implements Planner, EventRecorder {
     return false;
   }
 
-  /** Written with the change that raised the event; its id comes from the event, so a replan would overwrite it. */
+  /** Written with the change that raised the event: its id comes from the new event, so none is stored yet. */
   record(tx: WriteTx, event: StampedEvent): void {
+    this.write(tx, event, true);
+  }
+
+  /** `raised`: at the event's raise (a new id); else a replan, which overwrites a record of the same id. */
+  private write(tx: WriteTx, event: StampedEvent, raised: boolean): void {
     const config = this.deps.configs.current(event.apiKey, 'activity');
     if (config === undefined || !logs(config, event.type)) return;
     // Events raised before logging was (re-)enabled are not logged.
     if (config.enabledTime !== undefined && event.createdAt < config.enabledTime) return;
-    this.deps.activities.put(tx, activityFromEvent(event, config.immutable !== false));
+    const record = activityFromEvent(event, config.immutable !== false);
+    if (raised) this.deps.activities.putNew(tx, record);
+    else this.deps.activities.put(tx, record);
   }
 
   /**
@@ -51,7 +58,7 @@ export class ActivityChannel implements Planner, EventRecorder {
   /** An outbox row it did not record when raised (raised before it recorded events): recorded while planning. */
   plan(tx: WriteTx, event: OutboxEvent, _now: number): void {
     if (event.recordedBy?.includes(this.name) === true) return;
-    this.record(tx, event);
+    this.write(tx, event, false);
   }
 }
 

@@ -64,7 +64,8 @@ export class NotificationChannel implements Planner, ChannelRunner {
     },
     record: (tx, event) => {
       const recipients = this.recipients(event);
-      if (recipients.length > 0) this.deps.notifications.put(tx, singleRecord(event, recipients));
+      // At the event's raise: its id (from the new event's) is on no stored notification.
+      if (recipients.length > 0) this.deps.notifications.putNew(tx, singleRecord(event, recipients));
     },
     // Its rows are keyed by the organization and `ntf_` with the event id's hex (singleRecord); the preference reads
     // keyed by a recipient's id cannot throw (lmdb-js answers undefined for a key too long to exist).
