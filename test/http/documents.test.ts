@@ -118,6 +118,21 @@ t.test('documents add, update, delete and move report unknown and duplicate ids 
   t.same(rest[0], { id: 'b', documentName: 'b', disabled: false, accessType: 'public', createdAt: rest[0]?.createdAt, lastUpdated: rest[0]?.lastUpdated });
 });
 
+t.test('documents/delete naming an id twice fails it as a duplicate and keeps its data with its entry', async (t) => {
+  const fx = await directoryFixture(t);
+  await addDocuments(t, fx, ['twice', 'once']);
+  for (const documentId of ['twice', 'once']) await fx.call('/v2/crdt/add', { organizationId: ORG, documentId, editorId: 'main', data: `text of ${documentId}`, type: 'text' });
+  const deleted = dataOf(t, await fx.call<Record<string, ItemResult>>('/v2/organizations/documents/delete', { organizationId: ORG, documentIds: ['twice', 'once', 'twice'] }));
+  t.same(outcome(deleted), { ok: ['once'], failed: ['twice'] });
+  t.equal(deleted['twice']?.code, 'duplicate');
+  const rest = dataOf(t, await fx.call<DocumentRow[]>('/v2/organizations/documents/get', { organizationId: ORG }));
+  t.same(rest.map((row) => row.id), ['twice'], 'its entry stays');
+  const text = async (documentId: string): Promise<unknown[] | undefined> =>
+    (await fx.call<Array<{ data: unknown }>>('/v2/crdt/get', { organizationId: ORG, documentId, editorId: 'main' })).body.result?.data.map((row) => row.data);
+  t.same(await text('twice'), ['text of twice'], 'and so does its data');
+  t.same(await text('once'), [], 'the other is deleted with its data');
+});
+
 t.test('document access type and disable state are set per document and shown by Get Documents', async (t) => {
   const fx = await directoryFixture(t);
   await addDocuments(t, fx, ['x', 'y']);

@@ -54,8 +54,7 @@ export class BulkResults {
    * copies is written: the map has one slot per id, so it could not report two outcomes.
    */
   unique<T>(items: readonly T[], idOf: (item: T) => string, field: string): T[] {
-    const counts = new Map<string, number>();
-    for (const item of items) counts.set(idOf(item), (counts.get(idOf(item)) ?? 0) + 1);
+    const counts = idCounts(items, idOf);
     const kept: T[] = [];
     for (const item of items) {
       const id = idOf(item);
@@ -72,4 +71,11 @@ export class BulkResults {
   toJSON(): BulkMap {
     return Object.fromEntries(this.results);
   }
+}
+
+/** How many times each id appears in `items`: one appearing more than once fails as `duplicate` (BulkResults.unique). */
+export function idCounts<T>(items: readonly T[], idOf: (item: T) => string): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const item of items) counts.set(idOf(item), (counts.get(idOf(item)) ?? 0) + 1);
+  return counts;
 }

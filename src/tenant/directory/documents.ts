@@ -1,7 +1,7 @@
 // Owns documents: add, stable paged get, update, move, access type, disable state and delete (with their data).
 import { invalidArgument, notFound } from '../../errors.js';
 import type { AccessType } from '../api-key-config.js';
-import { BulkResults, ItemFailure, type BulkMap } from './bulk.js';
+import { BulkResults, idCounts, ItemFailure, type BulkMap } from './bulk.js';
 import { deleteDocumentData, whileDeleting, type DocumentDataOwner } from './data-owners.js';
 import type { DirectoryDb } from './db.js';
 import { insertDocument, placeDocument, rekeyDocument, removeDocument } from './document-entries.js';
@@ -185,7 +185,9 @@ export class Documents {
    * entries; all with the documents held (`whileDeleting`: a write or connection meanwhile waits for the end).
    */
   async delete(apiKey: string, organizationId: string, documentIds: readonly string[]): Promise<BulkMap> {
-    const documents = [...new Set(documentIds)].map((documentId) => ({ apiKey, organizationId, documentId }));
+    // An id asked twice fails as `duplicate` and keeps its entry, so its data stays too.
+    const once = [...idCounts(documentIds, (id) => id)].filter(([, count]) => count === 1);
+    const documents = once.map(([documentId]) => ({ apiKey, organizationId, documentId }));
     return whileDeleting(this.owners, { documents }, async () => {
       const known = documents.filter((ref) => this.find(apiKey, organizationId, ref.documentId) !== undefined);
       await deleteDocumentData(this.owners, known);
