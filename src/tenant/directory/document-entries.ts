@@ -1,7 +1,7 @@
 // Owns the low-level writes of one document entry and its two listing indexes; shared by documents and folders.
 import type { DirectoryDb } from './db.js';
 import type { Grants } from './grants.js';
-import { keys, type DocumentRecord, type GrantRecord } from './records.js';
+import { keys, type DocumentRecord } from './records.js';
 
 export type NewDocument = Omit<DocumentRecord, 'seq'>;
 
@@ -67,10 +67,6 @@ export function rekeyDocument(db: DirectoryDb, grants: Grants, apiKey: string, o
   db.put(keys.doc(apiKey, organizationId, newId), moved);
   db.put(keys.docOrder(apiKey, organizationId, record.seq), newId);
   if (record.folderId !== undefined) db.put(keys.folderDoc(apiKey, organizationId, record.folderId, record.seq), newId);
-  for (const { key, value } of db.scan<GrantRecord>(keys.resourceGrants(apiKey, organizationId, 'document', record.documentId))) {
-    const [kind, id] = [key[5], key[6]];
-    if ((kind === 'user' || kind === 'group') && typeof id === 'string') grants.put(apiKey, organizationId, { level: 'document', resourceId: newId }, { kind, id }, value);
-  }
-  grants.removeResource(apiKey, organizationId, { level: 'document', resourceId: record.documentId });
+  grants.moveResource(apiKey, organizationId, { level: 'document', resourceId: record.documentId }, { level: 'document', resourceId: newId });
   return moved;
 }

@@ -40,6 +40,11 @@ export class Grants {
     this.removeResourceSome(apiKey, organizationId, ref);
   }
 
+  /** Only inside a write. Moves every grant on `from` to `to` (a document re-keyed). */
+  moveResource(apiKey: string, organizationId: string, from: GrantRef, to: GrantRef): void {
+    this.removeResourceSome(apiKey, organizationId, from, undefined, to);
+  }
+
   /**
    * Drops every grant on the resources (they are being deleted), ITEMS_PER_WRITE grants to a committed write, one write
    * after another (not inside a write): one document may hold a grant for each of 10,000 users, and one write for
@@ -73,26 +78,23 @@ export class Grants {
   async moveResourceInWrites(apiKey: string, organizationId: string, from: GrantRef, to: GrantRef): Promise<number> {
     let moved = 0;
     for (;;) {
-      const taken = await this.db.write(() => {
-        const found = this.db.scan<GrantRecord>(keys.resourceGrants(apiKey, organizationId, from.level, from.resourceId), { limit: ITEMS_PER_WRITE });
-        for (const { key, value } of found) {
-          const [kind, id] = [key[5], key[6]];
-          if ((kind === 'user' || kind === 'group') && typeof id === 'string') this.put(apiKey, organizationId, to, { kind, id }, value);
-        }
-        return this.removeResourceSome(apiKey, organizationId, from, ITEMS_PER_WRITE);
-      });
+      const taken = await this.db.write(() => this.removeResourceSome(apiKey, organizationId, from, ITEMS_PER_WRITE, to));
       moved += taken;
       if (taken < ITEMS_PER_WRITE) return moved;
     }
   }
 
-  /** Only inside a write. Drops at most `limit` of the grants on a resource (all without one); answers how many. */
-  private removeResourceSome(apiKey: string, organizationId: string, ref: GrantRef, limit?: number): number {
+  /**
+   * Only inside a write. Drops at most `limit` of the grants on a resource (all without one), each first written under
+   * `moveTo` when given; answers how many.
+   */
+  private removeResourceSome(apiKey: string, organizationId: string, ref: GrantRef, limit?: number, moveTo?: GrantRef): number {
     const found = this.db.scan<GrantRecord>(keys.resourceGrants(apiKey, organizationId, ref.level, ref.resourceId), limit === undefined ? {} : { limit });
-    for (const { key } of found) {
+    for (const { key, value } of found) {
       const kind = key[5];
       const id = key[6];
       if ((kind === 'user' || kind === 'group') && typeof id === 'string') {
+        if (moveTo !== undefined) this.put(apiKey, organizationId, moveTo, { kind, id }, value);
         this.db.remove(keys.principalGrant(apiKey, organizationId, { kind, id }, ref.level, ref.resourceId));
       }
       this.db.remove(key);
